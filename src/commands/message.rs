@@ -1,0 +1,110 @@
+//! `swarm send` and `swarm inbox`
+
+use std::collections::HashSet;
+use std::io::Read;
+
+use serde_json::json;
+
+use super::{agent, Context};
+use crate::cli::{InboxArgs, SendArgs};
+use crate::error::{Error, Result};
+use crate::mailbox::{InboxMessage, Mailbox, MAX_MESSAGE_BYTES};
+use crate::names::AgentName;
+use crate::output;
+use crate::protocol::Payload;
+use crate::roster::Roster;
+use crate::watcher::DirWatcher;
+
+pub fn send(ctx: &Context, args: SendArgs) -> Result<()> {
+    let team = ctx.existing_team()?;
+    let from = agent(&args.from)?;
+    let text = if args.text == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .take(MAX_MESSAGE_BYTES as u64 + 1)
+            .read_to_end(&mut buf)
+            .map_err(Error::io("read", "standard input"))?;
+        String::from_utf8(buf).map_err(|_| Error::usage("the message on standard input is not UTF-8 text"))?
+    } else {
+        args.text
+    };
+    if text.trim().is_empty() {
+        return Err(Error::usage("the message is empty; say something"));
+    }
+    let roster = Roster::new(&ctx.store, &team);
+    let sender = roster.require_member(from.as_str())?;
+    let message = InboxMessage::new(from.as_str(), text)
+        .with_summary(args.summary)
+        .with_color(Some(sender.color_or_default().to_string()));
+    let mailbox = Mailbox::new(&ctx.store, &team);
+    let recipients: Vec<AgentName> = if args.to == "*" {
+        mailbox.broadcast(from.as_str(), message)?
+    } else {
+        let to = agent(&args.to)?;
+        mailbox.send(&to, message)?;
+        vec![to]
+    };
+    if ctx.json {
+        let to: Vec<&str> = recipients.iter().map(AgentName::as_str).collect();
+        output::json(&json!({"team": team.as_str(), "from": from.as_str(), "to": to}))
+    } else {
+        let to: Vec<&str> = recipients.iter().map(AgentName::as_str).collect();
+        output::line(format!("sent to {}", if to.is_empty() { "nobody (no other members)".into() } else { to.join(", ") }))
+    }
+}
+
+pub fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
+    let team = ctx.existing_team()?;
+    let who = agent(&args.name)?;
+    Roster::new(&ctx.store, &team).require_member(who.as_str())?;
+    let mailbox = Mailbox::new(&ctx.store, &team);
+    let messages = mailbox.read(&who, args.unread)?;
+    if ctx.json && !args.follow {
+        output::json(&messages)?;
+    } else {
+        for m in &messages {
+            print_message(ctx.json, m)?;
+        }
+    }
+    if args.mark_read {
+        let keys: Vec<String> = messages.iter().filter(|m| !m.read).map(InboxMessage::key).collect();
+        mailbox.mark_delivered(&who, &keys)?;
+    }
+    if !args.follow {
+        if messages.is_empty() && !ctx.json {
+            eprintln!("(no {}messages for {who})", if args.unread { "unread " } else { "" });
+        }
+        return Ok(());
+    }
+    let mut seen: HashSet<String> = messages.iter().map(InboxMessage::key).collect();
+    let watcher = DirWatcher::new(&ctx.store.inboxes_dir(&team))?;
+    loop {
+        watcher.wait(None);
+        let fresh: Vec<InboxMessage> = mailbox
+            .read(&who, args.unread)?
+            .into_iter()
+            .filter(|m| !seen.contains(&m.key()))
+            .collect();
+        for m in &fresh {
+            seen.insert(m.key());
+            print_message(ctx.json, m)?;
+        }
+        if args.mark_read {
+            let keys: Vec<String> = fresh.iter().map(InboxMessage::key).collect();
+            mailbox.mark_delivered(&who, &keys)?;
+        }
+    }
+}
+
+fn print_message(json: bool, m: &InboxMessage) -> Result<()> {
+    if json {
+        return output::json_line(m);
+    }
+    let mark = if m.read { " " } else { "*" };
+    let body = match m.payload() {
+        Payload::Protocol(p) => format!("[{}] {}", p.type_name(), m.text),
+        Payload::Text(t) => t,
+    };
+    let summary = m.summary.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+    output::line(format!("{mark} {} {}{summary}: {body}", m.timestamp, m.from))
+}

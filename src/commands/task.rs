@@ -1,0 +1,175 @@
+//! `swarm task create|list|show|update|dep|claim|release|delete|next`
+
+use serde_json::{json, Map, Value};
+
+use super::{agent, json_arg, Context};
+use crate::cli::TaskCommand;
+use crate::error::{Error, Result};
+use crate::names::TaskId;
+use crate::output;
+use crate::tasks::{NewTask, Task, TaskList, TaskPatch};
+
+pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
+    let team = ctx.team()?;
+    let tasks = TaskList::new(&ctx.store, &team);
+    match cmd {
+        TaskCommand::Create {
+            subject,
+            description,
+            active_form,
+            blocked_by,
+            metadata,
+        } => {
+            ctx.existing_team()?;
+            let blocked_by = blocked_by.iter().map(|s| s.parse()).collect::<Result<Vec<TaskId>>>()?;
+            let metadata = object_arg("--metadata", metadata.as_deref())?;
+            let task = tasks.create(NewTask {
+                subject,
+                description,
+                active_form,
+                blocked_by,
+                metadata,
+            })?;
+            print_task(ctx, &task, "created")
+        }
+        TaskCommand::List {
+            status,
+            owner,
+            available,
+        } => {
+            let list = if available { tasks.available()? } else { tasks.list()? };
+            let list: Vec<Task> = list
+                .into_iter()
+                .filter(|t| status.is_none_or(|s| t.status == s))
+                .filter(|t| owner.as_deref().is_none_or(|o| t.owner.as_deref() == Some(o)))
+                .collect();
+            if ctx.json {
+                return output::json(&list);
+            }
+            if list.is_empty() {
+                return output::line("no tasks");
+            }
+            for t in &list {
+                output::line(row(t))?;
+            }
+            Ok(())
+        }
+        TaskCommand::Show { id } => {
+            let task = tasks.get(&id.parse()?)?;
+            if ctx.json {
+                return output::json(&task);
+            }
+            output::line(row(&task))?;
+            if !task.description.is_empty() {
+                output::line(format!("\n{}\n", task.description))?;
+            }
+            if !task.blocks.is_empty() {
+                output::line(format!("blocks: {}", ids(&task.blocks)))?;
+            }
+            if !task.metadata.is_empty() {
+                output::line(format!("metadata: {}", Value::Object(task.metadata.clone())))?;
+            }
+            Ok(())
+        }
+        TaskCommand::Update {
+            id,
+            subject,
+            description,
+            active_form,
+            status,
+            owner,
+            no_owner,
+            metadata,
+        } => {
+            let id: TaskId = id.parse()?;
+            let owner = match (owner, no_owner) {
+                (Some(o), _) => Some(Some(agent(&o)?.to_string())),
+                (None, true) => Some(None),
+                (None, false) => None,
+            };
+            let patch = TaskPatch {
+                subject,
+                description,
+                active_form,
+                status,
+                owner,
+                metadata: object_arg("--metadata", metadata.as_deref())?,
+            };
+            let task = tasks.update(&id, patch)?;
+            print_task(ctx, &task, "updated")
+        }
+        TaskCommand::Dep { action, id, on } => {
+            let (id, on): (TaskId, TaskId) = (id.parse()?, on.parse()?);
+            if action == "add" {
+                tasks.add_dependency(&id, &on)?;
+            } else {
+                tasks.remove_dependency(&id, &on)?;
+            }
+            print_task(ctx, &tasks.get(&id)?, "updated")
+        }
+        TaskCommand::Claim {
+            id,
+            agent: name,
+            no_busy_check,
+        } => {
+            let task = tasks.claim(&id.parse()?, &agent(&name)?, !no_busy_check)?;
+            print_task(ctx, &task, "claimed")
+        }
+        TaskCommand::Release { agent: name } => {
+            let released = tasks.release_agent(agent(&name)?.as_str())?;
+            if ctx.json {
+                return output::json(&json!({ "released": released }));
+            }
+            output::line(if released.is_empty() {
+                format!("{name} owned no unfinished tasks")
+            } else {
+                format!("returned to pending: {}", ids(&released))
+            })
+        }
+        TaskCommand::Delete { id } => {
+            let task = tasks.delete(&id.parse()?)?;
+            print_task(ctx, &task, "deleted")
+        }
+        TaskCommand::Next { agent: name, claim } => {
+            let next = match (claim, name) {
+                (true, Some(n)) => tasks.claim_next(&agent(&n)?, true)?,
+                _ => tasks.available()?.into_iter().next(),
+            };
+            match next {
+                Some(t) => print_task(ctx, &t, if claim { "claimed" } else { "next" }),
+                None if ctx.json => output::json(&Value::Null),
+                None => output::line("no task is available"),
+            }
+        }
+    }
+}
+
+fn object_arg(flag: &str, text: Option<&str>) -> Result<Map<String, Value>> {
+    match text.map(|t| json_arg(flag, t)).transpose()? {
+        None => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => Err(Error::usage(format!("{flag} must be a JSON object such as '{{\"key\": 1}}'"))),
+    }
+}
+
+fn ids(list: &[TaskId]) -> String {
+    list.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ")
+}
+
+fn row(t: &Task) -> String {
+    let owner = t.owner.as_deref().map(|o| format!(" @{o}")).unwrap_or_default();
+    let blocked = if t.blocked_by.is_empty() {
+        String::new()
+    } else {
+        format!("  (after {})", ids(&t.blocked_by))
+    };
+    format!("#{:<4} {:<11} {}{owner}{blocked}", t.id, t.status.as_str(), t.subject)
+}
+
+fn print_task(ctx: &Context, task: &Task, verb: &str) -> Result<()> {
+    if ctx.json {
+        output::json(task)
+    } else {
+        output::line(format!("{verb} {}", row(task)))
+    }
+}

@@ -1,0 +1,145 @@
+//! `swarm team create|list|show|delete`
+
+use serde_json::json;
+
+use super::Context;
+use crate::cli::TeamCommand;
+use crate::error::{Error, Result};
+use crate::names::{AgentName, TeamName};
+use crate::tasks::TaskList;
+use crate::output;
+use crate::roster::{self, Member, Roster, TeamConfig};
+
+pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
+    match cmd {
+        TeamCommand::Create { name, description } => {
+            let team: TeamName = name.parse()?;
+            let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+            let config = Roster::new(&ctx.store, &team).create(&description, &cwd, &uuid::Uuid::new_v4().to_string())?;
+            if ctx.json {
+                output::json(&config)
+            } else {
+                output::line(format!(
+                    "created team {team} at {}",
+                    ctx.store.team_dir(&team).display()
+                ))
+            }
+        }
+        TeamCommand::List => {
+            let mut rows = Vec::new();
+            for team in roster::list_teams(&ctx.store)? {
+                match Roster::new(&ctx.store, &team).load() {
+                    Ok(c) => rows.push(c),
+                    Err(e) => eprintln!("swarm: warning: skipping team {team}: {e}"),
+                }
+            }
+            if ctx.json {
+                let list: Vec<_> = rows.iter().map(summary).collect();
+                return output::json(&list);
+            }
+            if rows.is_empty() {
+                return output::line(format!("no teams under {}", ctx.store.root().display()));
+            }
+            for c in &rows {
+                let s = summary(c);
+                output::line(format!(
+                    "{:<24} {} teammates, {} active  {}",
+                    c.name, s["teammates"], s["active"], c.description
+                ))?;
+            }
+            Ok(())
+        }
+        TeamCommand::Show { name } => {
+            let team = pick(ctx, name)?;
+            let config = Roster::new(&ctx.store, &team).load()?;
+            if ctx.json {
+                return output::json(&config);
+            }
+            output::line(format!("team {}  {}", config.name, config.description))?;
+            for m in &config.members {
+                let state = if m.is_lead() {
+                    "lead"
+                } else if m.active() {
+                    "active"
+                } else {
+                    "inactive"
+                };
+                output::line(format!(
+                    "  {:<20} {:<8} {:<9} {:<10} pane {}",
+                    m.name,
+                    m.color_or_default(),
+                    state,
+                    m.backend_type.as_deref().unwrap_or("-"),
+                    if m.tmux_pane_id.is_empty() { "-" } else { &m.tmux_pane_id }
+                ))?;
+            }
+            Ok(())
+        }
+        TeamCommand::Add {
+            name,
+            color,
+            agent_type,
+        } => {
+            let team = ctx.existing_team()?;
+            let who = AgentName::teammate(&name)?;
+            let roster = Roster::new(&ctx.store, &team);
+            let color = match color {
+                Some(c) if roster::COLORS.contains(&c.as_str()) => c,
+                Some(c) => {
+                    return Err(Error::usage(format!(
+                        "unknown colour {c:?}; use one of {}",
+                        roster::COLORS.join(", ")
+                    )))
+                }
+                None => roster.load()?.next_color().to_string(),
+            };
+            let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+            let mut member = Member::teammate(&team, &who, &color, &cwd);
+            member.agent_type = agent_type;
+            member.is_active = Some(true);
+            roster.add_member(member.clone())?;
+            if ctx.json {
+                output::json(&member)
+            } else {
+                output::line(format!("added {who} ({color}) to team {team}"))
+            }
+        }
+        TeamCommand::Remove { name } => {
+            let team = ctx.existing_team()?;
+            let who: AgentName = name.parse()?;
+            Roster::new(&ctx.store, &team).remove_member(&who)?;
+            let released = TaskList::new(&ctx.store, &team).release_agent(who.as_str())?;
+            if ctx.json {
+                output::json(&json!({"removed": who.as_str(), "released": released}))
+            } else {
+                output::line(format!("removed {who} from team {team}"))
+            }
+        }
+        TeamCommand::Delete { name, force } => {
+            let team = pick(ctx, name)?;
+            Roster::new(&ctx.store, &team).delete(force)?;
+            if ctx.json {
+                output::json(&json!({"deleted": team.as_str()}))
+            } else {
+                output::line(format!("deleted team {team}"))
+            }
+        }
+    }
+}
+
+fn pick(ctx: &Context, name: Option<String>) -> Result<TeamName> {
+    match name {
+        Some(n) => n.parse(),
+        None => ctx.team().map_err(|_| Error::usage("name the team: swarm team show NAME (or set --team)")),
+    }
+}
+
+fn summary(c: &TeamConfig) -> serde_json::Value {
+    json!({
+        "name": c.name,
+        "description": c.description,
+        "createdAt": c.created_at,
+        "teammates": c.teammates().count(),
+        "active": c.teammates().filter(|m| m.active()).count(),
+    })
+}

@@ -1,0 +1,145 @@
+//! The one error type of swarm.
+//!
+//! Every failure a user can see is a variant here, and every message says what failed and, where
+//! there is something to do about it, what to do. `main` alone turns an error into an exit code:
+//! bad input (a name, a flag, a missing team) exits 2, a failure of the world (I/O, tmux, a lock
+//! that never freed) exits 1.
+
+use std::io;
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid {kind} {value:?}: {reason}")]
+    InvalidName {
+        kind: &'static str,
+        value: String,
+        reason: String,
+    },
+
+    /// Bad input that is not a name: a flag combination, a value out of range, a malformed file
+    /// given on the command line.
+    #[error("{0}")]
+    Usage(String),
+
+    #[error("team {team:?} does not exist under {root}; create it with `swarm team create {team}` or pass --root")]
+    NoSuchTeam { team: String, root: PathBuf },
+
+    #[error("team {0:?} already exists; pick another name or delete it with `swarm team delete {0}`")]
+    TeamExists(String),
+
+    #[error("{name:?} is not a member of team {team:?}; `swarm team show {team}` lists the members")]
+    NoSuchMember { team: String, name: String },
+
+    #[error("team {team:?} already has a member named {name:?} (names are unique ignoring case)")]
+    MemberExists { team: String, name: String },
+
+    #[error("team {team:?} still has active teammates ({names}); shut them down with `swarm shutdown --all` or pass --force")]
+    TeamActive { team: String, names: String },
+
+    #[error("task #{id} does not exist in team {team:?}; `swarm task list` shows the tasks")]
+    NoSuchTask { team: String, id: String },
+
+    #[error("cannot claim task #{id}: {reason}")]
+    ClaimRefused { id: String, reason: ClaimFailure },
+
+    #[error("task #{from} cannot be blocked by #{to}: that would close a dependency cycle")]
+    DependencyCycle { from: String, to: String },
+
+    #[error("no permission request {0:?} is pending; `swarm permission list` shows the open ones")]
+    NoSuchPermission(String),
+
+    #[error("message is {size} bytes, over the {limit} byte limit; put large content in a file and send its path")]
+    MessageTooLarge { size: usize, limit: usize },
+
+    #[error("refusing to use {path}: it is a {found} where a regular file or directory belongs; move it away and retry")]
+    NotARegularFile { path: PathBuf, found: &'static str },
+
+    #[error("failed to {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("failed to parse {path}: {source}")]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    #[error("gave up waiting for the lock on {path} after {waited_ms} ms; if no swarm or claude process is writing there, remove the directory {path}")]
+    LockTimeout { path: PathBuf, waited_ms: u128 },
+
+    #[error("timed out after {0} s")]
+    Timeout(u64),
+
+    #[error("{program} failed: {detail}")]
+    Command { program: String, detail: String },
+
+    #[error("{0}")]
+    Backend(String),
+
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+/// Why a claim did not go through; the names match Claude Code's claim results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimFailure {
+    AlreadyClaimed,
+    AlreadyResolved,
+    Blocked,
+    AgentBusy,
+}
+
+impl std::fmt::Display for ClaimFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ClaimFailure::AlreadyClaimed => "already_claimed (another teammate owns it)",
+            ClaimFailure::AlreadyResolved => "already_resolved (it is completed)",
+            ClaimFailure::Blocked => "blocked (a task it depends on is not completed)",
+            ClaimFailure::AgentBusy => "agent_busy (the agent already owns an unfinished task)",
+        })
+    }
+}
+
+impl Error {
+    /// 2 for input the user can correct, 1 for everything else.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::InvalidName { .. }
+            | Error::Usage(_)
+            | Error::NoSuchTeam { .. }
+            | Error::TeamExists(_)
+            | Error::NoSuchMember { .. }
+            | Error::MemberExists { .. }
+            | Error::TeamActive { .. }
+            | Error::NoSuchTask { .. }
+            | Error::DependencyCycle { .. }
+            | Error::NoSuchPermission(_)
+            | Error::MessageTooLarge { .. }
+            | Error::NotARegularFile { .. }
+            | Error::ClaimRefused { .. } => 2,
+            _ => 1,
+        }
+    }
+
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io {
+            action,
+            path,
+            source,
+        }
+    }
+
+    pub(crate) fn usage(msg: impl Into<String>) -> Error {
+        Error::Usage(msg.into())
+    }
+}

@@ -1,0 +1,267 @@
+//! File locks that exclude both swarm and Claude Code writers (PROTOCOL.md section 3).
+//!
+//! Claude Code locks a file `F` by creating the directory `F.lock` and calls it stale after 10 s.
+//! swarm takes the same directory lock, so a real `claude` teammate and a swarm process never
+//! write one inbox at once. Two things are added:
+//!
+//! * an `owner` file inside the lock directory, held with an `fs4` (flock) lock for as long as
+//!   the lock is held. A contender that can take that flock knows the holder died and breaks the
+//!   lock at once instead of waiting 10 s. A lock directory without an owner file (a Claude Code
+//!   holder) is honoured until it is 10 s stale.
+//! * a gate: a hidden sibling file `.F.gate` that swarm processes flock, blocking, before they go
+//!   for the directory. Among swarm processes the kernel queues the waiters, so nobody sleeps in
+//!   a backoff loop while the lock sits free; the directory is then almost never contended.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use fs4::fs_std::FileExt;
+
+use crate::error::{Error, Result};
+use crate::fsio::now_ms;
+
+/// Claude Code's staleness rule for a lock directory with no owner file.
+const STALE_AFTER: Duration = Duration::from_secs(10);
+/// How long to wait for a live holder before giving up. Claude Code gives up after about half a
+/// second and loses the write; swarm waits longer because a dead holder is noticed at once.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
+const SAY_WAITING_AFTER: Duration = Duration::from_secs(1);
+
+static BREAK_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// An exclusive lock on a store file; released on drop.
+#[derive(Debug)]
+pub struct FileLock {
+    lock_dir: PathBuf,
+    owner: File,
+    _gate: File,
+}
+
+impl FileLock {
+    /// Locks `target` (a file that may not exist yet), waiting as long as a live holder needs.
+    pub fn acquire(target: &Path) -> Result<FileLock> {
+        Self::acquire_with(target, GIVE_UP_AFTER)
+    }
+
+    pub fn acquire_with(target: &Path, give_up_after: Duration) -> Result<FileLock> {
+        let start = Instant::now();
+        let gate = take_gate(target, start)?;
+        let lock_dir = lock_dir_of(target);
+        let mut backoff = Duration::from_millis(5);
+        let mut said_waiting = false;
+        loop {
+            match try_take_dir(&lock_dir)? {
+                Some(owner) => {
+                    return Ok(FileLock {
+                        lock_dir,
+                        owner,
+                        _gate: gate,
+                    })
+                }
+                None => {
+                    if break_if_dead_or_stale(&lock_dir)? {
+                        continue;
+                    }
+                }
+            }
+            let waited = start.elapsed();
+            if waited > give_up_after {
+                return Err(Error::LockTimeout {
+                    path: lock_dir,
+                    waited_ms: waited.as_millis(),
+                });
+            }
+            if !said_waiting && waited > SAY_WAITING_AFTER {
+                eprintln!("swarm: waiting for lock on {}", lock_dir.display());
+                said_waiting = true;
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        // Unlink the owner before the directory and keep our flock until both are gone, so a
+        // contender that opened the old owner file finds it no longer at the owner path.
+        let _ = fs::remove_file(self.lock_dir.join("owner"));
+        let _ = fs::remove_dir(&self.lock_dir);
+        let _ = FileExt::unlock(&self.owner);
+    }
+}
+
+pub fn lock_dir_of(target: &Path) -> PathBuf {
+    let mut s = target.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+fn gate_path(target: &Path) -> PathBuf {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    target.with_file_name(format!(".{name}.gate"))
+}
+
+fn take_gate(target: &Path, start: Instant) -> Result<File> {
+    let path = gate_path(target);
+    let gate = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(Error::io("open lock gate", &path))?;
+    if FileExt::try_lock_exclusive(&gate).map_err(Error::io("lock", &path))? {
+        return Ok(gate);
+    }
+    // Someone else is in; wait in the kernel's queue, and say so if it takes a while.
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let shown = path.with_file_name(target.file_name().unwrap_or_default()).display().to_string();
+    let waited_already = start.elapsed();
+    let sayer = std::thread::spawn(move || {
+        let wait = SAY_WAITING_AFTER.saturating_sub(waited_already);
+        if done_rx.recv_timeout(wait).is_err() {
+            eprintln!("swarm: waiting for lock on {shown}");
+        }
+    });
+    let result = FileExt::lock_exclusive(&gate).map_err(Error::io("lock", &path));
+    drop(done_tx);
+    let _ = sayer.join();
+    result.map(|()| gate)
+}
+
+/// Tries `mkdir F.lock` and, on success, installs a flocked owner file. `None` if it exists.
+fn try_take_dir(lock_dir: &Path) -> Result<Option<File>> {
+    match fs::DirBuilder::new().mode(0o700).create(lock_dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(None),
+        Err(e) => return Err(Error::io("create lock directory", lock_dir)(e)),
+    }
+    // The owner file is locked before it appears under its name, so nobody can open `owner`
+    // and find it unlocked while we live.
+    let tmp = lock_dir.join(format!("owner.tmp-{}", std::process::id()));
+    let install = || -> std::io::Result<File> {
+        let mut f = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        if !FileExt::try_lock_exclusive(&f)? {
+            return Err(std::io::Error::other("fresh owner file is locked by someone else"));
+        }
+        writeln!(f, "{{\"pid\": {}, \"acquiredAt\": {}}}", std::process::id(), now_ms())?;
+        fs::rename(&tmp, lock_dir.join("owner"))?;
+        Ok(f)
+    };
+    match install() {
+        Ok(f) => Ok(Some(f)),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            let _ = fs::remove_dir(lock_dir);
+            Err(Error::io("write lock owner in", lock_dir)(e))
+        }
+    }
+}
+
+/// Breaks the lock when its holder is provably dead (owner file present and unlocked) or, with
+/// no owner file, when the directory is older than Claude Code's 10 s. Returns whether it broke.
+fn break_if_dead_or_stale(lock_dir: &Path) -> Result<bool> {
+    let owner_path = lock_dir.join("owner");
+    match File::open(&owner_path) {
+        Ok(owner) => {
+            if !FileExt::try_lock_exclusive(&owner).map_err(Error::io("lock", &owner_path))? {
+                return Ok(false); // the holder is alive
+            }
+            // We hold the dead owner's flock, so no other breaker can act on this inode now.
+            // Break only if the directory still belongs to that dead owner.
+            let held = owner.metadata().map_err(Error::io("inspect", &owner_path))?;
+            match fs::metadata(&owner_path) {
+                Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
+                    remove_lock_dir(lock_dir)?;
+                    Ok(true)
+                }
+                _ => Ok(true), // it changed hands meanwhile; just try again
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let modified = match fs::metadata(lock_dir).and_then(|m| m.modified()) {
+                Ok(t) => t,
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
+                Err(e) => return Err(Error::io("inspect", lock_dir)(e)),
+            };
+            let age = SystemTime::now().duration_since(modified).unwrap_or_default();
+            if age > STALE_AFTER {
+                remove_lock_dir(lock_dir)?;
+                return Ok(true);
+            }
+            Ok(false)
+        }
+        Err(e) => Err(Error::io("open", &owner_path)(e)),
+    }
+}
+
+/// Renames the lock directory out of the way (atomic), then deletes it.
+fn remove_lock_dir(lock_dir: &Path) -> Result<()> {
+    let mut tomb = lock_dir.as_os_str().to_owned();
+    tomb.push(format!(
+        ".broken-{}-{}",
+        std::process::id(),
+        BREAK_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    match fs::rename(lock_dir, &tomb) {
+        Ok(()) => {
+            let _ = fs::remove_dir_all(&tomb);
+            Ok(())
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("break stale lock", lock_dir)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_creates_and_removes_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        {
+            let _l = FileLock::acquire(&target).unwrap();
+            assert!(dir.path().join("inbox.json.lock/owner").exists());
+        }
+        assert!(!dir.path().join("inbox.json.lock").exists());
+    }
+
+    #[test]
+    fn a_fresh_ownerless_lock_directory_is_honoured() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        fs::create_dir(lock_dir_of(&target)).unwrap();
+        let err = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+    }
+
+    #[test]
+    fn an_ownerless_lock_older_than_ten_seconds_is_broken() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        let lock_dir = lock_dir_of(&target);
+        fs::create_dir(&lock_dir).unwrap();
+        let old = SystemTime::now() - Duration::from_secs(11);
+        File::open(&lock_dir).unwrap().set_modified(old).unwrap();
+        let _l = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap();
+    }
+
+    #[test]
+    fn an_unlocked_owner_file_means_a_dead_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        let lock_dir = lock_dir_of(&target);
+        fs::create_dir(&lock_dir).unwrap();
+        fs::write(lock_dir.join("owner"), "{\"pid\": 1}").unwrap();
+        let _l = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap();
+    }
+}

@@ -1,0 +1,92 @@
+//! Where everything lives on disk (PROTOCOL.md section 1).
+//!
+//! `Store` is the root directory plus the layout under it. Every path swarm touches is built
+//! here from validated names, so no other module joins user text onto a path.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::names::{AgentName, TaskId, TeamName};
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    pub fn new(root: impl Into<PathBuf>) -> Store {
+        Store { root: root.into() }
+    }
+
+    /// `--root`, else `$SWARM_ROOT`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`: the place a
+    /// `claude` teammate looks, so both see the same team.
+    pub fn discover(flag: Option<&Path>) -> Result<Store> {
+        if let Some(root) = flag {
+            return Ok(Store::new(root));
+        }
+        for var in ["SWARM_ROOT", "CLAUDE_CONFIG_DIR"] {
+            if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+                return Ok(Store::new(PathBuf::from(v)));
+            }
+        }
+        match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            Some(home) => Ok(Store::new(PathBuf::from(home).join(".claude"))),
+            None => Err(Error::usage(
+                "cannot find the swarm root: HOME is not set; pass --root DIR or set SWARM_ROOT",
+            )),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn teams_dir(&self) -> PathBuf {
+        self.root.join("teams")
+    }
+    pub fn team_dir(&self, team: &TeamName) -> PathBuf {
+        self.teams_dir().join(team.as_str())
+    }
+    pub fn config_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("config.json")
+    }
+    pub fn inboxes_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("inboxes")
+    }
+    pub fn inbox_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.inboxes_dir(team).join(format!("{agent}.json"))
+    }
+    pub fn archive_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.inboxes_dir(team).join(format!("{agent}.archive.jsonl"))
+    }
+    pub fn pending_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("permissions").join("pending")
+    }
+    pub fn resolved_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("permissions").join("resolved")
+    }
+    pub fn logs_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("logs")
+    }
+    pub fn log_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.logs_dir(team).join(format!("{agent}.log"))
+    }
+    pub fn alive_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("alive")
+    }
+    pub fn alive_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.alive_dir(team).join(format!("{agent}.lock"))
+    }
+    pub fn tasks_dir(&self, team: &TeamName) -> PathBuf {
+        self.root.join("tasks").join(team.as_str())
+    }
+    pub fn task_path(&self, team: &TeamName, id: &TaskId) -> PathBuf {
+        self.tasks_dir(team).join(format!("{id}.json"))
+    }
+    pub fn highwatermark_path(&self, team: &TeamName) -> PathBuf {
+        self.tasks_dir(team).join(".highwatermark")
+    }
+    /// The task-list lock is taken on this file, so its directory lock is `.lock.lock/`.
+    pub fn task_list_lock_path(&self, team: &TeamName) -> PathBuf {
+        self.tasks_dir(team).join(".lock")
+    }
+}

@@ -1,0 +1,278 @@
+//! Permission requests: a teammate asks, the lead decides (PROTOCOL.md section 9).
+//!
+//! The request is a file in `permissions/pending/` plus a `permission_request` message to the
+//! lead; the decision is a file in `permissions/resolved/` plus a `permission_response` message
+//! to the requester. The files make open questions visible with `ls` and survive a lead that
+//! restarts; resolving takes the pending file's lock and refuses a second decision, so each
+//! request ends in exactly one resolved file.
+
+use std::fs;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::fsio::{self, now_ms};
+use crate::lock::FileLock;
+use crate::mailbox::{InboxMessage, Mailbox};
+use crate::names::{AgentName, TeamName};
+use crate::paths::Store;
+use crate::protocol::{PermissionRequest, PermissionResponse, Protocol};
+use crate::roster::Roster;
+use crate::watcher::DirWatcher;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRecord {
+    pub id: String,
+    pub worker_id: String,
+    pub worker_name: String,
+    #[serde(default)]
+    pub worker_color: String,
+    pub team_name: String,
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_use_id: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub input: Value,
+    #[serde(default)]
+    pub permission_suggestions: Vec<Value>,
+    /// `pending`, `approved` or `rejected`.
+    pub status: String,
+    pub created_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_input: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_updates: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl PermissionRecord {
+    pub fn approved(&self) -> bool {
+        self.status == "approved"
+    }
+}
+
+/// What a teammate asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Ask {
+    pub tool_name: String,
+    pub tool_use_id: String,
+    pub description: String,
+    pub input: Value,
+}
+
+/// The lead's answer.
+#[derive(Debug, Clone, Default)]
+pub struct Decision {
+    pub approve: bool,
+    pub feedback: Option<String>,
+    pub updated_input: Option<Value>,
+    pub resolved_by: String,
+}
+
+/// `perm-<ms>-<7 base36>`
+pub fn new_request_id() -> String {
+    let mut n = uuid::Uuid::new_v4().as_u128();
+    let mut tail = String::with_capacity(7);
+    for _ in 0..7 {
+        tail.push(char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
+        n /= 36;
+    }
+    format!("perm-{}-{tail}", now_ms())
+}
+
+fn valid_id(id: &str) -> Result<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "invalid permission request id {id:?}: ids look like perm-1767225600000-k3j9x2a"
+        )))
+    }
+}
+
+pub struct Permissions<'a> {
+    store: &'a Store,
+    team: &'a TeamName,
+}
+
+impl<'a> Permissions<'a> {
+    pub fn new(store: &'a Store, team: &'a TeamName) -> Permissions<'a> {
+        Permissions { store, team }
+    }
+
+    fn pending_path(&self, id: &str) -> std::path::PathBuf {
+        self.store.pending_dir(self.team).join(format!("{id}.json"))
+    }
+
+    fn resolved_path(&self, id: &str) -> std::path::PathBuf {
+        self.store.resolved_dir(self.team).join(format!("{id}.json"))
+    }
+
+    /// Files the request and tells the lead.
+    pub fn request(&self, worker: &AgentName, ask: Ask) -> Result<PermissionRecord> {
+        if ask.tool_name.trim().is_empty() {
+            return Err(Error::usage("a permission request needs --tool, the tool that wants to run"));
+        }
+        let member = Roster::new(self.store, self.team).require_member(worker.as_str())?;
+        fsio::ensure_dir(&self.store.pending_dir(self.team))?;
+        fsio::ensure_dir(&self.store.resolved_dir(self.team))?;
+        let id = new_request_id();
+        let tool_use_id = if ask.tool_use_id.is_empty() {
+            format!("swarm-{}", uuid::Uuid::new_v4())
+        } else {
+            ask.tool_use_id
+        };
+        let record = PermissionRecord {
+            id: id.clone(),
+            worker_id: worker.agent_id(self.team),
+            worker_name: worker.to_string(),
+            worker_color: member.color_or_default().to_string(),
+            team_name: self.team.to_string(),
+            tool_name: ask.tool_name,
+            tool_use_id,
+            description: ask.description,
+            input: ask.input,
+            permission_suggestions: vec![],
+            status: "pending".into(),
+            created_at: now_ms(),
+            resolved_by: None,
+            resolved_at: None,
+            feedback: None,
+            updated_input: None,
+            permission_updates: None,
+            extra: Map::new(),
+        };
+        fsio::write_json(&self.pending_path(&id), &record)?;
+        let message = Protocol::PermissionRequest(PermissionRequest {
+            request_id: id,
+            agent_id: worker.to_string(),
+            tool_name: record.tool_name.clone(),
+            tool_use_id: record.tool_use_id.clone(),
+            description: record.description.clone(),
+            input: record.input.clone(),
+            permission_suggestions: vec![],
+            extra: Map::new(),
+        });
+        let envelope = InboxMessage::protocol(worker.as_str(), &message)
+            .with_color(member.color.clone())
+            .with_summary(Some(format!("permission: {}", record.tool_name)));
+        Mailbox::new(self.store, self.team).append(&AgentName::lead(), envelope)?;
+        Ok(record)
+    }
+
+    /// Open requests, oldest first.
+    pub fn pending(&self) -> Result<Vec<PermissionRecord>> {
+        self.read_dir(&self.store.pending_dir(self.team))
+    }
+
+    pub fn resolved(&self) -> Result<Vec<PermissionRecord>> {
+        self.read_dir(&self.store.resolved_dir(self.team))
+    }
+
+    fn read_dir(&self, dir: &std::path::Path) -> Result<Vec<PermissionRecord>> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(Error::io("list", dir)(e)),
+        };
+        let mut records = Vec::new();
+        for entry in entries.filter_map(|e| e.ok()) {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "json") && !entry.file_name().to_string_lossy().starts_with('.') {
+                match fsio::read_json::<PermissionRecord>(&path) {
+                    Ok(Some(r)) => records.push(r),
+                    Ok(None) => {}
+                    Err(e) => eprintln!("swarm: warning: skipping {}: {e}", path.display()),
+                }
+            }
+        }
+        records.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(records)
+    }
+
+    /// Decides a pending request: resolved file, pending file removed, answer to the requester.
+    pub fn resolve(&self, id: &str, decision: Decision) -> Result<PermissionRecord> {
+        valid_id(id)?;
+        let pending = self.pending_path(id);
+        let _lock = FileLock::acquire(&pending)?;
+        let resolved_path = self.resolved_path(id);
+        if fsio::check_regular(&resolved_path)? {
+            let prior: Option<PermissionRecord> = fsio::read_json(&resolved_path)?;
+            let status = prior.map(|p| p.status).unwrap_or_default();
+            return Err(Error::usage(format!("permission request {id} was already decided ({status})")));
+        }
+        let mut record: PermissionRecord =
+            fsio::read_json(&pending)?.ok_or_else(|| Error::NoSuchPermission(id.to_string()))?;
+        record.status = if decision.approve { "approved" } else { "rejected" }.into();
+        record.resolved_by = Some(decision.resolved_by.clone());
+        record.resolved_at = Some(now_ms());
+        record.feedback = decision.feedback.clone();
+        record.updated_input = decision.updated_input.clone();
+        fsio::ensure_dir(&self.store.resolved_dir(self.team))?;
+        fsio::write_json(&resolved_path, &record)?;
+        fs::remove_file(&pending).map_err(Error::io("remove", &pending))?;
+
+        let response = if decision.approve {
+            PermissionResponse {
+                request_id: id.to_string(),
+                subtype: "success".into(),
+                response: Some(json!({ "updated_input": decision.updated_input.unwrap_or(record.input.clone()), "permission_updates": [] })),
+                error: None,
+                extra: Map::new(),
+            }
+        } else {
+            PermissionResponse {
+                request_id: id.to_string(),
+                subtype: "error".into(),
+                response: None,
+                error: Some(decision.feedback.clone().unwrap_or_else(|| "denied by the team lead".into())),
+                extra: Map::new(),
+            }
+        };
+        let worker: AgentName = record.worker_name.parse()?;
+        let envelope = InboxMessage::protocol(&decision.resolved_by, &Protocol::PermissionResponse(response));
+        Mailbox::new(self.store, self.team).append(&worker, envelope)?;
+        Ok(record)
+    }
+
+    /// The decision, if made.
+    pub fn decision(&self, id: &str) -> Result<Option<PermissionRecord>> {
+        valid_id(id)?;
+        fsio::read_json(&self.resolved_path(id))
+    }
+
+    /// Waits for the decision on `id` until `deadline`; `None` on timeout.
+    pub fn wait(&self, id: &str, deadline: Option<Instant>) -> Result<Option<PermissionRecord>> {
+        valid_id(id)?;
+        let dir = self.store.resolved_dir(self.team);
+        fsio::ensure_dir(&dir)?;
+        let watcher = DirWatcher::new(&dir)?;
+        loop {
+            if let Some(r) = self.decision(id)? {
+                return Ok(Some(r));
+            }
+            if !self.pending_path(id).exists() && self.decision(id)?.is_none() {
+                return Err(Error::NoSuchPermission(id.to_string()));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            watcher.wait(deadline);
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Structured protocol messages (PROTOCOL.md section 7).
+//!
+//! They travel as a JSON string in an inbox message's `text`. `Payload::parse` turns a `text`
+//! into either one of the typed messages or plain text, so callers match on one enum and never
+//! guess from substrings. Unknown fields are kept so a message from a newer Claude Code survives
+//! a round trip.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Longest `result` an idle notification carries.
+pub const RESULT_LIMIT: usize = 4000;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Protocol {
+    IdleNotification(IdleNotification),
+    ShutdownRequest(ShutdownRequest),
+    ShutdownApproved(ShutdownApproved),
+    ShutdownRejected(ShutdownRejected),
+    PlanApprovalRequest(PlanApprovalRequest),
+    PlanApprovalResponse(PlanApprovalResponse),
+    PermissionRequest(PermissionRequest),
+    PermissionResponse(PermissionResponse),
+    TaskAssignment(TaskAssignment),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdleNotification {
+    pub from: String,
+    pub timestamp: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShutdownRequest {
+    pub request_id: String,
+    pub from: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub timestamp: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShutdownApproved {
+    pub request_id: String,
+    pub from: String,
+    pub timestamp: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_type: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShutdownRejected {
+    pub request_id: String,
+    pub from: String,
+    pub reason: String,
+    pub timestamp: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanApprovalRequest {
+    pub from: String,
+    pub timestamp: String,
+    pub plan_file_path: String,
+    pub plan_content: String,
+    pub request_id: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanApprovalResponse {
+    pub request_id: String,
+    pub approved: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+    pub timestamp: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Field names are snake_case here, as Claude Code writes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionRequest {
+    pub request_id: String,
+    pub agent_id: String,
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_use_id: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub input: Value,
+    #[serde(default)]
+    pub permission_suggestions: Vec<Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionResponse {
+    pub request_id: String,
+    /// `success` or `error`.
+    pub subtype: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskAssignment {
+    pub task_id: String,
+    pub subject: String,
+    #[serde(default)]
+    pub description: String,
+    pub assigned_by: String,
+    pub timestamp: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Protocol {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Protocol::IdleNotification(_) => "idle_notification",
+            Protocol::ShutdownRequest(_) => "shutdown_request",
+            Protocol::ShutdownApproved(_) => "shutdown_approved",
+            Protocol::ShutdownRejected(_) => "shutdown_rejected",
+            Protocol::PlanApprovalRequest(_) => "plan_approval_request",
+            Protocol::PlanApprovalResponse(_) => "plan_approval_response",
+            Protocol::PermissionRequest(_) => "permission_request",
+            Protocol::PermissionResponse(_) => "permission_response",
+            Protocol::TaskAssignment(_) => "task_assignment",
+        }
+    }
+
+    /// The JSON string that goes into an inbox message's `text`.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string(self).expect("protocol messages always serialize")
+    }
+}
+
+/// What an inbox `text` holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    Protocol(Box<Protocol>),
+    Text(String),
+}
+
+impl Payload {
+    pub fn parse(text: &str) -> Payload {
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('{') {
+            if let Ok(p) = serde_json::from_str::<Protocol>(text) {
+                return Payload::Protocol(Box::new(p));
+            }
+        }
+        Payload::Text(text.to_string())
+    }
+}
+
+/// ISO-8601 UTC with milliseconds, as Claude Code writes timestamps.
+pub fn timestamp_now() -> String {
+    format_timestamp(crate::fsio::now_ms())
+}
+
+pub fn format_timestamp(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{:03}Z", ms % 1000)
+}
+
+/// Cuts `s` to at most `limit` bytes on a character boundary.
+pub fn truncate(s: &str, limit: usize) -> String {
+    if s.len() <= limit {
+        return s.to_string();
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_match_claude_code_format() {
+        assert_eq!(format_timestamp(1_767_225_600_000), "2026-01-01T00:00:00.000Z");
+        assert_eq!(format_timestamp(951_782_400_123), "2000-02-29T00:00:00.123Z");
+    }
+
+    #[test]
+    fn texts_parse_as_protocol_or_plain_text() {
+        let text = r#"{"type":"shutdown_request","requestId":"shutdown-1@coder","from":"team-lead","timestamp":"t","futureField":1}"#;
+        let Payload::Protocol(p) = Payload::parse(text) else {
+            panic!("not parsed")
+        };
+        let Protocol::ShutdownRequest(req) = &*p else {
+            panic!("wrong type")
+        };
+        assert_eq!(req.request_id, "shutdown-1@coder");
+        assert_eq!(req.extra["futureField"], 1);
+        let back: Value = serde_json::from_str(&p.to_text()).unwrap();
+        assert_eq!(back["futureField"], 1);
+        assert_eq!(back["type"], "shutdown_request");
+
+        assert_eq!(Payload::parse("hello"), Payload::Text("hello".into()));
+        assert_eq!(Payload::parse("{not json"), Payload::Text("{not json".into()));
+        assert_eq!(
+            Payload::parse(r#"{"type":"unknown_kind"}"#),
+            Payload::Text(r#"{"type":"unknown_kind"}"#.into())
+        );
+    }
+
+    #[test]
+    fn permission_messages_use_snake_case_fields() {
+        let text = r#"{"type":"permission_request","request_id":"perm-1-abc","agent_id":"coder","tool_name":"Bash","tool_use_id":"t","description":"d","input":{"command":"ls"},"permission_suggestions":[]}"#;
+        let Payload::Protocol(p) = Payload::parse(text) else {
+            panic!()
+        };
+        assert!(matches!(*p, Protocol::PermissionRequest(ref r) if r.tool_name == "Bash"));
+    }
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("abc", 10), "abc");
+    }
+}

@@ -1,0 +1,5 @@
+//! One integration-test binary: every test drives the real `swarm` binary.
+
+mod support;
+
+mod store;

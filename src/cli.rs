@@ -114,7 +114,12 @@ pub struct SendArgs {
     #[arg(long, value_name = "NAME")]
     pub to: String,
     /// Sender name (default: $SWARM_AGENT_NAME, else team-lead).
-    #[arg(long, env = "SWARM_AGENT_NAME", default_value = "team-lead", value_name = "NAME")]
+    #[arg(
+        long,
+        env = "SWARM_AGENT_NAME",
+        default_value = "team-lead",
+        value_name = "NAME"
+    )]
     pub from: String,
     /// A short summary shown in previews.
     #[arg(long)]

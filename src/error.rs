@@ -27,10 +27,14 @@ pub enum Error {
     #[error("team {team:?} does not exist under {root}; create it with `swarm team create {team}` or pass --root")]
     NoSuchTeam { team: String, root: PathBuf },
 
-    #[error("team {0:?} already exists; pick another name or delete it with `swarm team delete {0}`")]
+    #[error(
+        "team {0:?} already exists; pick another name or delete it with `swarm team delete {0}`"
+    )]
     TeamExists(String),
 
-    #[error("{name:?} is not a member of team {team:?}; `swarm team show {team}` lists the members")]
+    #[error(
+        "{name:?} is not a member of team {team:?}; `swarm team show {team}` lists the members"
+    )]
     NoSuchMember { team: String, name: String },
 
     #[error("team {team:?} already has a member named {name:?} (names are unique ignoring case)")]
@@ -130,7 +134,10 @@ impl Error {
         }
     }
 
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io {
             action,

@@ -98,7 +98,8 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
         Err(e) => return Err(Error::io("open", path)(e)),
     };
     let mut buf = Vec::new();
-    file.read_to_end(&mut buf).map_err(Error::io("read", path))?;
+    file.read_to_end(&mut buf)
+        .map_err(Error::io("read", path))?;
     Ok(Some(buf))
 }
 
@@ -150,7 +151,12 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 /// Creates `path` with `contents` unless it exists (O_EXCL), mode 0600.
 pub fn create_if_missing(path: &Path, contents: &[u8]) -> Result<()> {
     check_regular(path)?;
-    match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
         Ok(mut f) => {
             f.write_all(contents).map_err(Error::io("write", path))?;
             f.sync_all().map_err(Error::io("sync", path))
@@ -233,7 +239,10 @@ mod tests {
         write_atomic(&path, b"two").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
-        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 
     #[test]
@@ -243,8 +252,14 @@ mod tests {
         fs::write(&target, "[]").unwrap();
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(matches!(read_file(&link), Err(Error::NotARegularFile { .. })));
-        assert!(matches!(write_atomic(&link, b"x"), Err(Error::NotARegularFile { .. })));
+        assert!(matches!(
+            read_file(&link),
+            Err(Error::NotARegularFile { .. })
+        ));
+        assert!(matches!(
+            write_atomic(&link, b"x"),
+            Err(Error::NotARegularFile { .. })
+        ));
         assert_eq!(fs::read(&target).unwrap(), b"[]");
     }
 
@@ -256,9 +271,14 @@ mod tests {
         let got: Option<Vec<serde_json::Value>> = read_json_or_quarantine(&path).unwrap();
         assert!(got.is_none());
         assert!(!path.exists());
-        let moved: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let moved: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(moved.len(), 1);
-        assert!(moved[0].to_string_lossy().starts_with("inbox.json.corrupt-"));
+        assert!(moved[0]
+            .to_string_lossy()
+            .starts_with("inbox.json.corrupt-"));
     }
 
     #[test]

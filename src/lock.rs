@@ -122,7 +122,10 @@ fn take_gate(target: &Path, start: Instant) -> Result<File> {
     }
     // Someone else is in; wait in the kernel's queue, and say so if it takes a while.
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let shown = path.with_file_name(target.file_name().unwrap_or_default()).display().to_string();
+    let shown = path
+        .with_file_name(target.file_name().unwrap_or_default())
+        .display()
+        .to_string();
     let waited_already = start.elapsed();
     let sayer = std::thread::spawn(move || {
         let wait = SAY_WAITING_AFTER.saturating_sub(waited_already);
@@ -147,11 +150,22 @@ fn try_take_dir(lock_dir: &Path) -> Result<Option<File>> {
     // and find it unlocked while we live.
     let tmp = lock_dir.join(format!("owner.tmp-{}", std::process::id()));
     let install = || -> std::io::Result<File> {
-        let mut f = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
         if !FileExt::try_lock_exclusive(&f)? {
-            return Err(std::io::Error::other("fresh owner file is locked by someone else"));
+            return Err(std::io::Error::other(
+                "fresh owner file is locked by someone else",
+            ));
         }
-        writeln!(f, "{{\"pid\": {}, \"acquiredAt\": {}}}", std::process::id(), now_ms())?;
+        writeln!(
+            f,
+            "{{\"pid\": {}, \"acquiredAt\": {}}}",
+            std::process::id(),
+            now_ms()
+        )?;
         fs::rename(&tmp, lock_dir.join("owner"))?;
         Ok(f)
     };
@@ -176,7 +190,9 @@ fn break_if_dead_or_stale(lock_dir: &Path) -> Result<bool> {
             }
             // We hold the dead owner's flock, so no other breaker can act on this inode now.
             // Break only if the directory still belongs to that dead owner.
-            let held = owner.metadata().map_err(Error::io("inspect", &owner_path))?;
+            let held = owner
+                .metadata()
+                .map_err(Error::io("inspect", &owner_path))?;
             match fs::metadata(&owner_path) {
                 Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
                     remove_lock_dir(lock_dir)?;
@@ -191,7 +207,9 @@ fn break_if_dead_or_stale(lock_dir: &Path) -> Result<bool> {
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
                 Err(e) => return Err(Error::io("inspect", lock_dir)(e)),
             };
-            let age = SystemTime::now().duration_since(modified).unwrap_or_default();
+            let age = SystemTime::now()
+                .duration_since(modified)
+                .unwrap_or_default();
             if age > STALE_AFTER {
                 remove_lock_dir(lock_dir)?;
                 return Ok(true);

@@ -156,7 +156,10 @@ impl<'a> Mailbox<'a> {
                 }
             },
         };
-        Ok(messages.into_iter().filter(|m| !unread_only || !m.read).collect())
+        Ok(messages
+            .into_iter()
+            .filter(|m| !unread_only || !m.read)
+            .collect())
     }
 
     /// Marks exactly the messages whose keys are given as delivered; returns how many changed.
@@ -186,7 +189,11 @@ impl<'a> Mailbox<'a> {
 
     /// Waits until `agent` has an undelivered message or `deadline` passes; returns the unread
     /// messages (empty on timeout).
-    pub fn wait_unread(&self, agent: &AgentName, deadline: Option<Instant>) -> Result<Vec<InboxMessage>> {
+    pub fn wait_unread(
+        &self,
+        agent: &AgentName,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<InboxMessage>> {
         let dir = self.store.inboxes_dir(self.team);
         fsio::ensure_dir(&dir)?;
         let watcher = DirWatcher::new(&dir)?;
@@ -199,7 +206,12 @@ impl<'a> Mailbox<'a> {
         }
     }
 
-    fn compact_and_write(&self, agent: &AgentName, path: &Path, mut messages: Vec<InboxMessage>) -> Result<()> {
+    fn compact_and_write(
+        &self,
+        agent: &AgentName,
+        path: &Path,
+        mut messages: Vec<InboxMessage>,
+    ) -> Result<()> {
         let delivered = messages.iter().filter(|m| m.read).count();
         if delivered > KEEP_DELIVERED {
             let mut to_archive = delivered - KEEP_DELIVERED;
@@ -314,7 +326,8 @@ mod tests {
         let mb = Mailbox::new(&store, &team);
         let coder: AgentName = "coder".parse().unwrap();
         for i in 0..150 {
-            mb.send(&coder, InboxMessage::new("team-lead", format!("m{i}"))).unwrap();
+            mb.send(&coder, InboxMessage::new("team-lead", format!("m{i}")))
+                .unwrap();
         }
         let all = mb.read(&coder, true).unwrap();
         let keys: Vec<String> = all[..120].iter().map(InboxMessage::key).collect();
@@ -332,11 +345,17 @@ mod tests {
         let (_dir, store, team) = team();
         let mb = Mailbox::new(&store, &team);
         let ghost: AgentName = "ghost".parse().unwrap();
-        assert!(matches!(mb.send(&ghost, InboxMessage::new("team-lead", "hi")), Err(Error::NoSuchMember { .. })));
+        assert!(matches!(
+            mb.send(&ghost, InboxMessage::new("team-lead", "hi")),
+            Err(Error::NoSuchMember { .. })
+        ));
         assert!(!store.inbox_path(&team, &ghost).exists());
         let coder: AgentName = "coder".parse().unwrap();
         let big = "x".repeat(MAX_MESSAGE_BYTES + 1);
-        assert!(matches!(mb.send(&coder, InboxMessage::new("team-lead", big)), Err(Error::MessageTooLarge { .. })));
+        assert!(matches!(
+            mb.send(&coder, InboxMessage::new("team-lead", big)),
+            Err(Error::MessageTooLarge { .. })
+        ));
     }
 
     #[test]
@@ -344,14 +363,30 @@ mod tests {
         let (dir, store, team) = team();
         let coder: AgentName = "coder".parse().unwrap();
         let path = store.inbox_path(&team, &coder);
-        std::fs::write(&path, r#"[{"from":"a","text":"good","timestamp":"t"},{"from":5}]"#).unwrap();
+        std::fs::write(
+            &path,
+            r#"[{"from":"a","text":"good","timestamp":"t"},{"from":5}]"#,
+        )
+        .unwrap();
         let mb = Mailbox::new(&store, &team);
-        mb.send(&coder, InboxMessage::new("team-lead", "new")).unwrap();
-        let texts: Vec<String> = mb.read(&coder, false).unwrap().into_iter().map(|m| m.text).collect();
+        mb.send(&coder, InboxMessage::new("team-lead", "new"))
+            .unwrap();
+        let texts: Vec<String> = mb
+            .read(&coder, false)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
         assert_eq!(texts, ["good", "new"]);
         let quarantined = std::fs::read_dir(dir.path().join("teams/t/inboxes"))
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".corrupt-"))
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".corrupt-")
+            })
             .count();
         assert_eq!(quarantined, 1);
     }

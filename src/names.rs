@@ -24,12 +24,22 @@ fn invalid(kind: &'static str, value: &str, reason: impl Into<String>) -> Error 
     }
 }
 
-fn check_chars(kind: &'static str, value: &str, first_ok: fn(char) -> bool, rest_ok: fn(char) -> bool, rule: &str) -> Result<()> {
+fn check_chars(
+    kind: &'static str,
+    value: &str,
+    first_ok: fn(char) -> bool,
+    rest_ok: fn(char) -> bool,
+    rule: &str,
+) -> Result<()> {
     if value.is_empty() {
         return Err(invalid(kind, value, format!("it is empty; {rule}")));
     }
     if value.len() > MAX_LEN {
-        return Err(invalid(kind, value, format!("it has {} characters, the limit is {MAX_LEN}", value.len())));
+        return Err(invalid(
+            kind,
+            value,
+            format!("it has {} characters, the limit is {MAX_LEN}", value.len()),
+        ));
     }
     let mut chars = value.chars();
     let first = chars.next().unwrap_or_default();
@@ -169,13 +179,24 @@ impl FromStr for TaskId {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         let digits = s.strip_prefix('#').unwrap_or(s);
-        if digits.is_empty() || digits.len() > 19 || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('0') {
-            return Err(invalid("task id", s, "task ids are positive decimal numbers such as 1 or 42"));
+        if digits.is_empty()
+            || digits.len() > 19
+            || !digits.bytes().all(|b| b.is_ascii_digit())
+            || digits.starts_with('0')
+        {
+            return Err(invalid(
+                "task id",
+                s,
+                "task ids are positive decimal numbers such as 1 or 42",
+            ));
         }
-        digits
-            .parse()
-            .map(TaskId)
-            .map_err(|_| invalid("task id", s, "task ids are positive decimal numbers such as 1 or 42"))
+        digits.parse().map(TaskId).map_err(|_| {
+            invalid(
+                "task id",
+                s,
+                "task ids are positive decimal numbers such as 1 or 42",
+            )
+        })
     }
 }
 
@@ -207,7 +228,18 @@ mod tests {
             assert!(ok.parse::<TeamName>().is_ok(), "{ok}");
         }
         let long = "a".repeat(65);
-        for bad in ["", "-a", "A", "a/b", "..", "a b", "$(id)", "a\0b", long.as_str(), "é"] {
+        for bad in [
+            "",
+            "-a",
+            "A",
+            "a/b",
+            "..",
+            "a b",
+            "$(id)",
+            "a\0b",
+            long.as_str(),
+            "é",
+        ] {
             assert!(bad.parse::<TeamName>().is_err(), "{bad:?}");
         }
         assert!("a".repeat(64).parse::<TeamName>().is_ok());
@@ -218,7 +250,16 @@ mod tests {
         for ok in ["coder", "Coder_2", "a-b", "X"] {
             assert!(AgentName::teammate(ok).is_ok(), "{ok}");
         }
-        for bad in ["..", "a/b", "$(id)", "-x", "_x", "a;b", "a\nb", &"b".repeat(65)] {
+        for bad in [
+            "..",
+            "a/b",
+            "$(id)",
+            "-x",
+            "_x",
+            "a;b",
+            "a\nb",
+            &"b".repeat(65),
+        ] {
             assert!(bad.parse::<AgentName>().is_err(), "{bad:?}");
         }
         for reserved in ["team-lead", "Team-Lead", "USER", "system", "Main"] {

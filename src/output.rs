@@ -20,7 +20,9 @@ fn stdout_err(e: io::Error) -> Error {
 
 pub fn line(text: impl AsRef<str>) -> Result<()> {
     let mut out = io::stdout().lock();
-    writeln!(out, "{}", text.as_ref()).and_then(|()| out.flush()).map_err(stdout_err)
+    writeln!(out, "{}", text.as_ref())
+        .and_then(|()| out.flush())
+        .map_err(stdout_err)
 }
 
 /// Pretty JSON document.

@@ -56,7 +56,8 @@ impl Store {
         self.inboxes_dir(team).join(format!("{agent}.json"))
     }
     pub fn archive_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
-        self.inboxes_dir(team).join(format!("{agent}.archive.jsonl"))
+        self.inboxes_dir(team)
+            .join(format!("{agent}.archive.jsonl"))
     }
     pub fn pending_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("permissions").join("pending")

@@ -95,7 +95,9 @@ pub fn new_request_id() -> String {
 fn valid_id(id: &str) -> Result<()> {
     let ok = !id.is_empty()
         && id.len() <= 128
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if ok {
         Ok(())
     } else {
@@ -120,13 +122,17 @@ impl<'a> Permissions<'a> {
     }
 
     fn resolved_path(&self, id: &str) -> std::path::PathBuf {
-        self.store.resolved_dir(self.team).join(format!("{id}.json"))
+        self.store
+            .resolved_dir(self.team)
+            .join(format!("{id}.json"))
     }
 
     /// Files the request and tells the lead.
     pub fn request(&self, worker: &AgentName, ask: Ask) -> Result<PermissionRecord> {
         if ask.tool_name.trim().is_empty() {
-            return Err(Error::usage("a permission request needs --tool, the tool that wants to run"));
+            return Err(Error::usage(
+                "a permission request needs --tool, the tool that wants to run",
+            ));
         }
         let member = Roster::new(self.store, self.team).require_member(worker.as_str())?;
         fsio::ensure_dir(&self.store.pending_dir(self.team))?;
@@ -193,7 +199,9 @@ impl<'a> Permissions<'a> {
         let mut records = Vec::new();
         for entry in entries.filter_map(|e| e.ok()) {
             let path = entry.path();
-            if path.extension().is_some_and(|e| e == "json") && !entry.file_name().to_string_lossy().starts_with('.') {
+            if path.extension().is_some_and(|e| e == "json")
+                && !entry.file_name().to_string_lossy().starts_with('.')
+            {
                 match fsio::read_json::<PermissionRecord>(&path) {
                     Ok(Some(r)) => records.push(r),
                     Ok(None) => {}
@@ -214,11 +222,18 @@ impl<'a> Permissions<'a> {
         if fsio::check_regular(&resolved_path)? {
             let prior: Option<PermissionRecord> = fsio::read_json(&resolved_path)?;
             let status = prior.map(|p| p.status).unwrap_or_default();
-            return Err(Error::usage(format!("permission request {id} was already decided ({status})")));
+            return Err(Error::usage(format!(
+                "permission request {id} was already decided ({status})"
+            )));
         }
         let mut record: PermissionRecord =
             fsio::read_json(&pending)?.ok_or_else(|| Error::NoSuchPermission(id.to_string()))?;
-        record.status = if decision.approve { "approved" } else { "rejected" }.into();
+        record.status = if decision.approve {
+            "approved"
+        } else {
+            "rejected"
+        }
+        .into();
         record.resolved_by = Some(decision.resolved_by.clone());
         record.resolved_at = Some(now_ms());
         record.feedback = decision.feedback.clone();
@@ -231,7 +246,9 @@ impl<'a> Permissions<'a> {
             PermissionResponse {
                 request_id: id.to_string(),
                 subtype: "success".into(),
-                response: Some(json!({ "updated_input": decision.updated_input.unwrap_or(record.input.clone()), "permission_updates": [] })),
+                response: Some(
+                    json!({ "updated_input": decision.updated_input.unwrap_or(record.input.clone()), "permission_updates": [] }),
+                ),
                 error: None,
                 extra: Map::new(),
             }
@@ -240,12 +257,20 @@ impl<'a> Permissions<'a> {
                 request_id: id.to_string(),
                 subtype: "error".into(),
                 response: None,
-                error: Some(decision.feedback.clone().unwrap_or_else(|| "denied by the team lead".into())),
+                error: Some(
+                    decision
+                        .feedback
+                        .clone()
+                        .unwrap_or_else(|| "denied by the team lead".into()),
+                ),
                 extra: Map::new(),
             }
         };
         let worker: AgentName = record.worker_name.parse()?;
-        let envelope = InboxMessage::protocol(&decision.resolved_by, &Protocol::PermissionResponse(response));
+        let envelope = InboxMessage::protocol(
+            &decision.resolved_by,
+            &Protocol::PermissionResponse(response),
+        );
         Mailbox::new(self.store, self.team).append(&worker, envelope)?;
         Ok(record)
     }

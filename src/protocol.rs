@@ -212,7 +212,10 @@ pub fn format_timestamp(ms: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let mo = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(mo <= 2);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{:03}Z", ms % 1000)
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{:03}Z",
+        ms % 1000
+    )
 }
 
 /// Cuts `s` to at most `limit` bytes on a character boundary.
@@ -233,8 +236,14 @@ mod tests {
 
     #[test]
     fn timestamps_match_claude_code_format() {
-        assert_eq!(format_timestamp(1_767_225_600_000), "2026-01-01T00:00:00.000Z");
-        assert_eq!(format_timestamp(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(
+            format_timestamp(1_767_225_600_000),
+            "2026-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            format_timestamp(951_782_400_123),
+            "2000-02-29T00:00:00.123Z"
+        );
     }
 
     #[test]
@@ -253,7 +262,10 @@ mod tests {
         assert_eq!(back["type"], "shutdown_request");
 
         assert_eq!(Payload::parse("hello"), Payload::Text("hello".into()));
-        assert_eq!(Payload::parse("{not json"), Payload::Text("{not json".into()));
+        assert_eq!(
+            Payload::parse("{not json"),
+            Payload::Text("{not json".into())
+        );
         assert_eq!(
             Payload::parse(r#"{"type":"unknown_kind"}"#),
             Payload::Text(r#"{"type":"unknown_kind"}"#.into())

@@ -15,7 +15,9 @@ use crate::names::{AgentName, TeamName, LEAD};
 use crate::paths::Store;
 
 /// Teammate colours, round robin; the lead is red.
-pub const COLORS: &[&str] = &["blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red"];
+pub const COLORS: &[&str] = &[
+    "blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red",
+];
 pub const LEAD_COLOR: &str = "red";
 
 /// tmux's name for one of the roster colours.
@@ -109,7 +111,9 @@ impl Member {
     }
 
     pub fn color_or_default(&self) -> &str {
-        self.color.as_deref().unwrap_or(if self.is_lead() { LEAD_COLOR } else { "blue" })
+        self.color
+            .as_deref()
+            .unwrap_or(if self.is_lead() { LEAD_COLOR } else { "blue" })
     }
 }
 
@@ -149,7 +153,12 @@ impl<'a> Roster<'a> {
     }
 
     /// Creates the team directory, its roster with the lead, and the lead's empty inbox.
-    pub fn create(&self, description: &str, cwd: &str, lead_session_id: &str) -> Result<TeamConfig> {
+    pub fn create(
+        &self,
+        description: &str,
+        cwd: &str,
+        lead_session_id: &str,
+    ) -> Result<TeamConfig> {
         let dir = self.store.team_dir(self.team);
         fsio::ensure_dir(&self.store.inboxes_dir(self.team))?;
         fsio::ensure_dir(&self.store.tasks_dir(self.team))?;
@@ -235,19 +244,27 @@ impl<'a> Roster<'a> {
         fsio::create_if_missing(&self.store.inbox_path(self.team, &name), b"[]\n")
     }
 
-    pub fn update_member<T>(&self, name: &AgentName, f: impl FnOnce(&mut Member) -> T) -> Result<T> {
+    pub fn update_member<T>(
+        &self,
+        name: &AgentName,
+        f: impl FnOnce(&mut Member) -> T,
+    ) -> Result<T> {
         self.update(|config| {
-            let member = config.member_mut(name.as_str()).ok_or_else(|| Error::NoSuchMember {
-                team: self.team.to_string(),
-                name: name.to_string(),
-            })?;
+            let member = config
+                .member_mut(name.as_str())
+                .ok_or_else(|| Error::NoSuchMember {
+                    team: self.team.to_string(),
+                    name: name.to_string(),
+                })?;
             Ok(f(member))
         })
     }
 
     pub fn remove_member(&self, name: &AgentName) -> Result<Member> {
         if name.is_lead() {
-            return Err(Error::usage("the lead cannot be removed from its team; delete the team instead"));
+            return Err(Error::usage(
+                "the lead cannot be removed from its team; delete the team instead",
+            ));
         }
         self.update(|config| {
             let idx = config
@@ -269,23 +286,33 @@ impl<'a> Roster<'a> {
     /// The member called `name`, or a clear error. Used to refuse messages to strangers.
     pub fn require_member(&self, name: &str) -> Result<Member> {
         let config = self.load()?;
-        config.member(name).cloned().ok_or_else(|| Error::NoSuchMember {
-            team: self.team.to_string(),
-            name: name.to_string(),
-        })
+        config
+            .member(name)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchMember {
+                team: self.team.to_string(),
+                name: name.to_string(),
+            })
     }
 
     /// Deletes the team and its task list. Refused while teammates are active unless `force`.
     pub fn delete(&self, force: bool) -> Result<()> {
         let config = self.load()?;
-        let active: Vec<&str> = config.teammates().filter(|m| m.active()).map(|m| m.name.as_str()).collect();
+        let active: Vec<&str> = config
+            .teammates()
+            .filter(|m| m.active())
+            .map(|m| m.name.as_str())
+            .collect();
         if !active.is_empty() && !force {
             return Err(Error::TeamActive {
                 team: self.team.to_string(),
                 names: active.join(", "),
             });
         }
-        for dir in [self.store.team_dir(self.team), self.store.tasks_dir(self.team)] {
+        for dir in [
+            self.store.team_dir(self.team),
+            self.store.tasks_dir(self.team),
+        ] {
             match fs::remove_dir_all(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -330,7 +357,9 @@ mod tests {
         raw["members"][0]["futureMemberField"] = Value::from("x");
         fs::write(&path, serde_json::to_vec(&raw).unwrap()).unwrap();
         let coder: AgentName = "coder".parse().unwrap();
-        roster.add_member(Member::teammate(&team, &coder, "blue", "/")).unwrap();
+        roster
+            .add_member(Member::teammate(&team, &coder, "blue", "/"))
+            .unwrap();
         let raw: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
         assert_eq!(raw["futureTeamField"], 7);
         assert_eq!(raw["members"][0]["futureMemberField"], "x");
@@ -346,7 +375,9 @@ mod tests {
         roster.create("", "/", "").unwrap();
         let a: AgentName = "Coder".parse().unwrap();
         let b: AgentName = "coder".parse().unwrap();
-        roster.add_member(Member::teammate(&team, &a, "blue", "/")).unwrap();
+        roster
+            .add_member(Member::teammate(&team, &a, "blue", "/"))
+            .unwrap();
         assert!(matches!(
             roster.add_member(Member::teammate(&team, &b, "green", "/")),
             Err(Error::MemberExists { .. })

@@ -260,7 +260,11 @@ impl<'a> TaskList<'a> {
         let _list = self.list_lock()?;
         self.get(task)?;
         self.get(blocker)?;
-        let graph: BTreeMap<TaskId, Vec<TaskId>> = self.list()?.into_iter().map(|t| (t.id, t.blocked_by)).collect();
+        let graph: BTreeMap<TaskId, Vec<TaskId>> = self
+            .list()?
+            .into_iter()
+            .map(|t| (t.id, t.blocked_by))
+            .collect();
         let mut stack = vec![blocker.clone()];
         let mut seen = HashSet::new();
         while let Some(id) = stack.pop() {
@@ -291,7 +295,10 @@ impl<'a> TaskList<'a> {
         let _list = self.list_lock()?;
         let task = self.get(id)?;
         let hwm = self.highwatermark()?.max(id.number());
-        fsio::write_atomic(&self.store.highwatermark_path(self.team), hwm.to_string().as_bytes())?;
+        fsio::write_atomic(
+            &self.store.highwatermark_path(self.team),
+            hwm.to_string().as_bytes(),
+        )?;
         {
             let _lock = self.task_lock(id)?;
             let path = self.store.task_path(self.team, id);
@@ -323,7 +330,11 @@ impl<'a> TaskList<'a> {
     /// Claims `id` for `agent`: owner and `in_progress` in one write. With `busy_check`, refused
     /// while the agent owns another unfinished task.
     pub fn claim(&self, id: &TaskId, agent: &AgentName, busy_check: bool) -> Result<Task> {
-        let _list = if busy_check { Some(self.list_lock()?) } else { None };
+        let _list = if busy_check {
+            Some(self.list_lock()?)
+        } else {
+            None
+        };
         let _lock = self.task_lock(id)?;
         let mut task = self.get(id)?;
         if task.status == TaskStatus::Completed {
@@ -339,7 +350,9 @@ impl<'a> TaskList<'a> {
         }
         if busy_check {
             let busy = self.list()?.into_iter().any(|t| {
-                &t.id != id && t.owner.as_deref() == Some(agent.as_str()) && t.status != TaskStatus::Completed
+                &t.id != id
+                    && t.owner.as_deref() == Some(agent.as_str())
+                    && t.status != TaskStatus::Completed
             });
             if busy {
                 return Err(self.refused(id, ClaimFailure::AgentBusy));
@@ -370,7 +383,11 @@ impl<'a> TaskList<'a> {
         Ok(tasks
             .iter()
             .filter(|t| t.status == TaskStatus::Pending && t.owner.is_none())
-            .filter(|t| t.blocked_by.iter().all(|d| done.contains(d) || !exists.contains(d)))
+            .filter(|t| {
+                t.blocked_by
+                    .iter()
+                    .all(|d| done.contains(d) || !exists.contains(d))
+            })
             .cloned()
             .collect())
     }
@@ -455,8 +472,14 @@ mod tests {
         let b = tl.create(new("b", &[&a])).unwrap().id;
         let c = tl.create(new("c", &[&b])).unwrap().id;
         assert_eq!(tl.get(&a).unwrap().blocks, vec![b.clone()]);
-        assert!(matches!(tl.add_dependency(&a, &c), Err(Error::DependencyCycle { .. })));
-        assert!(matches!(tl.add_dependency(&a, &a), Err(Error::DependencyCycle { .. })));
+        assert!(matches!(
+            tl.add_dependency(&a, &c),
+            Err(Error::DependencyCycle { .. })
+        ));
+        assert!(matches!(
+            tl.add_dependency(&a, &a),
+            Err(Error::DependencyCycle { .. })
+        ));
         tl.remove_dependency(&c, &b).unwrap();
         assert!(tl.get(&b).unwrap().blocks.is_empty());
         tl.add_dependency(&a, &c).unwrap();
@@ -489,11 +512,27 @@ mod tests {
         };
         assert_eq!(refused(tl.claim(&b, &coder, false)), ClaimFailure::Blocked);
         let t = tl.claim(&a, &coder, true).unwrap();
-        assert_eq!((t.owner.as_deref(), t.status), (Some("coder"), TaskStatus::InProgress));
-        assert_eq!(refused(tl.claim(&a, &other, false)), ClaimFailure::AlreadyClaimed);
+        assert_eq!(
+            (t.owner.as_deref(), t.status),
+            (Some("coder"), TaskStatus::InProgress)
+        );
+        assert_eq!(
+            refused(tl.claim(&a, &other, false)),
+            ClaimFailure::AlreadyClaimed
+        );
         assert_eq!(refused(tl.claim(&c, &coder, true)), ClaimFailure::AgentBusy);
-        tl.update(&a, TaskPatch { status: Some(TaskStatus::Completed), ..Default::default() }).unwrap();
-        assert_eq!(refused(tl.claim(&a, &other, false)), ClaimFailure::AlreadyResolved);
+        tl.update(
+            &a,
+            TaskPatch {
+                status: Some(TaskStatus::Completed),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            refused(tl.claim(&a, &other, false)),
+            ClaimFailure::AlreadyResolved
+        );
         assert_eq!(tl.claim_next(&other, true).unwrap().unwrap().id, b);
         assert_eq!(tl.release_agent("other").unwrap(), vec![b.clone()]);
         assert_eq!(tl.get(&b).unwrap().status, TaskStatus::Pending);
@@ -507,10 +546,25 @@ mod tests {
         let mut m = Map::new();
         m.insert("k".into(), Value::from(1));
         m.insert("j".into(), Value::from(2));
-        tl.update(&a, TaskPatch { metadata: m, ..Default::default() }).unwrap();
+        tl.update(
+            &a,
+            TaskPatch {
+                metadata: m,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let mut m = Map::new();
         m.insert("k".into(), Value::Null);
-        let t = tl.update(&a, TaskPatch { metadata: m, ..Default::default() }).unwrap();
+        let t = tl
+            .update(
+                &a,
+                TaskPatch {
+                    metadata: m,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
         assert_eq!(Value::Object(t.metadata), serde_json::json!({"j": 2}));
     }
 }

@@ -24,7 +24,8 @@ pub fn send(ctx: &Context, args: SendArgs) -> Result<()> {
             .take(MAX_MESSAGE_BYTES as u64 + 1)
             .read_to_end(&mut buf)
             .map_err(Error::io("read", "standard input"))?;
-        String::from_utf8(buf).map_err(|_| Error::usage("the message on standard input is not UTF-8 text"))?
+        String::from_utf8(buf)
+            .map_err(|_| Error::usage("the message on standard input is not UTF-8 text"))?
     } else {
         args.text
     };
@@ -49,7 +50,14 @@ pub fn send(ctx: &Context, args: SendArgs) -> Result<()> {
         output::json(&json!({"team": team.as_str(), "from": from.as_str(), "to": to}))
     } else {
         let to: Vec<&str> = recipients.iter().map(AgentName::as_str).collect();
-        output::line(format!("sent to {}", if to.is_empty() { "nobody (no other members)".into() } else { to.join(", ") }))
+        output::line(format!(
+            "sent to {}",
+            if to.is_empty() {
+                "nobody (no other members)".into()
+            } else {
+                to.join(", ")
+            }
+        ))
     }
 }
 
@@ -67,12 +75,19 @@ pub fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
         }
     }
     if args.mark_read {
-        let keys: Vec<String> = messages.iter().filter(|m| !m.read).map(InboxMessage::key).collect();
+        let keys: Vec<String> = messages
+            .iter()
+            .filter(|m| !m.read)
+            .map(InboxMessage::key)
+            .collect();
         mailbox.mark_delivered(&who, &keys)?;
     }
     if !args.follow {
         if messages.is_empty() && !ctx.json {
-            eprintln!("(no {}messages for {who})", if args.unread { "unread " } else { "" });
+            eprintln!(
+                "(no {}messages for {who})",
+                if args.unread { "unread " } else { "" }
+            );
         }
         return Ok(());
     }
@@ -105,6 +120,13 @@ fn print_message(json: bool, m: &InboxMessage) -> Result<()> {
         Payload::Protocol(p) => format!("[{}] {}", p.type_name(), m.text),
         Payload::Text(t) => t,
     };
-    let summary = m.summary.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
-    output::line(format!("{mark} {} {}{summary}: {body}", m.timestamp, m.from))
+    let summary = m
+        .summary
+        .as_deref()
+        .map(|s| format!(" ({s})"))
+        .unwrap_or_default();
+    output::line(format!(
+        "{mark} {} {}{summary}: {body}",
+        m.timestamp, m.from
+    ))
 }

@@ -22,7 +22,9 @@ impl Context {
     pub fn team(&self) -> Result<TeamName> {
         match &self.team {
             Some(t) => t.parse(),
-            None => Err(Error::usage("no team given: pass --team NAME or set SWARM_TEAM")),
+            None => Err(Error::usage(
+                "no team given: pass --team NAME or set SWARM_TEAM",
+            )),
         }
     }
 
@@ -63,5 +65,6 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 
 /// Parses a JSON argument, naming the flag in the error.
 pub fn json_arg(flag: &str, text: &str) -> Result<serde_json::Value> {
-    serde_json::from_str(text).map_err(|e| Error::usage(format!("{flag} is not valid JSON ({e}): {text}")))
+    serde_json::from_str(text)
+        .map_err(|e| Error::usage(format!("{flag} is not valid JSON ({e}): {text}")))
 }

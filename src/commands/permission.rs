@@ -67,7 +67,9 @@ pub fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
             updated_input,
             by,
         } => {
-            let updated_input = updated_input.map(|u| json_arg("--updated-input", &u)).transpose()?;
+            let updated_input = updated_input
+                .map(|u| json_arg("--updated-input", &u))
+                .transpose()?;
             let record = perms.resolve(
                 &id,
                 Decision {
@@ -117,7 +119,11 @@ fn print_record(ctx: &Context, r: &PermissionRecord) -> Result<()> {
     if ctx.json {
         return output::json(r);
     }
-    let feedback = r.feedback.as_deref().map(|f| format!(" - {f}")).unwrap_or_default();
+    let feedback = r
+        .feedback
+        .as_deref()
+        .map(|f| format!(" - {f}"))
+        .unwrap_or_default();
     output::line(format!(
         "{}  {:<8} {} wants {}: {} {}{feedback}",
         r.id, r.status, r.worker_name, r.tool_name, r.description, r.input

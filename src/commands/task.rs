@@ -21,7 +21,10 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             metadata,
         } => {
             ctx.existing_team()?;
-            let blocked_by = blocked_by.iter().map(|s| s.parse()).collect::<Result<Vec<TaskId>>>()?;
+            let blocked_by = blocked_by
+                .iter()
+                .map(|s| s.parse())
+                .collect::<Result<Vec<TaskId>>>()?;
             let metadata = object_arg("--metadata", metadata.as_deref())?;
             let task = tasks.create(NewTask {
                 subject,
@@ -37,11 +40,19 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             owner,
             available,
         } => {
-            let list = if available { tasks.available()? } else { tasks.list()? };
+            let list = if available {
+                tasks.available()?
+            } else {
+                tasks.list()?
+            };
             let list: Vec<Task> = list
                 .into_iter()
                 .filter(|t| status.is_none_or(|s| t.status == s))
-                .filter(|t| owner.as_deref().is_none_or(|o| t.owner.as_deref() == Some(o)))
+                .filter(|t| {
+                    owner
+                        .as_deref()
+                        .is_none_or(|o| t.owner.as_deref() == Some(o))
+                })
                 .collect();
             if ctx.json {
                 return output::json(&list);
@@ -67,7 +78,10 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 output::line(format!("blocks: {}", ids(&task.blocks)))?;
             }
             if !task.metadata.is_empty() {
-                output::line(format!("metadata: {}", Value::Object(task.metadata.clone())))?;
+                output::line(format!(
+                    "metadata: {}",
+                    Value::Object(task.metadata.clone())
+                ))?;
             }
             Ok(())
         }
@@ -148,22 +162,36 @@ fn object_arg(flag: &str, text: Option<&str>) -> Result<Map<String, Value>> {
     match text.map(|t| json_arg(flag, t)).transpose()? {
         None => Ok(Map::new()),
         Some(Value::Object(m)) => Ok(m),
-        Some(_) => Err(Error::usage(format!("{flag} must be a JSON object such as '{{\"key\": 1}}'"))),
+        Some(_) => Err(Error::usage(format!(
+            "{flag} must be a JSON object such as '{{\"key\": 1}}'"
+        ))),
     }
 }
 
 fn ids(list: &[TaskId]) -> String {
-    list.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ")
+    list.iter()
+        .map(|i| format!("#{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn row(t: &Task) -> String {
-    let owner = t.owner.as_deref().map(|o| format!(" @{o}")).unwrap_or_default();
+    let owner = t
+        .owner
+        .as_deref()
+        .map(|o| format!(" @{o}"))
+        .unwrap_or_default();
     let blocked = if t.blocked_by.is_empty() {
         String::new()
     } else {
         format!("  (after {})", ids(&t.blocked_by))
     };
-    format!("#{:<4} {:<11} {}{owner}{blocked}", t.id, t.status.as_str(), t.subject)
+    format!(
+        "#{:<4} {:<11} {}{owner}{blocked}",
+        t.id,
+        t.status.as_str(),
+        t.subject
+    )
 }
 
 fn print_task(ctx: &Context, task: &Task, verb: &str) -> Result<()> {

@@ -6,16 +6,22 @@ use super::Context;
 use crate::cli::TeamCommand;
 use crate::error::{Error, Result};
 use crate::names::{AgentName, TeamName};
-use crate::tasks::TaskList;
 use crate::output;
 use crate::roster::{self, Member, Roster, TeamConfig};
+use crate::tasks::TaskList;
 
 pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
     match cmd {
         TeamCommand::Create { name, description } => {
             let team: TeamName = name.parse()?;
-            let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
-            let config = Roster::new(&ctx.store, &team).create(&description, &cwd, &uuid::Uuid::new_v4().to_string())?;
+            let cwd = std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let config = Roster::new(&ctx.store, &team).create(
+                &description,
+                &cwd,
+                &uuid::Uuid::new_v4().to_string(),
+            )?;
             if ctx.json {
                 output::json(&config)
             } else {
@@ -70,7 +76,11 @@ pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                     m.color_or_default(),
                     state,
                     m.backend_type.as_deref().unwrap_or("-"),
-                    if m.tmux_pane_id.is_empty() { "-" } else { &m.tmux_pane_id }
+                    if m.tmux_pane_id.is_empty() {
+                        "-"
+                    } else {
+                        &m.tmux_pane_id
+                    }
                 ))?;
             }
             Ok(())
@@ -93,7 +103,9 @@ pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 }
                 None => roster.load()?.next_color().to_string(),
             };
-            let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+            let cwd = std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
             let mut member = Member::teammate(&team, &who, &color, &cwd);
             member.agent_type = agent_type;
             member.is_active = Some(true);
@@ -130,7 +142,9 @@ pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
 fn pick(ctx: &Context, name: Option<String>) -> Result<TeamName> {
     match name {
         Some(n) => n.parse(),
-        None => ctx.team().map_err(|_| Error::usage("name the team: swarm team show NAME (or set --team)")),
+        None => ctx
+            .team()
+            .map_err(|_| Error::usage("name the team: swarm team show NAME (or set --team)")),
     }
 }
 

@@ -12,37 +12,72 @@ use crate::support::*;
 #[test]
 fn team_create_list_show_delete() {
     let env = Env::new();
-    let created = env.swarm(["--json", "team", "create", "refactor", "--description", "split it"]).ok().json();
+    let created = env
+        .swarm([
+            "--json",
+            "team",
+            "create",
+            "refactor",
+            "--description",
+            "split it",
+        ])
+        .ok()
+        .json();
     assert_eq!(created["name"], "refactor");
     assert_eq!(created["leadAgentId"], "team-lead@refactor");
     assert_eq!(created["members"][0]["name"], "team-lead");
     assert!(env.path("teams/refactor/inboxes/team-lead.json").is_file());
     let mode = std::fs::metadata(env.path("teams/refactor")).unwrap();
-    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o700);
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o700
+    );
 
-    env.swarm(["team", "create", "refactor"]).code(2).stderr_has("already exists");
+    env.swarm(["team", "create", "refactor"])
+        .code(2)
+        .stderr_has("already exists");
     let list = env.swarm(["--json", "team", "list"]).ok().json();
     assert_eq!(list[0]["name"], "refactor");
     assert_eq!(list[0]["teammates"], 0);
-    let shown = env.swarm(["--json", "--team", "refactor", "team", "show"]).ok().json();
+    let shown = env
+        .swarm(["--json", "--team", "refactor", "team", "show"])
+        .ok()
+        .json();
     assert_eq!(shown["description"], "split it");
 
     env.add_member("refactor", "coder");
-    env.swarm(["team", "delete", "refactor"]).code(2).stderr_has("still has active teammates (coder)");
+    env.swarm(["team", "delete", "refactor"])
+        .code(2)
+        .stderr_has("still has active teammates (coder)");
     env.swarm(["team", "delete", "refactor", "--force"]).ok();
     assert!(!env.path("teams/refactor").exists());
-    env.swarm(["--team", "refactor", "team", "show"]).code(2).stderr_has("does not exist");
+    env.swarm(["--team", "refactor", "team", "show"])
+        .code(2)
+        .stderr_has("does not exist");
 }
 
 #[test]
 fn send_inbox_unread_and_mark_read() {
     let env = Env::with_team(&["coder", "tester"]);
     let sent = env
-        .swarm(["--json", "send", "--to", "coder", "--summary", "parser", "Review the parser"])
+        .swarm([
+            "--json",
+            "send",
+            "--to",
+            "coder",
+            "--summary",
+            "parser",
+            "Review the parser",
+        ])
         .ok()
         .json();
-    assert_eq!(sent, json!({"team": "t", "from": "team-lead", "to": ["coder"]}));
-    env.swarm(["send", "--to", "coder", "-"]).stdin("from stdin\n").ok();
+    assert_eq!(
+        sent,
+        json!({"team": "t", "from": "team-lead", "to": ["coder"]})
+    );
+    env.swarm(["send", "--to", "coder", "-"])
+        .stdin("from stdin\n")
+        .ok();
 
     let inbox = read_json(&env.path("teams/t/inboxes/coder.json"));
     let first = &inbox[0];
@@ -56,17 +91,29 @@ fn send_inbox_unread_and_mark_read() {
     assert!(first["msg_id"].as_str().unwrap().len() >= 32);
     assert!(first["timestamp"].as_str().unwrap().ends_with('Z'));
 
-    let unread = env.swarm(["--json", "inbox", "coder", "--unread", "--mark-read"]).ok().json();
+    let unread = env
+        .swarm(["--json", "inbox", "coder", "--unread", "--mark-read"])
+        .ok()
+        .json();
     assert_eq!(unread.as_array().unwrap().len(), 2);
     assert_eq!(unread[1]["text"], "from stdin\n");
-    let unread = env.swarm(["--json", "inbox", "coder", "--unread"]).ok().json();
+    let unread = env
+        .swarm(["--json", "inbox", "coder", "--unread"])
+        .ok()
+        .json();
     assert_eq!(unread, json!([]));
     let all = env.swarm(["--json", "inbox", "coder"]).ok().json();
     assert_eq!(all.as_array().unwrap().len(), 2);
-    assert!(env.swarm(["inbox", "coder"]).ok().stdout.contains("team-lead (parser): Review the parser"));
+    assert!(env
+        .swarm(["inbox", "coder"])
+        .ok()
+        .stdout
+        .contains("team-lead (parser): Review the parser"));
 
     // A teammate's shell needs no flags: SWARM_AGENT_NAME names the sender.
-    env.swarm(["send", "--to", "team-lead", "done"]).env("SWARM_AGENT_NAME", "coder").ok();
+    env.swarm(["send", "--to", "team-lead", "done"])
+        .env("SWARM_AGENT_NAME", "coder")
+        .ok();
     let lead = env.swarm(["--json", "inbox", "team-lead"]).ok().json();
     assert_eq!(lead[0]["from"], "coder");
 }
@@ -74,10 +121,27 @@ fn send_inbox_unread_and_mark_read() {
 #[test]
 fn broadcast_reaches_every_member_but_the_sender() {
     let env = Env::with_team(&["coder", "tester"]);
-    let sent = env.swarm(["--json", "send", "--to", "*", "--from", "coder", "all hands"]).ok().json();
+    let sent = env
+        .swarm([
+            "--json",
+            "send",
+            "--to",
+            "*",
+            "--from",
+            "coder",
+            "all hands",
+        ])
+        .ok()
+        .json();
     assert_eq!(sent["to"], json!(["team-lead", "tester"]));
-    assert_eq!(read_json(&env.path("teams/t/inboxes/coder.json")), json!([]));
-    assert_eq!(read_json(&env.path("teams/t/inboxes/tester.json"))[0]["text"], "all hands");
+    assert_eq!(
+        read_json(&env.path("teams/t/inboxes/coder.json")),
+        json!([])
+    );
+    assert_eq!(
+        read_json(&env.path("teams/t/inboxes/tester.json"))[0]["text"],
+        "all hands"
+    );
 }
 
 #[test]
@@ -98,7 +162,9 @@ fn inbox_follow_prints_new_messages_as_json_lines() {
     env.swarm(["send", "--to", "coder", "second"]).ok();
     let mut got = Vec::new();
     while got.len() < 2 {
-        let line = rx.recv_timeout(Duration::from_secs(10)).expect("follow printed the messages");
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("follow printed the messages");
         got.push(serde_json::from_str::<Value>(&line).unwrap()["text"].clone());
     }
     follower.kill().unwrap();
@@ -127,26 +193,71 @@ fn compatibility_fixtures_round_trip_with_unknown_fields() {
       {"from": "coder", "text": "old style, no msg_id", "timestamp": "2026-01-01T00:00:01.000Z", "read": false}]);
     let task = json!({"id": "3", "subject": "Add tests", "description": "...", "activeForm": "Adding tests",
       "owner": "coder", "status": "in_progress", "blocks": [], "blockedBy": [], "metadata": {}, "futureTaskField": "k"});
-    std::fs::write(env.path("teams/refactor/config.json"), serde_json::to_vec(&config).unwrap()).unwrap();
-    std::fs::write(env.path("teams/refactor/inboxes/coder.json"), serde_json::to_vec(&inbox).unwrap()).unwrap();
-    std::fs::write(env.path("tasks/refactor/3.json"), serde_json::to_vec(&task).unwrap()).unwrap();
+    std::fs::write(
+        env.path("teams/refactor/config.json"),
+        serde_json::to_vec(&config).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        env.path("teams/refactor/inboxes/coder.json"),
+        serde_json::to_vec(&inbox).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        env.path("tasks/refactor/3.json"),
+        serde_json::to_vec(&task).unwrap(),
+    )
+    .unwrap();
 
     // Reads see exactly what Claude Code wrote.
-    assert_eq!(env.swarm(["--json", "--team", "refactor", "team", "show"]).ok().json(), config);
-    assert_eq!(env.swarm(["--json", "--team", "refactor", "inbox", "coder"]).ok().json(), inbox);
-    assert_eq!(env.swarm(["--json", "--team", "refactor", "task", "show", "3"]).ok().json(), task);
+    assert_eq!(
+        env.swarm(["--json", "--team", "refactor", "team", "show"])
+            .ok()
+            .json(),
+        config
+    );
+    assert_eq!(
+        env.swarm(["--json", "--team", "refactor", "inbox", "coder"])
+            .ok()
+            .json(),
+        inbox
+    );
+    assert_eq!(
+        env.swarm(["--json", "--team", "refactor", "task", "show", "3"])
+            .ok()
+            .json(),
+        task
+    );
 
     // Rewrites keep every field, including ones swarm does not know.
-    env.swarm(["--team", "refactor", "send", "--to", "coder", "new"]).ok();
+    env.swarm(["--team", "refactor", "send", "--to", "coder", "new"])
+        .ok();
     let rewritten = read_json(&env.path("teams/refactor/inboxes/coder.json"));
     assert_eq!(rewritten[0], inbox[0]);
     assert_eq!(rewritten[1], inbox[1]);
-    env.swarm(["--team", "refactor", "task", "update", "3", "--metadata", "{\"k\": 1}"]).ok();
+    env.swarm([
+        "--team",
+        "refactor",
+        "task",
+        "update",
+        "3",
+        "--metadata",
+        "{\"k\": 1}",
+    ])
+    .ok();
     let mut expected = task.clone();
     expected["metadata"] = json!({"k": 1});
     assert_eq!(read_json(&env.path("tasks/refactor/3.json")), expected);
     // Delivery of a message with no msg_id is marked by Claude Code's from|timestamp|text key.
-    env.swarm(["--team", "refactor", "inbox", "coder", "--unread", "--mark-read"]).ok();
+    env.swarm([
+        "--team",
+        "refactor",
+        "inbox",
+        "coder",
+        "--unread",
+        "--mark-read",
+    ])
+    .ok();
     let marked = read_json(&env.path("teams/refactor/inboxes/coder.json"));
     assert!(marked.as_array().unwrap().iter().all(|m| m["read"] == true));
     assert_eq!(marked[0]["futureMsgField"], json!([1]));
@@ -155,40 +266,102 @@ fn compatibility_fixtures_round_trip_with_unknown_fields() {
 #[test]
 fn task_commands_and_their_json() {
     let env = Env::with_team(&["coder"]);
-    let a = env.swarm(["--json", "task", "create", "Design", "--description", "sketch it", "--active-form", "Designing"]).ok().json();
+    let a = env
+        .swarm([
+            "--json",
+            "task",
+            "create",
+            "Design",
+            "--description",
+            "sketch it",
+            "--active-form",
+            "Designing",
+        ])
+        .ok()
+        .json();
     assert_eq!(a["id"], "1");
     assert_eq!(a["status"], "pending");
     assert_eq!(a["activeForm"], "Designing");
-    let b = env.swarm(["--json", "task", "create", "Build", "--blocked-by", "1"]).ok().json();
+    let b = env
+        .swarm(["--json", "task", "create", "Build", "--blocked-by", "1"])
+        .ok()
+        .json();
     assert_eq!(b["blockedBy"], json!(["1"]));
-    assert_eq!(read_json(&env.path("tasks/t/1.json"))["blocks"], json!(["2"]));
+    assert_eq!(
+        read_json(&env.path("tasks/t/1.json"))["blocks"],
+        json!(["2"])
+    );
 
-    let avail = env.swarm(["--json", "task", "list", "--available"]).ok().json();
+    let avail = env
+        .swarm(["--json", "task", "list", "--available"])
+        .ok()
+        .json();
     assert_eq!(avail.as_array().unwrap().len(), 1);
     let next = env.swarm(["--json", "task", "next"]).ok().json();
     assert_eq!(next["id"], "1");
-    let claimed = env.swarm(["--json", "task", "claim", "1", "--agent", "coder"]).ok().json();
-    assert_eq!((claimed["owner"].clone(), claimed["status"].clone()), (json!("coder"), json!("in_progress")));
-    env.swarm(["task", "claim", "2", "--agent", "coder", "--no-busy-check"]).code(2).stderr_has("blocked");
-    let released = env.swarm(["--json", "task", "release", "--agent", "coder"]).ok().json();
+    let claimed = env
+        .swarm(["--json", "task", "claim", "1", "--agent", "coder"])
+        .ok()
+        .json();
+    assert_eq!(
+        (claimed["owner"].clone(), claimed["status"].clone()),
+        (json!("coder"), json!("in_progress"))
+    );
+    env.swarm(["task", "claim", "2", "--agent", "coder", "--no-busy-check"])
+        .code(2)
+        .stderr_has("blocked");
+    let released = env
+        .swarm(["--json", "task", "release", "--agent", "coder"])
+        .ok()
+        .json();
     assert_eq!(released, json!({"released": ["1"]}));
-    env.swarm(["task", "update", "1", "--status", "completed"]).ok();
-    let claimed = env.swarm(["--json", "task", "next", "--claim", "--agent", "coder"]).ok().json();
+    env.swarm(["task", "update", "1", "--status", "completed"])
+        .ok();
+    let claimed = env
+        .swarm(["--json", "task", "next", "--claim", "--agent", "coder"])
+        .ok()
+        .json();
     assert_eq!(claimed["id"], "2");
-    env.swarm(["task", "claim", "1", "--agent", "coder"]).code(2).stderr_has("already_resolved");
-    env.swarm(["task", "update", "2", "--no-owner", "--status", "pending"]).ok();
+    env.swarm(["task", "claim", "1", "--agent", "coder"])
+        .code(2)
+        .stderr_has("already_resolved");
+    env.swarm(["task", "update", "2", "--no-owner", "--status", "pending"])
+        .ok();
 
-    env.swarm(["task", "create", "Ship", "--blocked-by", "2"]).ok();
-    env.swarm(["task", "dep", "add", "1", "--on", "3"]).code(2).stderr_has("cycle");
-    let dep = env.swarm(["--json", "task", "dep", "remove", "3", "--on", "2"]).ok().json();
+    env.swarm(["task", "create", "Ship", "--blocked-by", "2"])
+        .ok();
+    env.swarm(["task", "dep", "add", "1", "--on", "3"])
+        .code(2)
+        .stderr_has("cycle");
+    let dep = env
+        .swarm(["--json", "task", "dep", "remove", "3", "--on", "2"])
+        .ok()
+        .json();
     assert_eq!(dep["blockedBy"], json!([]));
     env.swarm(["--json", "task", "delete", "2"]).ok();
     assert_eq!(read_json(&env.path("tasks/t/1.json"))["blocks"], json!([]));
-    assert_eq!(env.swarm(["--json", "task", "create", "After delete"]).ok().json()["id"], "4");
-    let listed = env.swarm(["--json", "task", "list", "--status", "pending"]).ok().json();
-    let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        env.swarm(["--json", "task", "create", "After delete"])
+            .ok()
+            .json()["id"],
+        "4"
+    );
+    let listed = env
+        .swarm(["--json", "task", "list", "--status", "pending"])
+        .ok()
+        .json();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["3", "4"]);
-    assert!(env.swarm(["task", "list"]).ok().stdout.contains("#1    completed   Design"));
+    assert!(env
+        .swarm(["task", "list"])
+        .ok()
+        .stdout
+        .contains("#1    completed   Design"));
 }
 
 #[test]
@@ -196,7 +369,20 @@ fn permission_request_approved_and_denied_from_another_process() {
     let env = Env::with_team(&["coder"]);
     // Approved while the requester waits in its own process.
     let waiter = env
-        .swarm(["--json", "permission", "request", "--tool", "Bash", "--input", "{\"command\":\"rm -rf build\"}", "--description", "rm -rf build", "--wait", "--timeout", "30"])
+        .swarm([
+            "--json",
+            "permission",
+            "request",
+            "--tool",
+            "Bash",
+            "--input",
+            "{\"command\":\"rm -rf build\"}",
+            "--description",
+            "rm -rf build",
+            "--wait",
+            "--timeout",
+            "30",
+        ])
         .env("SWARM_AGENT_NAME", "coder")
         .spawn();
     let pending = eventually(Duration::from_secs(10), "a pending request", || {
@@ -214,26 +400,63 @@ fn permission_request_approved_and_denied_from_another_process() {
     assert_eq!(request["request_id"], id.as_str());
     assert_eq!(request["tool_name"], "Bash");
 
-    env.swarm(["permission", "approve", &id, "--feedback", "go ahead"]).ok();
+    env.swarm(["permission", "approve", &id, "--feedback", "go ahead"])
+        .ok();
     let out = Out::from(waiter.wait_with_output().unwrap());
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json()["status"], "approved");
-    assert!(env.path(&format!("teams/t/permissions/resolved/{id}.json")).is_file());
-    assert!(!env.path(&format!("teams/t/permissions/pending/{id}.json")).exists());
+    assert!(env
+        .path(&format!("teams/t/permissions/resolved/{id}.json"))
+        .is_file());
+    assert!(!env
+        .path(&format!("teams/t/permissions/pending/{id}.json"))
+        .exists());
     let coder = env.swarm(["--json", "inbox", "coder"]).ok().json();
     let response: Value = serde_json::from_str(coder[0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(response["type"], "permission_response");
     assert_eq!(response["subtype"], "success");
-    env.swarm(["permission", "deny", &id]).code(2).stderr_has("already decided");
+    env.swarm(["permission", "deny", &id])
+        .code(2)
+        .stderr_has("already decided");
 
     // Denied: exit 1. No decision: exit 2.
-    let req = env.swarm(["--json", "permission", "request", "--tool", "Edit", "--from", "coder"]).ok().json();
+    let req = env
+        .swarm([
+            "--json",
+            "permission",
+            "request",
+            "--tool",
+            "Edit",
+            "--from",
+            "coder",
+        ])
+        .ok()
+        .json();
     let id = req["id"].as_str().unwrap();
-    env.swarm(["permission", "deny", id, "--feedback", "not now"]).ok();
+    env.swarm(["permission", "deny", id, "--feedback", "not now"])
+        .ok();
     let out = env.swarm(["--json", "permission", "wait", id]).code(1);
     assert_eq!(out.json()["feedback"], "not now");
-    let req = env.swarm(["--json", "permission", "request", "--tool", "Edit", "--from", "coder"]).ok().json();
-    env.swarm(["permission", "wait", req["id"].as_str().unwrap(), "--timeout", "1"]).code(2);
+    let req = env
+        .swarm([
+            "--json",
+            "permission",
+            "request",
+            "--tool",
+            "Edit",
+            "--from",
+            "coder",
+        ])
+        .ok()
+        .json();
+    env.swarm([
+        "permission",
+        "wait",
+        req["id"].as_str().unwrap(),
+        "--timeout",
+        "1",
+    ])
+    .code(2);
 }
 
 /// 8 OS processes x 200 sends into one inbox: every message present exactly once, and the file
@@ -268,7 +491,12 @@ fn eight_processes_sending_at_once_lose_nothing() {
         assert!(w.wait().unwrap().success());
     }
     let all = read_json(&inbox);
-    let texts: Vec<&str> = all.as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap()).collect();
+    let texts: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
     assert_eq!(texts.len(), 1600);
     let unique: BTreeSet<&str> = texts.iter().copied().collect();
     assert_eq!(unique.len(), 1600, "no duplicates");
@@ -277,7 +505,10 @@ fn eight_processes_sending_at_once_lose_nothing() {
             assert!(unique.contains(format!("w{w}-{i}").as_str()));
         }
     }
-    assert!(reads > 10, "the reader sampled the file while writers ran ({reads} reads)");
+    assert!(
+        reads > 10,
+        "the reader sampled the file while writers ran ({reads} reads)"
+    );
 }
 
 /// 8 OS processes racing to claim 100 tasks: each claimed exactly once.
@@ -309,7 +540,13 @@ fn eight_processes_claiming_at_once_claim_each_task_once() {
         let out = c.wait_with_output().unwrap();
         assert!(out.status.success());
         for line in String::from_utf8(out.stdout).unwrap().lines() {
-            let id = line.strip_prefix("claimed #").unwrap().split_whitespace().next().unwrap().to_string();
+            let id = line
+                .strip_prefix("claimed #")
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_string();
             claims.entry(id).or_default().push(w);
         }
     }
@@ -325,9 +562,17 @@ fn eight_processes_claiming_at_once_claim_each_task_once() {
 fn a_lock_whose_holder_was_killed_is_broken_at_once() {
     let env = Env::with_team(&["coder"]);
     let inbox = env.path("teams/t/inboxes/coder.json");
-    let mut holder = env.swarm([std::ffi::OsStr::new("debug"), "hold-lock".as_ref(), inbox.as_os_str()]).spawn();
+    let mut holder = env
+        .swarm([
+            std::ffi::OsStr::new("debug"),
+            "hold-lock".as_ref(),
+            inbox.as_os_str(),
+        ])
+        .spawn();
     let mut line = String::new();
-    BufReader::new(holder.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(holder.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     assert_eq!(line, "locked\n");
     assert!(env.path("teams/t/inboxes/coder.json.lock/owner").is_file());
     holder.kill().unwrap(); // SIGKILL: no destructor runs, the lock directory stays behind
@@ -350,13 +595,22 @@ fn a_lock_directory_without_owner_is_honoured_until_stale() {
     std::fs::create_dir(&lock).unwrap();
     // Made 8 s ago, as by a Claude Code writer: honoured for about 2 s more, then broken.
     let made = SystemTime::now() - Duration::from_secs(8);
-    std::fs::File::open(&lock).unwrap().set_modified(made).unwrap();
+    std::fs::File::open(&lock)
+        .unwrap()
+        .set_modified(made)
+        .unwrap();
     let start = Instant::now();
     let out = env.swarm(["send", "--to", "coder", "waited"]).ok();
     let took = start.elapsed();
-    assert!(took >= Duration::from_millis(1500), "the live lock was not honoured: {took:?}");
+    assert!(
+        took >= Duration::from_millis(1500),
+        "the live lock was not honoured: {took:?}"
+    );
     out.stderr_has("waiting for lock on");
-    assert_eq!(read_json(&env.path("teams/t/inboxes/coder.json"))[0]["text"], "waited");
+    assert_eq!(
+        read_json(&env.path("teams/t/inboxes/coder.json"))[0]["text"],
+        "waited"
+    );
 }
 
 #[test]
@@ -366,20 +620,47 @@ fn bad_names_are_refused_and_change_nothing() {
     let long = "a".repeat(65);
     for bad in ["..", "a/b", "$(id)", "-x", long.as_str(), "a b", "a\nb"] {
         let out = env.swarm(["team", "create", "--", bad]).code(2);
-        assert!(out.stderr.contains("invalid team name"), "{bad:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("invalid team name"),
+            "{bad:?}: {}",
+            out.stderr
+        );
         let out = env.swarm(["send", &format!("--to={bad}"), "hi"]).code(2);
-        assert!(out.stderr.contains("invalid agent name"), "{bad:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("invalid agent name"),
+            "{bad:?}: {}",
+            out.stderr
+        );
         let out = env.swarm(["inbox", "--", bad]).code(2);
-        assert!(out.stderr.contains("invalid agent name"), "{bad:?}: {}", out.stderr);
-        env.swarm([&format!("--team={bad}"), "task", "list"]).code(2).stderr_has("invalid team name");
+        assert!(
+            out.stderr.contains("invalid agent name"),
+            "{bad:?}: {}",
+            out.stderr
+        );
+        env.swarm([&format!("--team={bad}"), "task", "list"])
+            .code(2)
+            .stderr_has("invalid team name");
     }
     for reserved in ["user", "System", "MAIN"] {
-        env.swarm(["send", "--to", reserved, "hi"]).code(2).stderr_has("not a member");
+        env.swarm(["send", "--to", reserved, "hi"])
+            .code(2)
+            .stderr_has("not a member");
     }
-    env.swarm(["send", "--to", "ghost", "hi"]).code(2).stderr_has("ghost\" is not a member of team \"t\"");
-    env.swarm(["send", "--to", "coder", "-"]).stdin(vec![b'x'; 1024 * 1024 + 1]).code(2).stderr_has("over the 1048576 byte limit");
-    env.swarm(["send", "--to", "coder", "--from", "ghost", "hi"]).code(2).stderr_has("not a member");
-    assert_eq!(env.snapshot(), before, "a refused command changed the store");
+    env.swarm(["send", "--to", "ghost", "hi"])
+        .code(2)
+        .stderr_has("ghost\" is not a member of team \"t\"");
+    env.swarm(["send", "--to", "coder", "-"])
+        .stdin(vec![b'x'; 1024 * 1024 + 1])
+        .code(2)
+        .stderr_has("over the 1048576 byte limit");
+    env.swarm(["send", "--to", "coder", "--from", "ghost", "hi"])
+        .code(2)
+        .stderr_has("not a member");
+    assert_eq!(
+        env.snapshot(),
+        before,
+        "a refused command changed the store"
+    );
 }
 
 #[test]
@@ -396,7 +677,10 @@ fn corrupt_inbox_is_quarantined_and_the_new_message_delivered() {
         .filter(|p| p.to_string_lossy().contains("coder.json.corrupt-"))
         .collect();
     assert_eq!(quarantined.len(), 1);
-    assert_eq!(std::fs::read(&quarantined[0]).unwrap(), b"[{\"from\": \"team-lead\", \"text\": \"torn");
+    assert_eq!(
+        std::fs::read(&quarantined[0]).unwrap(),
+        b"[{\"from\": \"team-lead\", \"text\": \"torn"
+    );
 }
 
 #[test]
@@ -408,8 +692,12 @@ fn an_inbox_that_is_a_symlink_is_refused() {
     std::fs::remove_file(&inbox).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &inbox).unwrap();
     let before = env.snapshot();
-    env.swarm(["send", "--to", "coder", "hi"]).code(2).stderr_has("it is a symlink");
-    env.swarm(["inbox", "coder"]).code(2).stderr_has("it is a symlink");
+    env.swarm(["send", "--to", "coder", "hi"])
+        .code(2)
+        .stderr_has("it is a symlink");
+    env.swarm(["inbox", "coder"])
+        .code(2)
+        .stderr_has("it is a symlink");
     assert_eq!(env.snapshot(), before);
     assert_eq!(std::fs::read(&elsewhere).unwrap(), b"[]");
 }

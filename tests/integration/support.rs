@@ -71,7 +71,11 @@ impl Env {
             "backendType": "in-process", "isActive": true
         }));
         std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
-        std::fs::write(self.path(&format!("teams/{team}/inboxes/{name}.json")), "[]").unwrap();
+        std::fs::write(
+            self.path(&format!("teams/{team}/inboxes/{name}.json")),
+            "[]",
+        )
+        .unwrap();
     }
 
     /// `swarm ARGS` with this root and team `t` by default.
@@ -84,7 +88,9 @@ impl Env {
         for var in SCRUBBED {
             cmd.env_remove(var);
         }
-        cmd.env("SWARM_ROOT", self.root()).env("SWARM_TEAM", "t").args(args);
+        cmd.env("SWARM_ROOT", self.root())
+            .env("SWARM_TEAM", "t")
+            .args(args);
         Swarm { cmd, stdin: None }
     }
 
@@ -102,7 +108,13 @@ impl Env {
                     stack.push(path.clone());
                     out.insert(path, b"<dir>".to_vec());
                 } else if ft.is_symlink() {
-                    out.insert(path.clone(), std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes());
+                    out.insert(
+                        path.clone(),
+                        std::fs::read_link(&path)
+                            .unwrap()
+                            .into_os_string()
+                            .into_encoded_bytes(),
+                    );
                 } else {
                     out.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
                 }
@@ -140,7 +152,11 @@ impl Swarm {
 
     pub fn run(mut self) -> Out {
         self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        self.cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        self.cmd.stdin(if self.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         let mut child = self.cmd.spawn().expect("spawn swarm");
         if let Some(bytes) = self.stdin.take() {
             let mut stdin = child.stdin.take().unwrap();
@@ -155,7 +171,11 @@ impl Swarm {
     #[track_caller]
     pub fn ok(self) -> Out {
         let out = self.run();
-        assert_eq!(out.code, 0, "expected success\nstdout: {}\nstderr: {}", out.stdout, out.stderr);
+        assert_eq!(
+            out.code, 0,
+            "expected success\nstdout: {}\nstderr: {}",
+            out.stdout, out.stderr
+        );
         out
     }
 
@@ -163,13 +183,20 @@ impl Swarm {
     #[track_caller]
     pub fn code(self, code: i32) -> Out {
         let out = self.run();
-        assert_eq!(out.code, code, "expected exit {code}\nstdout: {}\nstderr: {}", out.stdout, out.stderr);
+        assert_eq!(
+            out.code, code,
+            "expected exit {code}\nstdout: {}\nstderr: {}",
+            out.stdout, out.stderr
+        );
         out
     }
 
     /// Starts in the background with piped stdout.
     pub fn spawn(mut self) -> std::process::Child {
-        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+        self.cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(Stdio::null());
         self.cmd.spawn().expect("spawn swarm")
     }
 }
@@ -194,12 +221,17 @@ impl From<Output> for Out {
 impl Out {
     #[track_caller]
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
     }
 
     #[track_caller]
     pub fn stderr_has(&self, needle: &str) -> &Out {
-        assert!(self.stderr.contains(needle), "stderr lacks {needle:?}: {}", self.stderr);
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}: {}",
+            self.stderr
+        );
         self
     }
 }

@@ -1,0 +1,99 @@
+//! Is a teammate process still alive? Answered with a lock, not a pid.
+//!
+//! A teammate runtime holds an `fs4` (flock) lock on `teams/<team>/alive/<name>.lock` for its
+//! whole life. The kernel drops the lock when the process dies however it dies, so anyone who
+//! can take the lock knows the holder is gone: no pid reuse, no heartbeat files, no clocks.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::OpenOptionsExt;
+
+use fs4::fs_std::FileExt;
+
+use crate::error::{Error, Result};
+use crate::fsio;
+use crate::names::{AgentName, TeamName};
+use crate::paths::Store;
+
+/// Held by a live teammate; dropping it (or dying) releases it.
+#[derive(Debug)]
+pub struct AliveLock {
+    _file: File,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Liveness {
+    /// The lock is held: the runtime is running.
+    Alive,
+    /// The lock file exists and nobody holds it: the runtime started once and is gone.
+    Dead,
+    /// No lock file: this member never ran swarm's runtime (a native `claude` teammate, or one
+    /// not started yet); ask the pane instead.
+    Unknown,
+}
+
+impl AliveLock {
+    /// Takes the lock for `agent`; fails if another live process already holds it.
+    pub fn hold(store: &Store, team: &TeamName, agent: &AgentName) -> Result<AliveLock> {
+        fsio::ensure_dir(&store.alive_dir(team))?;
+        let path = store.alive_path(team, agent);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(Error::io("open", &path))?;
+        if !FileExt::try_lock_exclusive(&file).map_err(Error::io("lock", &path))? {
+            return Err(Error::usage(format!(
+                "{agent} is already running in team {team} (another process holds {})",
+                path.display()
+            )));
+        }
+        file.set_len(0).map_err(Error::io("truncate", &path))?;
+        let _ = writeln!(file, "{}", std::process::id());
+        Ok(AliveLock { _file: file })
+    }
+}
+
+/// Whether `agent`'s runtime is alive, judged by its lock.
+pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Liveness> {
+    let path = store.alive_path(team, agent);
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Liveness::Unknown),
+        Err(e) => return Err(Error::io("open", &path)(e)),
+    };
+    if FileExt::try_lock_shared(&file).map_err(Error::io("lock", &path))? {
+        let _ = FileExt::unlock(&file);
+        Ok(Liveness::Dead)
+    } else {
+        Ok(Liveness::Alive)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_tells_alive_from_dead() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let coder: AgentName = "coder".parse().unwrap();
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Unknown);
+        let held = AliveLock::hold(&store, &team, &coder).unwrap();
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);
+        assert!(AliveLock::hold(&store, &team, &coder).is_err());
+        drop(held);
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Dead);
+    }
+}

@@ -60,9 +60,25 @@ pub enum Command {
     #[command(subcommand)]
     Permission(PermissionCommand),
 
+    /// The lead's console: follow the lead inbox, answer requests, message teammates.
+    ///
+    /// Type `@name text` or `@* text` to send, `/status`, `/tasks`, `/shutdown [name]`, and
+    /// `y` or `n [feedback]` to answer permission and plan requests.
+    Lead(LeadArgs),
+
     /// Tools for tests and debugging; not a stable interface.
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    /// Approve every permission and plan request without asking (for scripted runs).
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Exit once every teammate has stopped.
+    #[arg(long)]
+    pub exit_when_done: bool,
 }
 
 #[derive(Debug, Subcommand)]

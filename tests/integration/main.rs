@@ -2,4 +2,5 @@
 
 mod support;
 
+mod lead;
 mod store;

@@ -129,7 +129,8 @@ fn take_gate(target: &Path, start: Instant) -> Result<File> {
     let waited_already = start.elapsed();
     let sayer = std::thread::spawn(move || {
         let wait = SAY_WAITING_AFTER.saturating_sub(waited_already);
-        if done_rx.recv_timeout(wait).is_err() {
+        // Dropping the sender (lock taken) disconnects; only a real timeout means a long wait.
+        if done_rx.recv_timeout(wait) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
             eprintln!("swarm: waiting for lock on {shown}");
         }
     });

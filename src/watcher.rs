@@ -24,6 +24,24 @@ pub fn rescan_interval() -> Duration {
         .unwrap_or(DEFAULT_RESCAN)
 }
 
+/// Whether an event can mean new content. Opening and reading a file is an event too (inotify
+/// reports IN_OPEN), so without this filter every waiter's own re-read would wake it again, a
+/// busy loop. Lock directories, lock gates and temp files (all hidden or `*.lock`) are noise:
+/// the rename that publishes a write is what matters.
+fn relevant(event: &notify::Event) -> bool {
+    if matches!(event.kind, notify::EventKind::Access(_)) {
+        return false;
+    }
+    event.paths.is_empty()
+        || event.paths.iter().any(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            !(name.starts_with('.') || name.ends_with(".lock") || name.contains(".lock.broken-"))
+        })
+}
+
 pub struct DirWatcher {
     _watcher: Option<notify::RecommendedWatcher>,
     events: Receiver<()>,
@@ -44,8 +62,9 @@ impl DirWatcher {
         }
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             // Errors (such as a queue overflow) also wake the waiter: it re-reads anyway.
-            let _ = res;
-            let _ = tx.send(());
+            if res.as_ref().map_or(true, relevant) {
+                let _ = tx.send(());
+            }
         })
         .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
         watcher
@@ -71,5 +90,41 @@ impl DirWatcher {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(timeout),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, CreateKind, EventKind, ModifyKind, RenameMode};
+    use std::path::PathBuf;
+
+    fn event(kind: EventKind, path: &str) -> notify::Event {
+        notify::Event::new(kind).add_path(PathBuf::from(path))
+    }
+
+    #[test]
+    fn reads_and_lock_traffic_do_not_wake_waiters() {
+        assert!(!relevant(&event(
+            EventKind::Access(AccessKind::Any),
+            "/t/inboxes/coder.json"
+        )));
+        assert!(!relevant(&event(
+            EventKind::Create(CreateKind::Folder),
+            "/t/inboxes/coder.json.lock"
+        )));
+        assert!(!relevant(&event(
+            EventKind::Create(CreateKind::File),
+            "/t/inboxes/.coder.json.gate"
+        )));
+        assert!(!relevant(&event(
+            EventKind::Modify(ModifyKind::Any),
+            "/t/inboxes/.coder.json.tmp-1-2"
+        )));
+        assert!(relevant(&event(
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+            "/t/inboxes/coder.json"
+        )));
+        assert!(relevant(&notify::Event::new(EventKind::Other)));
     }
 }

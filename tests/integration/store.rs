@@ -701,3 +701,29 @@ fn an_inbox_that_is_a_symlink_is_refused() {
     assert_eq!(env.snapshot(), before);
     assert_eq!(std::fs::read(&elsewhere).unwrap(), b"[]");
 }
+
+/// Reading an inbox is a file-system event too; a follower that woke on its own reads spun at
+/// 100% CPU. An idle follower must use almost no CPU.
+#[test]
+fn an_idle_follower_does_not_spin() {
+    let env = Env::with_team(&["coder"]);
+    let mut follower = env.swarm(["inbox", "coder", "--follow"]).spawn();
+    std::thread::sleep(Duration::from_millis(300));
+    env.swarm(["send", "--to", "coder", "wake up once"]).ok();
+    std::thread::sleep(Duration::from_secs(2));
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", follower.id())).unwrap();
+    follower.kill().unwrap();
+    let _ = follower.wait();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // clock ticks are 1/100 s here; a busy loop burns ~200 in two seconds.
+    assert!(
+        ticks < 50,
+        "the idle follower used {ticks} ticks of CPU in 2 s"
+    );
+}

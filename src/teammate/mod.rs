@@ -834,7 +834,7 @@ fn suffix(text: Option<&str>) -> String {
 
 /// Signals become events: SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by
 /// one thread with `sigwait`, so the main loop can stop the agent and return its task before
-/// exiting. Children start with an empty mask and default SIGPIPE (std resets both on spawn).
+/// exiting. Children start with an empty mask (`process.rs` resets it) and default SIGPIPE.
 mod signals {
     use std::sync::mpsc::Sender;
 

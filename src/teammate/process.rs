@@ -152,6 +152,21 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    // The runtime blocks SIGINT/SIGTERM/SIGHUP in all its threads (they are taken by sigwait),
+    // and a child inherits that mask; std does not reset it, so the agent would ignore the
+    // SIGTERM that stops a turn. SIGPIPE's default disposition std does restore.
+    // SAFETY: the closure only calls sigemptyset and sigprocmask, both async-signal-safe, and
+    // touches no memory but its own stack.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let program = step.program.to_string_lossy().into_owned();
 
     // Spawn under the lock so `stop` either sees the group or finds `cancelled` checked here.

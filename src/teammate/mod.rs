@@ -220,11 +220,18 @@ impl Runtime {
             if self.current.is_none() && self.next_turn()? {
                 continue;
             }
-            match self.rx.recv() {
-                Ok(Event::Wake) => {}
-                Ok(Event::TurnDone(outcome)) => self.finish_turn(outcome)?,
-                Ok(Event::Signal(sig)) => return self.interrupted(sig),
-                Err(_) => return Err(Error::Backend("the runtime's event channel closed".into())),
+            let first = self
+                .rx
+                .recv()
+                .map_err(|_| Error::Backend("the runtime's event channel closed".into()))?;
+            // Wakes that piled up during a turn are one re-read, not one each.
+            let events: Vec<Event> = std::iter::once(first).chain(self.rx.try_iter()).collect();
+            for event in events {
+                match event {
+                    Event::Wake => {}
+                    Event::TurnDone(outcome) => self.finish_turn(outcome)?,
+                    Event::Signal(sig) => return self.interrupted(sig),
+                }
             }
         }
     }

@@ -208,9 +208,12 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
     }
 
     let captured = Arc::new(Mutex::new(Vec::new()));
+    // Whether the pane is mid-line after the agent's output, so our next line starts fresh.
+    let mid_line = Arc::new(AtomicBool::new(false));
     let (drained_tx, drained) = mpsc::channel::<()>();
     if let Some(mut stdout) = child.stdout.take() {
         let captured = Arc::clone(&captured);
+        let mid_line = Arc::clone(&mid_line);
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             loop {
@@ -219,6 +222,7 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
                     Ok(n) => {
                         let mut pane = std::io::stdout().lock();
                         let _ = pane.write_all(&buf[..n]).and_then(|()| pane.flush());
+                        mid_line.store(buf[n - 1] != b'\n', Ordering::SeqCst);
                         let mut kept = captured.lock().unwrap_or_else(|e| e.into_inner());
                         let room = MAX_CAPTURE.saturating_sub(kept.len());
                         kept.extend_from_slice(&buf[..n.min(room)]);
@@ -237,6 +241,9 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
     *shared.pgid.lock().unwrap_or_else(|e| e.into_inner()) = None;
     let status = child.wait();
     let _ = drained.recv_timeout(DRAIN_AFTER_EXIT);
+    if mid_line.swap(false, Ordering::SeqCst) {
+        let _ = crate::output::line("");
+    }
     let out = {
         let kept = captured.lock().unwrap_or_else(|e| e.into_inner());
         String::from_utf8_lossy(&kept).into_owned()

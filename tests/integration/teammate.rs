@@ -327,11 +327,25 @@ fn shutdown_is_approved_to_the_lead_only_and_the_runtime_exits_0() {
         .to_string(),
     ])
     .ok();
-    eventually(LONG, "the stray request to be consumed", || {
+    // Nor does a request whose payload names another sender, or another target.
+    let mut forged = shutdown_request("a");
+    forged["from"] = json!("b");
+    send_protocol(&env, "a", forged);
+    let mut elsewhere = shutdown_request("b");
+    elsewhere["requestId"] = json!("shutdown-1@b");
+    send_protocol(&env, "a", elsewhere);
+    eventually(LONG, "the stray requests to be consumed", || {
         (inbox(&env, "a").iter().all(|m| m["read"] == true)).then_some(())
     });
     assert!(mate.child.try_wait().unwrap().is_none());
-    assert!(mate.output().contains("ignored shutdown_request from b"));
+    let pane = mate.output();
+    assert!(
+        pane.contains("ignored shutdown_request from b: only the lead"),
+        "{pane}"
+    );
+    assert!(pane.contains("does not match the envelope"), "{pane}");
+    assert!(pane.contains("addressed to someone else"), "{pane}");
+    assert!(to_lead(&env, "shutdown_approved").is_empty());
 
     send_protocol(&env, "a", shutdown_request("a"));
     let status = mate.exit(LONG);
@@ -1029,4 +1043,35 @@ fn an_idle_teammate_sleeps_and_wakes_fast_on_a_message() {
         latencies[2], latencies[4]
     );
     assert!(latencies[2] < Duration::from_secs(10), "{latencies:?}");
+}
+
+#[test]
+fn sigterm_to_the_runtime_stops_its_turn_and_returns_the_task() {
+    let env = Env::with_team(&["a"]);
+    let pid_file = env.path("pid");
+    let mut mate = start(&env, "a", &["--agent", "shell"]);
+    env.swarm([
+        "task",
+        "create",
+        "long",
+        "--description",
+        &format!("echo $$ > {}; sleep 60; true", q(&pid_file)),
+    ])
+    .ok();
+    let pid: i32 = eventually(LONG, "the task to start", || {
+        read(&pid_file).trim().parse().ok()
+    });
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(mate.pid(), libc::SIGTERM) };
+    assert_eq!(mate.exit(LONG).code(), Some(128 + libc::SIGTERM));
+    eventually(Duration::from_secs(5), "the turn to die", || {
+        gone(pid).then_some(())
+    });
+    let t = task(&env, "1");
+    assert_eq!(
+        (t["status"].as_str(), t.get("owner")),
+        (Some("pending"), None)
+    );
+    assert!(to_lead(&env, "shutdown_approved").is_empty());
+    assert_eq!(liveness(&env, "a"), Liveness::Dead);
 }

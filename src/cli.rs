@@ -81,12 +81,15 @@ pub struct TeammateArgs {
     /// NAME@TEAM; must agree with --agent-name and --team-name.
     #[arg(long, value_name = "NAME@TEAM")]
     pub agent_id: String,
+    /// The member's name; it must be on the team's roster.
     #[arg(long, value_name = "NAME")]
     pub agent_name: String,
     #[arg(long, value_name = "TEAM")]
     pub team_name: String,
+    /// Roster colour, used for the pane's lines and the messages it sends.
     #[arg(long, default_value = "blue", value_name = "COLOR")]
     pub agent_color: String,
+    /// The lead's session id (accepted for parity with `claude`).
     #[arg(long, default_value = "", value_name = "SESSION")]
     pub parent_session_id: String,
     /// The first turn writes a plan for the lead to approve; no task work until approved.

@@ -489,7 +489,7 @@ impl Runtime {
         match &turn.kind {
             TurnKind::Task(t) => self
                 .pane
-                .say(format!("▶ task #{} started: {}", t.id, t.subject)),
+                .say(format!("▶ claimed task #{}: {}", t.id, t.subject)),
             _ => self.pane.say(format!("▶ turn: {}", turn.describe())),
         }
         let work = match &self.cfg.agent {

@@ -392,8 +392,9 @@ impl<'a> TaskList<'a> {
 
     /// Ends `agent`'s work on `id` under the task lock: completed, or back to pending with no
     /// owner and parked (`swarmFailed`, `failureReason`, `failedBy` in metadata) so it is not
-    /// retried forever and its dependents stay blocked. `None` (nothing written) when the task
-    /// is gone or no longer `agent`'s in-progress task, e.g. the lead released it meanwhile.
+    /// retried forever and its dependents stay blocked. A task the agent already marked
+    /// completed itself is left completed. `None` (nothing written) when the task is gone or no
+    /// longer `agent`'s, e.g. the lead released it meanwhile.
     pub fn finish(
         &self,
         id: &TaskId,
@@ -404,8 +405,13 @@ impl<'a> TaskList<'a> {
             return Ok(None);
         }
         let result = self.edit(id, |t| {
-            if t.owner.as_deref() != Some(agent.as_str()) || t.status != TaskStatus::InProgress {
+            if t.owner.as_deref() != Some(agent.as_str()) {
                 return Ok(None);
+            }
+            match t.status {
+                TaskStatus::Completed => return Ok(Some(t.clone())),
+                TaskStatus::Pending => return Ok(None),
+                TaskStatus::InProgress => {}
             }
             match outcome {
                 TaskOutcome::Completed => t.status = TaskStatus::Completed,

@@ -582,22 +582,24 @@ impl Runtime {
                     },
                 };
                 let written = self.tasks().finish(&task.id, &self.cfg.name, &result)?;
+                let completed = written
+                    .as_ref()
+                    .is_some_and(|t| t.status == TaskStatus::Completed);
                 idle.completed_task_id = Some(task.id.to_string());
-                idle.completed_status = Some(
-                    if outcome.success {
-                        "resolved"
-                    } else {
-                        "failed"
-                    }
-                    .into(),
-                );
+                idle.completed_status = Some(if completed { "resolved" } else { "failed" }.into());
                 let what = format!("task #{} ({})", task.id, task.subject);
-                let line = match (&outcome.failure, written.is_some()) {
-                    (_, false) => format!(
-                        "■ {what} ended after {secs:.1} s, but it was no longer ours (released, reassigned or deleted); left as it is"
+                let why = outcome.failure.as_deref().unwrap_or_default();
+                let line = match (&written, completed) {
+                    (None, _) => format!(
+                        "■ {what} ended after {secs:.1} s, but it is no longer ours (released, reassigned or deleted); left as it is"
                     ),
-                    (None, true) => format!("✔ {what} completed in {secs:.1} s"),
-                    (Some(why), true) => format!(
+                    (Some(_), true) if outcome.success => {
+                        format!("✔ {what} completed in {secs:.1} s")
+                    }
+                    (Some(_), true) => format!(
+                        "✔ {what} was marked completed by the agent, though the turn failed: {why}"
+                    ),
+                    (Some(_), false) => format!(
                         "✘ {what} FAILED after {secs:.1} s: {why}; parked (swarmFailed) until the lead clears it"
                     ),
                 };
@@ -793,7 +795,9 @@ fn command_work(argv: &[String], via: PromptVia, prompt: &str) -> Work {
 /// An argument containing this gets the prompt in its place.
 pub const PROMPT_PLACEHOLDER: &str = "{prompt}";
 
-/// The environment a turn runs with: who the agent is, and a `swarm` on PATH.
+/// The environment a turn runs with: who the agent is, and this very `swarm` first on PATH
+/// (unless `swarm` on PATH already is this binary), so the agent's `swarm send` speaks the same
+/// protocol version to the same store.
 fn agent_env(cfg: &Config) -> Vec<(String, OsString)> {
     let mut env = vec![
         (
@@ -807,18 +811,22 @@ fn agent_env(cfg: &Config) -> Vec<(String, OsString)> {
             cfg.name.agent_id(&cfg.team).into(),
         ),
     ];
-    if which::which("swarm").is_err() {
-        if let Some(dir) = std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(PathBuf::from))
-        {
-            let mut paths: Vec<PathBuf> = std::env::var_os("PATH")
-                .map(|p| std::env::split_paths(&p).collect())
-                .unwrap_or_default();
-            paths.push(dir);
-            if let Ok(joined) = std::env::join_paths(paths) {
-                env.push(("PATH".to_string(), joined));
-            }
+    let Ok(exe) = std::env::current_exe().and_then(|e| e.canonicalize()) else {
+        return env;
+    };
+    let on_path = which::which("swarm")
+        .ok()
+        .and_then(|p| p.canonicalize().ok());
+    if on_path.is_some_and(|p| p == exe) {
+        return env;
+    }
+    if let Some(dir) = exe.parent() {
+        let mut paths = vec![dir.to_path_buf()];
+        if let Some(path) = std::env::var_os("PATH") {
+            paths.extend(std::env::split_paths(&path));
+        }
+        if let Ok(joined) = std::env::join_paths(paths) {
+            env.push(("PATH".to_string(), joined));
         }
     }
     env

@@ -1075,3 +1075,42 @@ fn sigterm_to_the_runtime_stops_its_turn_and_returns_the_task() {
     assert!(to_lead(&env, "shutdown_approved").is_empty());
     assert_eq!(liveness(&env, "a"), Liveness::Dead);
 }
+
+#[test]
+fn an_agent_can_use_swarm_from_its_shell_and_finish_its_own_task() {
+    let env = Env::with_team(&["a"]);
+    // A fake agent CLI that does what the first prompt's guide says: it messages the lead and
+    // marks its task completed itself, with whatever `swarm` the runtime put on its PATH.
+    let script = "id=$(printf '%s' \"$1\" | sed -n 's/^Complete task #\\([0-9]*\\):.*/\\1/p'); \
+                  swarm send --to team-lead \"working on #$id\" && \
+                  swarm task update \"$id\" --status completed";
+    let mate = start_with(
+        &env,
+        "a",
+        &["--", "sh", "-c", script, "sh"],
+        &[("PATH", "/usr/bin:/bin")],
+    );
+    env.swarm(["task", "create", "self-service"]).ok();
+    eventually(LONG, "the idle notification for the task", || {
+        to_lead(&env, "idle_notification").into_iter().next()
+    });
+    let t = task(&env, "1");
+    assert_eq!(
+        (t["status"].as_str(), t["owner"].as_str()),
+        (Some("completed"), Some("a"))
+    );
+    let idle = &to_lead(&env, "idle_notification")[0];
+    assert_eq!(idle["completedTaskId"], "1");
+    assert_eq!(idle["completedStatus"], "resolved");
+    let said: Vec<Value> = lead_inbox(&env)
+        .into_iter()
+        .filter(|m| m["text"] == "working on #1")
+        .collect();
+    assert_eq!(said.len(), 1);
+    assert_eq!(said[0]["from"], "a");
+    assert!(
+        mate.output().contains("✔ task #1 (self-service) completed"),
+        "{}",
+        mate.output()
+    );
+}

@@ -60,6 +60,12 @@ pub enum Command {
     #[command(subcommand)]
     Permission(PermissionCommand),
 
+    /// The lead's console: follow the lead inbox, answer requests, message teammates.
+    ///
+    /// Type `@name text` or `@* text` to send, `/status`, `/tasks`, `/shutdown [name]`, and
+    /// `y` or `n [feedback]` to answer permission and plan requests.
+    Lead(LeadArgs),
+
     /// Tools for tests and debugging; not a stable interface.
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
@@ -135,6 +141,16 @@ pub enum HookCommand {
         #[arg(long, default_value_t = 550)]
         timeout: u64,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    /// Approve every permission and plan request without asking (for scripted runs).
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Exit once every teammate has stopped.
+    #[arg(long)]
+    pub exit_when_done: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod fsio;
+pub mod lead;
 pub mod liveness;
 pub mod lock;
 pub mod mailbox;

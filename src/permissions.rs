@@ -181,6 +181,46 @@ impl<'a> Permissions<'a> {
         Ok(record)
     }
 
+    /// Files a request that arrived only as a message (Claude Code teammates send no file), so
+    /// it shows in `permission list` and resolves like any other. Does nothing if it is filed.
+    pub fn adopt(&self, request: &PermissionRequest, from: &str) -> Result<()> {
+        valid_id(&request.request_id)?;
+        let id = &request.request_id;
+        if fsio::check_regular(&self.pending_path(id))?
+            || fsio::check_regular(&self.resolved_path(id))?
+        {
+            return Ok(());
+        }
+        let worker: AgentName = from.parse()?;
+        let color = Roster::new(self.store, self.team)
+            .load()?
+            .member(from)
+            .map(|m| m.color_or_default().to_string())
+            .unwrap_or_default();
+        fsio::ensure_dir(&self.store.pending_dir(self.team))?;
+        let record = PermissionRecord {
+            id: id.clone(),
+            worker_id: worker.agent_id(self.team),
+            worker_name: worker.to_string(),
+            worker_color: color,
+            team_name: self.team.to_string(),
+            tool_name: request.tool_name.clone(),
+            tool_use_id: request.tool_use_id.clone(),
+            description: request.description.clone(),
+            input: request.input.clone(),
+            permission_suggestions: request.permission_suggestions.clone(),
+            status: "pending".into(),
+            created_at: now_ms(),
+            resolved_by: None,
+            resolved_at: None,
+            feedback: None,
+            updated_input: None,
+            permission_updates: None,
+            extra: Map::new(),
+        };
+        fsio::write_json(&self.pending_path(id), &record)
+    }
+
     /// Open requests, oldest first.
     pub fn pending(&self) -> Result<Vec<PermissionRecord>> {
         self.read_dir(&self.store.pending_dir(self.team))

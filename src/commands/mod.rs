@@ -56,6 +56,16 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Permission(cmd) => permission::run(&ctx, cmd),
         Command::Teammate(args) => teammate::run(&ctx, args),
         Command::Hook(cmd) => teammate::hook(&ctx, cmd),
+        Command::Lead(args) => {
+            let team = ctx.existing_team()?;
+            let opts = crate::lead::LeadOptions {
+                auto_approve: args.auto_approve,
+                exit_when_done: args.exit_when_done,
+            };
+            crate::lead::Console::new(&ctx.store, &team, opts)
+                .run()
+                .map(|()| 0)
+        }
         Command::Debug(DebugCommand::HoldLock { file }) => {
             let _lock = crate::lock::FileLock::acquire(&file)?;
             crate::output::line("locked")?;

@@ -2,5 +2,6 @@
 
 mod support;
 
+mod lead;
 mod store;
 mod teammate;

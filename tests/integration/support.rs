@@ -191,6 +191,38 @@ impl Swarm {
         out
     }
 
+    /// Starts in the background with piped stdin and stdout lines readable through [`Live`].
+    pub fn live(mut self) -> Live {
+        self.cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("spawn swarm");
+        let stdin = child.stdin.take();
+        let (tx, lines) = std::sync::mpsc::channel();
+        for stream in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Live {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
     /// Starts in the background with piped stdout.
     pub fn spawn(mut self) -> std::process::Child {
         self.cmd
@@ -198,6 +230,74 @@ impl Swarm {
             .stderr(Stdio::piped())
             .stdin(Stdio::null());
         self.cmd.spawn().expect("spawn swarm")
+    }
+}
+
+/// A running `swarm` process: type lines into it, wait for lines out of it; killed on drop.
+pub struct Live {
+    pub child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+impl Live {
+    pub fn type_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits for an output line (stdout or stderr) containing `needle`; returns it.
+    #[track_caller]
+    pub fn expect(&mut self, needle: &str) -> String {
+        self.expect_within(needle, Duration::from_secs(20))
+    }
+
+    #[track_caller]
+    pub fn expect_within(&mut self, needle: &str, timeout: Duration) -> String {
+        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
+            return line.clone();
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line containing {needle:?} within {timeout:?}; saw:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Waits for the process to exit; returns its code.
+    pub fn wait(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status.code().unwrap_or(-1));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -69,6 +69,78 @@ pub enum Command {
     /// Tools for tests and debugging; not a stable interface.
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
+
+    /// Run one teammate: the process inside a pane that gives an agent CLI (or the built-in
+    /// shell agent) the team protocol. Started by `swarm launch`; can be run by hand.
+    ///
+    /// Example: swarm teammate --agent-id coder@t --agent-name coder --team-name t
+    ///   --agent-color blue --parent-session-id S -- claude -p
+    Teammate(TeammateArgs),
+
+    /// Hooks for agent CLIs; `scripts/claude-permission-hook` calls `swarm hook pre-tool-use`.
+    #[command(subcommand)]
+    Hook(HookCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct TeammateArgs {
+    /// NAME@TEAM; must agree with --agent-name and --team-name.
+    #[arg(long, value_name = "NAME@TEAM")]
+    pub agent_id: String,
+    /// The member's name; it must be on the team's roster.
+    #[arg(long, value_name = "NAME")]
+    pub agent_name: String,
+    #[arg(long, value_name = "TEAM")]
+    pub team_name: String,
+    /// Roster colour, used for the pane's lines and the messages it sends.
+    #[arg(long, default_value = "blue", value_name = "COLOR")]
+    pub agent_color: String,
+    /// The lead's session id (accepted for parity with `claude`).
+    #[arg(long, default_value = "", value_name = "SESSION")]
+    pub parent_session_id: String,
+    /// The first turn writes a plan for the lead to approve; no task work until approved.
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// Directory the agent runs in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// How a turn's prompt reaches CMD: as its last argument (or in place of a `{prompt}`
+    /// argument), or on its standard input.
+    #[arg(long, value_enum, default_value = "arg")]
+    pub prompt_via: PromptVia,
+    /// A built-in agent instead of CMD: `shell` runs task descriptions and `$ ` messages.
+    #[arg(long, value_enum, value_name = "KIND", conflicts_with = "command")]
+    pub agent: Option<BuiltinAgent>,
+    /// The agent command, run once per turn with the prompt.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PromptVia {
+    Arg,
+    Stdin,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BuiltinAgent {
+    Shell,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Claude Code PreToolUse hook: reads the hook JSON on stdin, asks the team lead (as
+    /// `swarm permission request --wait` does) and prints the allow/deny decision JSON.
+    /// Outside a swarm team (no SWARM_TEAM / SWARM_AGENT_NAME) it prints nothing, which leaves
+    /// the decision to Claude Code.
+    PreToolUse {
+        #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
+        from: Option<String>,
+        /// Seconds to wait for the lead; then the tool is denied. Keep it below the hook's
+        /// `timeout` in Claude Code's settings.
+        #[arg(long, default_value_t = 550)]
+        timeout: u64,
+    },
 }
 
 #[derive(Debug, Args)]

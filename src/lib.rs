@@ -18,7 +18,9 @@ pub mod paths;
 pub mod permissions;
 pub mod protocol;
 pub mod roster;
+pub mod shell_agent;
 pub mod tasks;
+pub mod teammate;
 pub mod watcher;
 
 use clap::Parser;

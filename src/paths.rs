@@ -77,6 +77,13 @@ impl Store {
     pub fn alive_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.alive_dir(team).join(format!("{agent}.lock"))
     }
+    /// swarm-only: plans written by teammates in plan mode.
+    pub fn plans_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("plans")
+    }
+    pub fn plan_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.plans_dir(team).join(format!("{agent}.md"))
+    }
     pub fn tasks_dir(&self, team: &TeamName) -> PathBuf {
         self.root.join("tasks").join(team.as_str())
     }

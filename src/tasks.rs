@@ -58,6 +58,25 @@ pub struct Task {
     pub extra: Map<String, Value>,
 }
 
+impl Task {
+    /// A teammate runtime failed this task and parked it (metadata `swarmFailed: true`): it is
+    /// pending but not offered to claimers until the lead clears the flag with
+    /// `swarm task update ID --metadata '{"swarmFailed": null}'`.
+    pub fn parked(&self) -> bool {
+        self.metadata.get(SWARM_FAILED) == Some(&Value::Bool(true))
+    }
+}
+
+/// Metadata key of a task a teammate failed; see [`Task::parked`].
+pub const SWARM_FAILED: &str = "swarmFailed";
+
+/// How a teammate's turn on a task ended, for [`TaskList::finish`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskOutcome {
+    Completed,
+    Failed { reason: String },
+}
+
 /// What `update` changes; `None` leaves a field alone.
 #[derive(Debug, Default, Clone)]
 pub struct TaskPatch {
@@ -371,7 +390,51 @@ impl<'a> TaskList<'a> {
         }
     }
 
-    /// Tasks anyone may claim now: pending, no owner, nothing unfinished before them.
+    /// Ends `agent`'s work on `id` under the task lock: completed, or back to pending with no
+    /// owner and parked (`swarmFailed`, `failureReason`, `failedBy` in metadata) so it is not
+    /// retried forever and its dependents stay blocked. A task the agent already marked
+    /// completed itself is left completed. `None` (nothing written) when the task is gone or no
+    /// longer `agent`'s, e.g. the lead released it meanwhile.
+    pub fn finish(
+        &self,
+        id: &TaskId,
+        agent: &AgentName,
+        outcome: &TaskOutcome,
+    ) -> Result<Option<Task>> {
+        if self.get_opt(id)?.is_none() {
+            return Ok(None);
+        }
+        let result = self.edit(id, |t| {
+            if t.owner.as_deref() != Some(agent.as_str()) {
+                return Ok(None);
+            }
+            match t.status {
+                TaskStatus::Completed => return Ok(Some(t.clone())),
+                TaskStatus::Pending => return Ok(None),
+                TaskStatus::InProgress => {}
+            }
+            match outcome {
+                TaskOutcome::Completed => t.status = TaskStatus::Completed,
+                TaskOutcome::Failed { reason } => {
+                    t.status = TaskStatus::Pending;
+                    t.owner = None;
+                    t.metadata.insert(SWARM_FAILED.into(), Value::Bool(true));
+                    t.metadata
+                        .insert("failureReason".into(), Value::from(reason.as_str()));
+                    t.metadata
+                        .insert("failedBy".into(), Value::from(agent.as_str()));
+                }
+            }
+            Ok(Some(t.clone()))
+        });
+        match result {
+            Err(Error::NoSuchTask { .. }) => Ok(None),
+            other => other,
+        }
+    }
+
+    /// Tasks anyone may claim now: pending, no owner, not parked by a failure, nothing
+    /// unfinished before them.
     pub fn available(&self) -> Result<Vec<Task>> {
         let tasks = self.list()?;
         let done: HashSet<&TaskId> = tasks
@@ -382,7 +445,7 @@ impl<'a> TaskList<'a> {
         let exists: HashSet<&TaskId> = tasks.iter().map(|t| &t.id).collect();
         Ok(tasks
             .iter()
-            .filter(|t| t.status == TaskStatus::Pending && t.owner.is_none())
+            .filter(|t| t.status == TaskStatus::Pending && t.owner.is_none() && !t.parked())
             .filter(|t| {
                 t.blocked_by
                     .iter()
@@ -536,6 +599,40 @@ mod tests {
         assert_eq!(tl.claim_next(&other, true).unwrap().unwrap().id, b);
         assert_eq!(tl.release_agent("other").unwrap(), vec![b.clone()]);
         assert_eq!(tl.get(&b).unwrap().status, TaskStatus::Pending);
+    }
+
+    #[test]
+    fn a_failed_task_is_parked_until_the_flag_is_cleared() {
+        let (_d, store, team) = list();
+        let tl = TaskList::new(&store, &team);
+        let coder: AgentName = "coder".parse().unwrap();
+        let other: AgentName = "other".parse().unwrap();
+        let a = tl.create(new("a", &[])).unwrap().id;
+        let b = tl.create(new("b", &[&a])).unwrap().id;
+        tl.claim(&a, &coder, true).unwrap();
+        let failed = TaskOutcome::Failed {
+            reason: "exit 1".into(),
+        };
+        assert!(tl.finish(&a, &other, &failed).unwrap().is_none());
+        let t = tl.finish(&a, &coder, &failed).unwrap().unwrap();
+        assert_eq!((t.status, t.owner), (TaskStatus::Pending, None));
+        assert_eq!(t.metadata["failedBy"], "coder");
+        assert!(tl.available().unwrap().is_empty());
+        assert!(tl.claim_next(&other, true).unwrap().is_none());
+        let mut m = Map::new();
+        m.insert(SWARM_FAILED.into(), Value::Null);
+        tl.update(
+            &a,
+            TaskPatch {
+                metadata: m,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(tl.claim_next(&other, true).unwrap().unwrap().id, a);
+        let done = tl.finish(&a, &other, &TaskOutcome::Completed).unwrap();
+        assert_eq!(done.unwrap().status, TaskStatus::Completed);
+        assert_eq!(tl.available().unwrap()[0].id, b);
     }
 
     #[test]

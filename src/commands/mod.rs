@@ -4,6 +4,7 @@ mod message;
 mod permission;
 mod task;
 mod team;
+mod teammate;
 
 use crate::cli::{Cli, Command, DebugCommand};
 use crate::error::{Error, Result};
@@ -53,6 +54,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Inbox(args) => message::inbox(&ctx, args).map(|()| 0),
         Command::Task(cmd) => task::run(&ctx, cmd).map(|()| 0),
         Command::Permission(cmd) => permission::run(&ctx, cmd),
+        Command::Teammate(args) => teammate::run(&ctx, args),
+        Command::Hook(cmd) => teammate::hook(&ctx, cmd),
         Command::Lead(args) => {
             let team = ctx.existing_team()?;
             let opts = crate::lead::LeadOptions {

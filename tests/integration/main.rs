@@ -4,3 +4,4 @@ mod support;
 
 mod lead;
 mod store;
+mod teammate;

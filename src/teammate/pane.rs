@@ -1,0 +1,58 @@
+//! What a teammate prints in its pane: one readable line per event, prefixed with its name in
+//! its roster colour (when the pane is a terminal and `NO_COLOR` is unset).
+//!
+//! Printing is best effort: a closed pane must not stop the runtime from finishing its protocol
+//! work (approving a shutdown, returning a task), so write errors are dropped here.
+
+use std::io::IsTerminal;
+
+use crate::output;
+
+#[derive(Debug, Clone)]
+pub struct Pane {
+    prefix: String,
+}
+
+/// The ANSI SGR code of a roster colour (tmux names in `roster::tmux_colour`).
+fn ansi(color: &str) -> Option<&'static str> {
+    Some(match color {
+        "red" => "31",
+        "green" => "32",
+        "yellow" => "33",
+        "blue" => "34",
+        "purple" => "35",
+        "cyan" => "36",
+        "orange" => "38;5;208",
+        "pink" => "38;5;205",
+        _ => return None,
+    })
+}
+
+impl Pane {
+    pub fn new(name: &str, color: &str) -> Pane {
+        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let prefix = match ansi(color).filter(|_| colour) {
+            Some(code) => format!("\x1b[1;{code}m[{name}]\x1b[0m"),
+            None => format!("[{name}]"),
+        };
+        Pane { prefix }
+    }
+
+    pub fn say(&self, text: impl AsRef<str>) {
+        let text = text.as_ref();
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let _ = output::line(format!("{} {text}", self.prefix));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_roster_colour_has_an_ansi_code() {
+        for c in crate::roster::COLORS {
+            assert!(ansi(c).is_some(), "{c}");
+        }
+    }
+}

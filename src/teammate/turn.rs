@@ -1,0 +1,197 @@
+//! What one turn of an agent is about, and the prompt it becomes.
+//!
+//! Agent CLIs are run once per turn and remember nothing between turns, so every prompt carries
+//! its whole context: the messages (as the `<teammate-message>` blocks Claude Code gives its
+//! model, PROTOCOL.md section 6), the task, or the plan and the lead's feedback on it. The
+//! built-in shell agent reads the same `Turn` without turning it into text.
+
+use crate::mailbox::InboxMessage;
+use crate::tasks::Task;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnKind {
+    /// Ordinary messages from the lead or teammates.
+    Messages,
+    /// A task from the shared list, claimed by this teammate.
+    Task(Box<Task>),
+    /// Plan mode: write a plan for `messages`, change nothing. After a rejection, `previous`
+    /// is the rejected plan and `feedback` the lead's reason.
+    Plan {
+        previous: Option<String>,
+        feedback: Option<String>,
+    },
+    /// Plan mode: the lead approved `plan`; carry out `messages` now.
+    Execute {
+        plan: String,
+        feedback: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    pub kind: TurnKind,
+    /// The messages handed over in this turn (for plan turns: every message the plan covers).
+    pub messages: Vec<InboxMessage>,
+    /// Appended to the prompt of the first turn: how to use swarm from the agent's shell.
+    pub appendix: Option<String>,
+}
+
+/// Attribute values are quoted; a `"` or `&` inside is escaped so the tag stays parseable.
+fn attr(value: &str) -> String {
+    value.replace('&', "&amp;").replace('"', "&quot;")
+}
+
+/// One message as Claude Code hands it to its model:
+/// `<teammate-message teammate_id="NAME" color="C" summary="S">TEXT</teammate-message>`.
+/// Attributes the message lacks are left out.
+pub fn teammate_message(m: &InboxMessage) -> String {
+    let mut tag = format!("<teammate-message teammate_id=\"{}\"", attr(&m.from));
+    if let Some(color) = &m.color {
+        tag.push_str(&format!(" color=\"{}\"", attr(color)));
+    }
+    if let Some(summary) = &m.summary {
+        tag.push_str(&format!(" summary=\"{}\"", attr(summary)));
+    }
+    format!("{tag}>{}</teammate-message>", m.text)
+}
+
+/// The short guide to the team that the first prompt carries.
+pub fn appendix(name: &str, team: &str) -> String {
+    format!(
+        "---\n\
+         You are \"{name}\", a teammate in the swarm team \"{team}\"; the lead is \"team-lead\".\n\
+         Your shell already knows who you are (SWARM_TEAM, SWARM_AGENT_NAME), so from it:\n\
+         \x20 swarm send --to team-lead \"text\"            message the lead (or a teammate by name)\n\
+         \x20 swarm task list                              the shared task list\n\
+         \x20 swarm task claim ID                          take a task (you become its owner)\n\
+         \x20 swarm task update ID --status completed      mark a task you finished\n\
+         \x20 swarm task create \"subject\" --description \"...\"   add a task\n\
+         What you print is your answer: it goes to the lead when your turn ends. New messages\n\
+         reach you as <teammate-message> blocks in your next turn. Tasks swarm gives you are\n\
+         marked completed when you exit with status 0 and failed otherwise."
+    )
+}
+
+const PLAN_INSTRUCTIONS: &str = "You are in plan mode: the team lead must approve your plan \
+before you change anything. Do not edit files or run commands that change state. Reply with \
+your plan only; your whole output is sent to the lead for approval.";
+
+impl Turn {
+    /// The prompt an agent CLI receives for this turn.
+    pub fn prompt(&self) -> String {
+        let blocks: Vec<String> = self.messages.iter().map(teammate_message).collect();
+        let mut parts = Vec::new();
+        if !blocks.is_empty() {
+            parts.push(blocks.join("\n\n"));
+        }
+        match &self.kind {
+            TurnKind::Messages => {}
+            TurnKind::Task(task) => {
+                let mut text = format!("Complete task #{}: {}", task.id, task.subject);
+                if !task.description.trim().is_empty() {
+                    text.push_str("\n\n");
+                    text.push_str(&task.description);
+                }
+                parts.push(text);
+            }
+            TurnKind::Plan { previous, feedback } => {
+                parts.push(PLAN_INSTRUCTIONS.to_string());
+                if let Some(previous) = previous {
+                    parts.push(format!(
+                        "The team lead rejected your previous plan:\n\n{previous}"
+                    ));
+                    parts.push(format!(
+                        "The lead's feedback: {}\n\nWrite a revised plan.",
+                        feedback.as_deref().unwrap_or("(none given)")
+                    ));
+                }
+            }
+            TurnKind::Execute { plan, feedback } => {
+                parts.push(format!("The team lead approved your plan:\n\n{plan}"));
+                if let Some(feedback) = feedback {
+                    parts.push(format!("The lead's feedback: {feedback}"));
+                }
+                parts.push("Carry out the plan now.".to_string());
+            }
+        }
+        if let Some(appendix) = &self.appendix {
+            parts.push(appendix.clone());
+        }
+        parts.join("\n\n")
+    }
+
+    /// A few words for pane lines and idle notifications.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            TurnKind::Messages => {
+                let n = self.messages.len();
+                let from: Vec<&str> = self.messages.iter().map(|m| m.from.as_str()).collect();
+                let mut from = from;
+                from.dedup();
+                format!(
+                    "{n} message{} from {}",
+                    if n == 1 { "" } else { "s" },
+                    from.join(", ")
+                )
+            }
+            TurnKind::Task(t) => format!("task #{}: {}", t.id, t.subject),
+            TurnKind::Plan { previous: None, .. } => "writing a plan".to_string(),
+            TurnKind::Plan { .. } => "revising the rejected plan".to_string(),
+            TurnKind::Execute { .. } => "carrying out the approved plan".to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(from: &str, text: &str) -> InboxMessage {
+        InboxMessage::new(from, text)
+    }
+
+    #[test]
+    fn blocks_look_like_claude_codes() {
+        let m = msg("team-lead", "Review the parser")
+            .with_color(Some("red".into()))
+            .with_summary(Some("parser \"review\"".into()));
+        assert_eq!(
+            teammate_message(&m),
+            "<teammate-message teammate_id=\"team-lead\" color=\"red\" \
+             summary=\"parser &quot;review&quot;\">Review the parser</teammate-message>"
+        );
+        assert_eq!(
+            teammate_message(&msg("coder", "hi")),
+            "<teammate-message teammate_id=\"coder\">hi</teammate-message>"
+        );
+    }
+
+    #[test]
+    fn a_rejected_plan_and_its_feedback_reach_the_next_prompt() {
+        let turn = Turn {
+            kind: TurnKind::Plan {
+                previous: Some("step 1".into()),
+                feedback: Some("smaller steps".into()),
+            },
+            messages: vec![msg("team-lead", "fix it")],
+            appendix: None,
+        };
+        let p = turn.prompt();
+        assert!(p.starts_with("<teammate-message teammate_id=\"team-lead\">fix it"));
+        assert!(p.contains("plan mode"));
+        assert!(p.contains("step 1"));
+        assert!(p.contains("The lead's feedback: smaller steps"));
+    }
+
+    #[test]
+    fn only_the_first_turn_carries_the_appendix() {
+        let mut turn = Turn {
+            kind: TurnKind::Messages,
+            messages: vec![msg("a", "x")],
+            appendix: Some(appendix("coder", "t")),
+        };
+        assert!(turn.prompt().contains("swarm send --to team-lead"));
+        turn.appendix = None;
+        assert!(!turn.prompt().contains("swarm send"));
+    }
+}

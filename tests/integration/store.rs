@@ -727,3 +727,36 @@ fn an_idle_follower_does_not_spin() {
         "the idle follower used {ticks} ticks of CPU in 2 s"
     );
 }
+
+/// A short wait for a lock is silent; one over a second says what it waits for. (Every
+/// contended lock used to print the line at once, cluttering teammate panes.)
+#[test]
+fn only_a_long_wait_for_a_lock_is_announced() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    for (hold_ms, announced) in [(200, false), (2500, true)] {
+        let mut holder = env
+            .swarm([
+                std::ffi::OsStr::new("debug"),
+                "hold-lock".as_ref(),
+                inbox.as_os_str(),
+            ])
+            .spawn();
+        let mut line = String::new();
+        BufReader::new(holder.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let sender = env.swarm(["send", "--to", "coder", "queued"]).spawn();
+        std::thread::sleep(Duration::from_millis(hold_ms));
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        let out = Out::from(sender.wait_with_output().unwrap());
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(
+            out.stderr.contains("waiting for lock"),
+            announced,
+            "held {hold_ms} ms: {:?}",
+            out.stderr
+        );
+    }
+}

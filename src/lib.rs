@@ -4,10 +4,13 @@
 //! `permissions`, `watcher`) implement the on-disk protocol shared with Claude Code's agent
 //! teams; `commands` maps the command line onto them.
 
+pub mod backend;
 pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod fsio;
+pub mod launcher;
+pub mod lifecycle;
 pub mod liveness;
 pub mod lock;
 pub mod mailbox;
@@ -17,8 +20,10 @@ pub mod paths;
 pub mod permissions;
 pub mod protocol;
 pub mod roster;
+pub mod swarmfile;
 pub mod tasks;
 pub mod watcher;
+pub mod worktree;
 
 use clap::Parser;
 

@@ -924,18 +924,17 @@ impl Prepared {
             match spawn_one(store, &self.team, backend, t) {
                 Ok(done) => {
                     progress(&format!(
-                        "{} ({}): {} in {} {}{}",
+                        "{} ({}): {} {}{}",
                         t.name,
                         t.color,
                         t.agent.label(),
-                        self.backend.kind,
                         match self.backend.kind {
                             BackendKind::InProcess => format!(
-                                "pid {}, log {}",
+                                "as pid {} (log {})",
                                 done.pid.unwrap_or_default(),
                                 t.launch.log.as_deref().unwrap_or(Path::new("")).display()
                             ),
-                            _ => format!("pane {}", done.pane_id),
+                            kind => format!("in {kind} pane {}", done.pane_id),
                         },
                         t.worktree
                             .as_ref()

@@ -318,7 +318,12 @@ pub fn shutdown(
                 }
                 None => {
                     if member_health(store, team, &p.member)?.dead {
-                        p.result = Some(("exited", None));
+                        // It may have answered just before it exited.
+                        p.result = Some(match find_shutdown_reply(store, team, &p.name, id)? {
+                            Some(ShutdownReply::Approved) => ("approved", None),
+                            Some(ShutdownReply::Rejected { reason }) => ("rejected", Some(reason)),
+                            None => ("exited", None),
+                        });
                     }
                 }
             }

@@ -271,6 +271,8 @@ struct Supervised {
     log: String,
     exited: Option<ExitStatus>,
     request: Option<String>,
+    /// When SIGTERM goes to the group (shutdown decided).
+    stop_at: Option<Instant>,
     /// When SIGTERM went to the group, so SIGKILL follows after the grace.
     terminated_at: Option<Instant>,
     why: Option<String>,
@@ -349,18 +351,19 @@ impl InProcessBackend {
                 let now = Instant::now();
                 let force = signals > 1 || now >= deadline;
                 for c in self.children.iter_mut().filter(|c| c.exited.is_none()) {
-                    if c.terminated_at.is_none() {
+                    if c.stop_at.is_none() {
                         let reply = match &c.request {
                             Some(id) => lifecycle::find_shutdown_reply(store, team, &c.name, id)?,
                             None => None,
                         };
-                        let stop = match reply {
+                        match reply {
                             Some(ShutdownReply::Approved) => {
                                 on_event(Event::Approved {
                                     name: c.name.to_string(),
                                 });
                                 c.why = Some("shutdown approved".into());
-                                true
+                                // It said it would go: give it the grace to exit by itself.
+                                c.stop_at = Some(now + opts.grace);
                             }
                             Some(ShutdownReply::Rejected { reason }) => {
                                 on_event(Event::Rejected {
@@ -368,7 +371,7 @@ impl InProcessBackend {
                                     reason: reason.clone(),
                                 });
                                 c.why = Some(format!("shutdown rejected ({reason}), stopped"));
-                                true
+                                c.stop_at = Some(now);
                             }
                             None if force => {
                                 if now >= deadline {
@@ -377,20 +380,20 @@ impl InProcessBackend {
                                     });
                                 }
                                 c.why = Some("stopped by the launcher".into());
-                                true
+                                c.stop_at = Some(now);
                             }
-                            None => false,
-                        };
-                        if stop {
+                            None => {}
+                        }
+                    }
+                    match (c.stop_at, c.terminated_at) {
+                        (Some(at), None) if now >= at || signals > 1 => {
                             killpg(c.child.id(), libc::SIGTERM);
                             c.terminated_at = Some(now);
                         }
-                    } else if c
-                        .terminated_at
-                        .is_some_and(|t| now.duration_since(t) >= opts.grace)
-                        || signals > 2
-                    {
-                        killpg(c.child.id(), libc::SIGKILL);
+                        (_, Some(t)) if now.duration_since(t) >= opts.grace || signals > 2 => {
+                            killpg(c.child.id(), libc::SIGKILL);
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -416,6 +419,21 @@ impl InProcessBackend {
                 continue;
             };
             c.exited = Some(status);
+            // An answer may have landed just before the exit: take it into account.
+            if let (Some(id), None) = (&c.request, &c.why) {
+                match lifecycle::find_shutdown_reply(store, team, &c.name, id)? {
+                    Some(ShutdownReply::Approved) => {
+                        on_event(Event::Approved {
+                            name: c.name.to_string(),
+                        });
+                        c.why = Some("shutdown approved".into());
+                    }
+                    Some(ShutdownReply::Rejected { reason }) => {
+                        c.why = Some(format!("exited after rejecting the shutdown ({reason})"));
+                    }
+                    None => {}
+                }
+            }
             // Whatever the teammate left running in its group goes with it.
             killpg(c.child.id(), libc::SIGTERM);
             let _ = roster.update_member(&c.name, |m| {
@@ -450,7 +468,7 @@ impl InProcessBackend {
                 name: c.name.to_string(),
                 code: status.code(),
                 signal: status.signal(),
-                stopped: shutting_down && c.terminated_at.is_some(),
+                stopped: shutting_down && c.stop_at.is_some(),
             });
         }
         Ok(())
@@ -521,6 +539,7 @@ impl PaneBackend for InProcessBackend {
             log: log.display().to_string(),
             exited: None,
             request: None,
+            stop_at: None,
             terminated_at: None,
             why: None,
         });

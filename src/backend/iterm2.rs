@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    shell_quote, BackendKind, Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState,
+    BackendKind, Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState,
     Started,
 };
 use crate::error::{Error, Result};
@@ -95,6 +95,12 @@ impl Iterm2Backend {
     }
 }
 
+/// `'word'` for a POSIX shell: the only shell text swarm ever writes is its own exe and a spec
+/// path, always quoted this way.
+fn single_quoted(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
 /// The new session id from `it2 session split`: "Created new pane: <id>", or a bare id.
 fn parse_split_output(out: &str) -> Option<String> {
     for line in out.lines().rev() {
@@ -153,8 +159,8 @@ impl PaneBackend for Iterm2Backend {
         fsio::write_json(&path, &spec)?;
         let line = format!(
             "{} pane-exec {}",
-            shell_quote(&self.swarm_exe.to_string_lossy()),
-            shell_quote(&path.to_string_lossy())
+            single_quoted(&self.swarm_exe.to_string_lossy()),
+            single_quoted(&path.to_string_lossy())
         );
         if let Err(e) = self.it2(&["session", "run", "-s", pane.as_str(), &line]) {
             let _ = std::fs::remove_file(&path);
@@ -317,7 +323,7 @@ mod tests {
             run_line,
             &format!(
                 "'/opt/swarm dir/swarm' pane-exec {}",
-                shell_quote(&dir.path().join("spawn/coder.json").to_string_lossy())
+                single_quoted(&dir.path().join("spawn/coder.json").to_string_lossy())
             )
         );
         assert!(!run_line.contains("rm -rf"));

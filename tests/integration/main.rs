@@ -2,4 +2,5 @@
 
 mod support;
 
+mod launch;
 mod store;

@@ -252,22 +252,26 @@ pub struct DetectEnv {
 impl DetectEnv {
     pub fn from_process(exec: &dyn Exec) -> DetectEnv {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let it2_bin = which::which("it2").ok().filter(|p| {
-            match exec.run(&p.to_string_lossy(), &["--version".into()]) {
-                Ok(_) => true,
-                Err(e) => {
-                    eprintln!("swarm: warning: it2 is on PATH but `it2 --version` failed: {e}");
-                    false
-                }
-            }
-        });
-        DetectEnv {
+        let mut env = DetectEnv {
             tmux: var("TMUX"),
             term_program: var("TERM_PROGRAM"),
             iterm_session_id: var("ITERM_SESSION_ID"),
             tmux_bin: which::which("tmux").ok(),
-            it2_bin,
+            it2_bin: None,
+        };
+        // it2 only matters inside iTerm2; there it must answer, not merely exist.
+        if env.in_iterm() {
+            env.it2_bin = which::which("it2").ok().filter(|p| {
+                match exec.run(&p.to_string_lossy(), &["--version".into()]) {
+                    Ok(_) => true,
+                    Err(e) => {
+                        eprintln!("swarm: warning: it2 is on PATH but `it2 --version` failed: {e}");
+                        false
+                    }
+                }
+            });
         }
+        env
     }
 
     fn in_iterm(&self) -> bool {
@@ -307,6 +311,10 @@ pub fn detect(choice: BackendChoice, env: &DetectEnv) -> Result<Detected> {
                 "--backend tmux (outside tmux: a detached session)",
             ),
         },
+        BackendChoice::Iterm2 if env.iterm_session_id.is_none() => Err(Error::usage(
+            "--backend iterm2: ITERM_SESSION_ID is not set, so there is no iTerm2 session to \
+             split; run swarm inside iTerm2",
+        )),
         BackendChoice::Iterm2 => match &env.it2_bin {
             None => Err(Error::usage(format!(
                 "--backend iterm2: the it2 command is missing or not working (looked on PATH: \
@@ -314,10 +322,6 @@ pub fn detect(choice: BackendChoice, env: &DetectEnv) -> Result<Detected> {
                  another --backend",
                 path_hint()
             ))),
-            Some(_) if env.iterm_session_id.is_none() => Err(Error::usage(
-                "--backend iterm2: ITERM_SESSION_ID is not set, so there is no iTerm2 session to \
-                 split; run swarm inside iTerm2",
-            )),
             Some(_) => pick(BackendKind::Iterm2, "--backend iterm2"),
         },
         BackendChoice::InProcess => pick(BackendKind::InProcess, "--backend in-process"),
@@ -495,7 +499,13 @@ mod tests {
         assert!(e.to_string().contains("tmux is not installed"), "{e}");
         let e = detect(BackendChoice::Iterm2, &env()).unwrap_err();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().contains("it2"), "{e}");
+        assert!(e.to_string().contains("ITERM_SESSION_ID is not set"), "{e}");
+        let in_iterm = DetectEnv {
+            iterm_session_id: Some("w0t0p0:X".into()),
+            ..env()
+        };
+        let e = detect(BackendChoice::Iterm2, &in_iterm).unwrap_err();
+        assert!(e.to_string().contains("it2 command is missing"), "{e}");
         assert_eq!(
             detect(BackendChoice::InProcess, &env()).unwrap().kind,
             BackendKind::InProcess

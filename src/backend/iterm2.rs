@@ -15,8 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    BackendKind, Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState,
-    Started,
+    BackendKind, Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState, Started,
 };
 use crate::error::{Error, Result};
 use crate::fsio;

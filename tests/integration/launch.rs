@@ -72,8 +72,12 @@ echo "fake agent $name says hello"
 /// Shell code for a fake teammate that answers shutdown requests (approve or reject).
 fn answer_shutdown(answer: &str) -> String {
     let reply = match answer {
-        "approve" => r#"{"type":"shutdown_approved","requestId":"'"$id"'","from":"'"$name"'","timestamp":"2026-01-01T00:00:00.000Z"}"#,
-        _ => r#"{"type":"shutdown_rejected","requestId":"'"$id"'","from":"'"$name"'","reason":"busy","timestamp":"2026-01-01T00:00:00.000Z"}"#,
+        "approve" => {
+            r#"{"type":"shutdown_approved","requestId":"'"$id"'","from":"'"$name"'","timestamp":"2026-01-01T00:00:00.000Z"}"#
+        }
+        _ => {
+            r#"{"type":"shutdown_rejected","requestId":"'"$id"'","from":"'"$name"'","reason":"busy","timestamp":"2026-01-01T00:00:00.000Z"}"#
+        }
     };
     let exit = if answer == "approve" { "exit 0" } else { ":" };
     format!(
@@ -288,9 +292,25 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
     let root = env.root().display().to_string();
     assert_eq!(
         out["teammates"][0]["argv"],
-        json!([BIN, "teammate", "--agent-id", "sh1@t", "--agent-name", "sh1", "--team-name",
-               "t", "--agent-color", "blue", "--parent-session-id", sid,
-               "--plan-mode-required", "--cwd", root, "--agent", "shell"])
+        json!([
+            BIN,
+            "teammate",
+            "--agent-id",
+            "sh1@t",
+            "--agent-name",
+            "sh1",
+            "--team-name",
+            "t",
+            "--agent-color",
+            "blue",
+            "--parent-session-id",
+            sid,
+            "--plan-mode-required",
+            "--cwd",
+            root,
+            "--agent",
+            "shell"
+        ])
     );
     let e = &out["teammates"][0]["env"];
     assert_eq!(e["SWARM_ROOT"], root.as_str());
@@ -320,8 +340,7 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
         .current_dir(env.root())
         .ok()
         .json();
-    let argv: Vec<String> =
-        serde_json::from_value(out["teammates"][0]["argv"].clone()).unwrap();
+    let argv: Vec<String> = serde_json::from_value(out["teammates"][0]["argv"].clone()).unwrap();
     let dash = argv.iter().position(|w| w == "--").unwrap();
     assert!(argv[dash + 1].ends_with("/sh"), "{argv:?}");
     assert_eq!(argv[dash + 2..], ["-x", "--model", "m1", "--extra"]);
@@ -398,9 +417,16 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
         assert_eq!(row[3], "on", "remain-on-exit for {name}");
     }
     assert_eq!(
-        tmux.cmd(["show-options", "-w", "-v", "-t", lead_pane, "pane-border-status"])
-            .stdout
-            .trim(),
+        tmux.cmd([
+            "show-options",
+            "-w",
+            "-v",
+            "-t",
+            lead_pane,
+            "pane-border-status"
+        ])
+        .stdout
+        .trim(),
         "top"
     );
     // The lead console is the first pane, started as `swarm lead --team t`.
@@ -451,7 +477,10 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
         "ANTHROPIC_BASE_URL=http://gateway",
         "FOO=bar baz",
     ] {
-        assert!(coder_env.contains(&want.to_string()), "{want}: {coder_env:?}");
+        assert!(
+            coder_env.contains(&want.to_string()),
+            "{want}: {coder_env:?}"
+        );
     }
     assert!(coder_env.contains(&format!("CLAUDE_CONFIG_DIR={}", env.root().display())));
     assert!(!lines(&env.path("out/tester.env")).contains(&"FOO=bar baz".to_string()));
@@ -478,7 +507,11 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
         .swarm(["logs", "coder"])
         .env("SWARM_TMUX_SOCKET", &tmux.socket)
         .ok();
-    assert!(logs.stdout.contains("fake agent coder says hello"), "{}", logs.stdout);
+    assert!(
+        logs.stdout.contains("fake agent coder says hello"),
+        "{}",
+        logs.stdout
+    );
 }
 
 #[test]
@@ -486,8 +519,25 @@ fn inside_tmux_the_team_gets_a_window_of_the_current_session_or_splits_it() {
     let env = Env::new();
     let tmux = Tmux::new();
     let agent = fake_agent(&env, "sleep 300");
-    tmux.cmd(["new-session", "-d", "-s", "main", "-x", "200", "-y", "50", "sleep", "600"]);
-    let info = tmux.cmd(["display-message", "-p", "-t", "main", "#{socket_path},#{pid},#{pane_id}"]);
+    tmux.cmd([
+        "new-session",
+        "-d",
+        "-s",
+        "main",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        "sleep",
+        "600",
+    ]);
+    let info = tmux.cmd([
+        "display-message",
+        "-p",
+        "-t",
+        "main",
+        "#{socket_path},#{pid},#{pane_id}",
+    ]);
     let info = info.stdout.trim().to_string();
     let (server, user_pane) = info.rsplit_once(',').unwrap();
     let inside = |args: &[&str]| {
@@ -501,12 +551,28 @@ fn inside_tmux_the_team_gets_a_window_of_the_current_session_or_splits_it() {
         }
         s
     };
-    let out = inside(&["launch", "--teammate", "coder=go", "--teammate", "tester=go"]).ok();
+    let out = inside(&[
+        "launch",
+        "--teammate",
+        "coder=go",
+        "--teammate",
+        "tester=go",
+    ])
+    .ok();
     out.stderr_has("$TMUX is set: running inside tmux");
-    let windows = tmux.cmd(["list-windows", "-t", "main", "-F", "#{window_name} #{window_panes}"]);
+    let windows = tmux.cmd([
+        "list-windows",
+        "-t",
+        "main",
+        "-F",
+        "#{window_name} #{window_panes}",
+    ]);
     let windows: Vec<&str> = windows.stdout.lines().collect();
     assert_eq!(windows.len(), 2, "{windows:?}");
-    assert!(windows.contains(&"swarm-t 3"), "lead + 2 in window swarm-t: {windows:?}");
+    assert!(
+        windows.contains(&"swarm-t 3"),
+        "lead + 2 in window swarm-t: {windows:?}"
+    );
     assert_eq!(
         tmux.cmd(["list-panes", "-t", user_pane, "-F", "#{pane_id}"])
             .stdout
@@ -533,7 +599,13 @@ fn inside_tmux_the_team_gets_a_window_of_the_current_session_or_splits_it() {
         "b=go",
     ])
     .ok();
-    let here = tmux.cmd(["list-panes", "-t", user_pane, "-F", "#{pane_id} #{pane_title}"]);
+    let here = tmux.cmd([
+        "list-panes",
+        "-t",
+        user_pane,
+        "-F",
+        "#{pane_id} #{pane_title}",
+    ]);
     let titles: Vec<&str> = here
         .stdout
         .lines()
@@ -542,18 +614,30 @@ fn inside_tmux_the_team_gets_a_window_of_the_current_session_or_splits_it() {
     assert_eq!(titles.len(), 3, "{titles:?}");
     assert!(titles.contains(&"a") && titles.contains(&"b"), "{titles:?}");
     assert_eq!(
-        tmux.cmd(["list-windows", "-t", "main"]).stdout.lines().count(),
+        tmux.cmd(["list-windows", "-t", "main"])
+            .stdout
+            .lines()
+            .count(),
         2
     );
     wait_for_file(&env.path("out/b.cwd"));
 
     // --split outside tmux is refused, writing nothing.
     let before = env.snapshot();
-    env.swarm(["--team", "three", "launch", "--split", "--teammate", "x=go", "--backend", "tmux"])
-        .env("SWARM_TMUX_SOCKET", &tmux.socket)
-        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
-        .code(2)
-        .stderr_has("not running inside tmux");
+    env.swarm([
+        "--team",
+        "three",
+        "launch",
+        "--split",
+        "--teammate",
+        "x=go",
+        "--backend",
+        "tmux",
+    ])
+    .env("SWARM_TMUX_SOCKET", &tmux.socket)
+    .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    .code(2)
+    .stderr_has("not running inside tmux");
     assert_eq!(env.snapshot(), before);
 }
 
@@ -583,7 +667,10 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
     .ok();
     wait_for_file(&env.path("out/victim.cwd"));
     let config = read_json(&env.path("teams/t/config.json"));
-    let pane = member(&config, "victim")["tmuxPaneId"].as_str().unwrap().to_string();
+    let pane = member(&config, "victim")["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let pid: i32 = pane_field(&tmux, &pane, "#{pane_pid}").parse().unwrap();
     // SAFETY: signalling a process this test started (through tmux).
     unsafe {
@@ -617,7 +704,10 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
     assert!(text.contains("dead (signal 9)"), "{text}");
     assert!(text.contains("dead (exit 3)"), "{text}");
     // The crashed teammate's last output stays on its pane.
-    let crasher = member(&config, "crasher")["tmuxPaneId"].as_str().unwrap().to_string();
+    let crasher = member(&config, "crasher")["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(tmux
         .cmd(["capture-pane", "-p", "-S", "-", "-t", &crasher])
         .stdout
@@ -700,10 +790,7 @@ esac"#,
     let text: Value = serde_json::from_str(request["text"].as_str().unwrap()).unwrap();
     assert_eq!(text["type"], "shutdown_request");
     assert_eq!(text["from"], "team-lead");
-    assert!(text["requestId"]
-        .as_str()
-        .unwrap()
-        .starts_with("shutdown-"));
+    assert!(text["requestId"].as_str().unwrap().starts_with("shutdown-"));
     assert!(text["requestId"].as_str().unwrap().ends_with("@polite"));
 
     let config = read_json(&env.path("teams/t/config.json"));
@@ -736,7 +823,12 @@ esac"#,
         .swarm(["shutdown", "grumpy", "--force", "--timeout", "4"])
         .env("SWARM_TMUX_SOCKET", &tmux.socket)
         .ok();
-    assert!(out.stdout.contains("grumpy: rejected the shutdown (busy); stopped"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("grumpy: rejected the shutdown (busy); stopped"),
+        "{}",
+        out.stdout
+    );
     assert_eq!(
         member(&read_json(&env.path("teams/t/config.json")), "grumpy")["isActive"],
         false
@@ -813,7 +905,13 @@ esac"#,
         std::thread::sleep(Duration::from_millis(50));
     };
     let out = Out::from(child.wait_with_output().unwrap());
-    assert_eq!(code, Some(0), "stdout: {}\nstderr: {}", out.stdout, out.stderr);
+    assert_eq!(
+        code,
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        out.stdout,
+        out.stderr
+    );
     for want in [
         "polite: running (pid",
         "shutting down",
@@ -823,12 +921,19 @@ esac"#,
         "stubborn: killed by signal 9",
         "stubborn: marked inactive",
     ] {
-        assert!(out.stdout.contains(want), "{want:?} missing:\n{}", out.stdout);
+        assert!(
+            out.stdout.contains(want),
+            "{want:?} missing:\n{}",
+            out.stdout
+        );
     }
     let config = read_json(&env.path("teams/t/config.json"));
     assert_eq!(member(&config, "polite")["isActive"], false);
     assert_eq!(member(&config, "polite")["swarmExit"], json!({"code": 0}));
-    assert_eq!(member(&config, "stubborn")["swarmExit"], json!({"signal": 9}));
+    assert_eq!(
+        member(&config, "stubborn")["swarmExit"],
+        json!({"signal": 9})
+    );
     let log = std::fs::read_to_string(env.path("teams/t/logs/stubborn.log")).unwrap();
     assert!(log.contains("fake agent stubborn says hello"), "{log}");
     assert!(log.contains("got TERM"), "SIGTERM came first: {log}");
@@ -854,14 +959,21 @@ fn an_in_process_launch_returns_when_every_teammate_has_exited() {
         ])
         .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
         .code(1);
-    assert!(out.stdout.contains("bad: exited with status 4"), "{}", out.stdout);
-    assert!(out.stdout.contains("good: exited with status 0"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("bad: exited with status 4"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("good: exited with status 0"),
+        "{}",
+        out.stdout
+    );
     let lead = env.swarm(["--json", "inbox", "team-lead"]).ok().json();
-    assert!(lead
-        .as_array()
+    assert!(lead.as_array().unwrap().iter().any(|m| m["text"]
+        .as_str()
         .unwrap()
-        .iter()
-        .any(|m| m["text"].as_str().unwrap().contains("bad is no longer active (its process exited with status 4)")));
+        .contains("bad is no longer active (its process exited with status 4)")));
 }
 
 #[test]
@@ -893,7 +1005,14 @@ exit 0
             .env("ITERM_SESSION_ID", "w0t1p0:LEAD-UUID")
             .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
     };
-    let out = iterm(&["launch", "--teammate", "coder=go", "--teammate", "tester=go"]).ok();
+    let out = iterm(&[
+        "launch",
+        "--teammate",
+        "coder=go",
+        "--teammate",
+        "tester=go",
+    ])
+    .ok();
     out.stderr_has("running inside iTerm2 with a working it2");
     let spec = env.path("teams/t/spawn/coder.json");
     let calls = lines(&log);
@@ -902,7 +1021,10 @@ exit 0
         [
             "[--version]".to_string(),
             "[session][split][-v][-s][LEAD-UUID]".into(),
-            format!("[session][run][-s][SESSION-1]['{BIN}' pane-exec '{}']", spec.display()),
+            format!(
+                "[session][run][-s][SESSION-1]['{BIN}' pane-exec '{}']",
+                spec.display()
+            ),
             "[session][split][-h][-s][SESSION-1]".into(),
             format!(
                 "[session][run][-s][SESSION-2]['{BIN}' pane-exec '{}']",
@@ -921,7 +1043,10 @@ exit 0
         .status()
         .unwrap();
     assert!(done.success());
-    assert!(!spec.exists(), "the spec (it holds env) is deleted once read");
+    assert!(
+        !spec.exists(),
+        "the spec (it holds env) is deleted once read"
+    );
     assert_eq!(lines(&env.path("out/coder.argv"))[1], "coder@t");
     assert!(lines(&env.path("out/coder.env")).contains(&"CLAUDECODE=1".to_string()));
     let config = read_json(&env.path("teams/t/config.json"));
@@ -935,12 +1060,20 @@ exit 0
 
     // --backend iterm2 without it2 is refused before anything is written.
     let before = env.snapshot();
-    env.swarm(["--team", "x", "launch", "--backend", "iterm2", "--teammate", "a=go"])
-        .env("PATH", "/usr/bin:/bin")
-        .env("ITERM_SESSION_ID", "w0t1p0:LEAD-UUID")
-        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
-        .code(2)
-        .stderr_has("it2 command is missing");
+    env.swarm([
+        "--team",
+        "x",
+        "launch",
+        "--backend",
+        "iterm2",
+        "--teammate",
+        "a=go",
+    ])
+    .env("PATH", "/usr/bin:/bin")
+    .env("ITERM_SESSION_ID", "w0t1p0:LEAD-UUID")
+    .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    .code(2)
+    .stderr_has("it2 command is missing");
     assert_eq!(env.snapshot(), before);
 }
 
@@ -951,7 +1084,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .current_dir(dir)
         .output()
         .expect("git is installed (scripts/test installs it)");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -994,8 +1131,10 @@ fn worktrees_are_made_per_teammate_and_only_unchanged_ones_removed() {
     );
     assert!(out.stdout.contains("worktree"), "{}", out.stdout);
     assert!(
-        out.stdout
-            .contains(&format!("idle: worktree {} removed (unchanged)", wt("idle").display())),
+        out.stdout.contains(&format!(
+            "idle: worktree {} removed (unchanged)",
+            wt("idle").display()
+        )),
         "{}",
         out.stdout
     );
@@ -1012,15 +1151,28 @@ fn worktrees_are_made_per_teammate_and_only_unchanged_ones_removed() {
     let branches = git(&repo, &["branch", "--list", "swarm/*"]);
     // `+` marks a branch checked out in a linked worktree.
     assert_eq!(branches.trim().trim_start_matches("+ "), "swarm/t/changer");
-    assert_eq!(git(&repo, &["status", "--porcelain"]).trim(), "", ".swarm/ is excluded");
+    assert_eq!(
+        git(&repo, &["status", "--porcelain"]).trim(),
+        "",
+        ".swarm/ is excluded"
+    );
 
     // worktree outside a repository is refused before anything is written.
     let before = env.snapshot();
-    env.swarm(["--team", "t2", "launch", "--backend", "in-process", "--worktree", "--teammate", "x=p"])
-        .current_dir(env.path("out"))
-        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
-        .code(2)
-        .stderr_has("needs a git repository");
+    env.swarm([
+        "--team",
+        "t2",
+        "launch",
+        "--backend",
+        "in-process",
+        "--worktree",
+        "--teammate",
+        "x=p",
+    ])
+    .current_dir(env.path("out"))
+    .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    .code(2)
+    .stderr_has("needs a git repository");
     assert_eq!(env.snapshot(), before);
 }
 
@@ -1065,7 +1217,11 @@ fn bad_launches_exit_2_and_write_nothing() {
         .code(2)
         .stderr_has("--backend tmux: tmux is not installed");
     let file = env.path("bad.json");
-    std::fs::write(&file, r#"{"team": "t", "teammates": [{"name": "a", "promt": "typo"}]}"#).unwrap();
+    std::fs::write(
+        &file,
+        r#"{"team": "t", "teammates": [{"name": "a", "promt": "typo"}]}"#,
+    )
+    .unwrap();
     let before_file = env.snapshot();
     env.swarm(["launch", file.to_str().unwrap()])
         .code(2)
@@ -1107,7 +1263,14 @@ exec '{real}' "$@"
         &env,
         &tmux,
         &agent,
-        &["launch", "--no-lead-pane", "--teammate", "coder=go", "--teammate", "tester=go"],
+        &[
+            "launch",
+            "--no-lead-pane",
+            "--teammate",
+            "coder=go",
+            "--teammate",
+            "tester=go",
+        ],
     )
     .env("PATH", &path)
     .code(1);
@@ -1127,9 +1290,14 @@ exec '{real}' "$@"
     assert_eq!(titles.trim(), "coder", "the failed pane was killed");
 
     // When the first teammate fails, the new team goes too.
-    let out = swarm_on(&env, &tmux, &agent, &["--team", "solo", "launch", "--teammate", "tester=go"])
-        .env("PATH", &path)
-        .code(1);
+    let out = swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &["--team", "solo", "launch", "--teammate", "tester=go"],
+    )
+    .env("PATH", &path)
+    .code(1);
     out.stderr_has("boom");
     assert!(!env.path("teams/solo").exists());
     assert!(!tmux
@@ -1144,4 +1312,95 @@ fn which_tmux() -> String {
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn attach_puts_a_terminal_on_the_teammates_pane() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(&env, "sleep 300");
+    swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &[
+            "launch",
+            "--no-lead-pane",
+            "--teammate",
+            "coder=a",
+            "--teammate",
+            "tester=b",
+        ],
+    )
+    .ok();
+    let config = read_json(&env.path("teams/t/config.json"));
+    let tester = member(&config, "tester")["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // `script` gives `swarm attach` (and so `tmux attach`) a terminal.
+    let mut attached = Command::new("script")
+        .args(["-qc", &format!("'{BIN}' attach tester"), "/dev/null"])
+        .env("SWARM_ROOT", env.root())
+        .env("SWARM_TEAM", "t")
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .env_remove("TMUX")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("script (util-linux) is installed");
+    let client = eventually(Duration::from_secs(20), "a client on swarm-t", || {
+        let out = tmux
+            .cmd(["list-clients", "-F", "#{session_name} #{pane_id}"])
+            .stdout;
+        (!out.trim().is_empty()).then(|| out.trim().to_string())
+    });
+    assert_eq!(client, format!("swarm-t {tester}"));
+    tmux.cmd(["detach-client", "-s", "swarm-t"]);
+    let started = Instant::now();
+    while attached.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "attach did not return"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    env.swarm(["attach", "nobody"])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .code(2)
+        .stderr_has("not a member");
+}
+
+#[test]
+fn status_lists_tasks_unread_pending_permissions_and_quarantined_files() {
+    let env = Env::with_team(&["coder"]);
+    env.swarm(["task", "create", "parser"]).ok();
+    env.swarm(["task", "claim", "1", "--agent", "coder"]).ok();
+    env.swarm(["send", "--to", "coder", "hi"]).ok();
+    env.swarm([
+        "permission",
+        "request",
+        "--tool",
+        "Bash",
+        "--from",
+        "coder",
+        "--description",
+        "make",
+    ])
+    .ok();
+    std::fs::write(env.path("teams/t/inboxes/coder.json.corrupt-1"), "x").unwrap();
+    let s = env.swarm(["--json", "status"]).ok().json();
+    let coder = member(&s, "coder");
+    assert_eq!(coder["task"], json!({"id": "1", "subject": "parser"}));
+    assert_eq!(coder["unread"], 1);
+    assert_eq!(s["pendingPermissions"][0]["toolName"], "Bash");
+    assert_eq!(
+        s["quarantined"],
+        json!(["teams/t/inboxes/coder.json.corrupt-1"])
+    );
+    let text = env.swarm(["status"]).ok().stdout;
+    assert!(text.contains("#1 parser"), "{text}");
+    assert!(text.contains("pending permissions: 1"), "{text}");
+    assert!(text.contains("coder.json.corrupt-1"), "{text}");
 }

@@ -2,7 +2,8 @@
 //!
 //! The store modules (`paths`, `fsio`, `lock`, `roster`, `mailbox`, `protocol`, `tasks`,
 //! `permissions`, `watcher`) implement the on-disk protocol shared with Claude Code's agent
-//! teams; `commands` maps the command line onto them.
+//! teams; `commands` maps the command line onto them. The launcher modules (`backend`,
+//! `launcher`, `swarmfile`, `worktree`, `lifecycle`) start, watch and stop teammates.
 
 pub mod backend;
 pub mod cli;

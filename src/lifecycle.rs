@@ -113,6 +113,8 @@ pub fn retire_member(
 
 /// Kills the member's pane or process group through its backend; already dead is fine.
 pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<()> {
+    // Everything needed is on the member (pane id, socket, pid); the store and team stay in the
+    // signature the lead console calls, for backends that will need them.
     let _ = (store, team);
     match backend_of(member) {
         Some(BackendKind::Tmux) => {

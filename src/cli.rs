@@ -66,6 +66,51 @@ pub enum Command {
     /// `y` or `n [feedback]` to answer permission and plan requests.
     Lead(LeadArgs),
 
+    /// Launch a team: one agent process per teammate, each in its own pane.
+    ///
+    /// Example: swarm launch examples/refactor.json
+    /// Example: swarm launch --team t --agent claude --teammate coder="Fix the parser" -- --verbose
+    Launch(LaunchArgs),
+
+    /// Members, their panes (alive, or dead with exit code), current tasks, unread messages,
+    /// pending permissions and quarantined files.
+    ///
+    /// Example: swarm status --team refactor --json
+    Status,
+
+    /// Go to the team's panes: attach to (or, inside tmux, switch to) a teammate's pane.
+    ///
+    /// Example: swarm attach --team refactor coder
+    Attach {
+        /// The teammate to show (default: the lead's pane, else the first teammate).
+        name: Option<String>,
+    },
+
+    /// Ask teammates to stop, wait for their answer, then close their panes, mark them inactive
+    /// and return their unfinished tasks; after --timeout they are stopped anyway.
+    ///
+    /// Example: swarm shutdown --team refactor --all --timeout 10
+    Shutdown(ShutdownArgs),
+
+    /// Kill a teammate's pane or process now, mark it inactive and return its tasks.
+    ///
+    /// Example: swarm kill --team refactor coder
+    Kill { name: String },
+
+    /// Print a teammate's output: the log of an in-process teammate, the pane of a tmux one.
+    ///
+    /// Example: swarm logs --team refactor coder -f
+    Logs {
+        name: String,
+        /// Keep printing new output until the teammate is gone.
+        #[arg(short, long)]
+        follow: bool,
+    },
+
+    /// Become a teammate described by a spec file (the iTerm2 backend's trampoline).
+    #[command(hide = true)]
+    PaneExec { spec: PathBuf },
+
     /// Tools for tests and debugging; not a stable interface.
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
@@ -374,4 +419,81 @@ pub enum PermissionCommand {
         #[arg(long, default_value_t = 0)]
         timeout: u64,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// Swarm file (JSON, see examples/); '-' reads standard input.
+    pub file: Option<PathBuf>,
+    /// A teammate and its first message (repeatable).
+    #[arg(long, value_name = "NAME=PROMPT")]
+    pub teammate: Vec<String>,
+    /// Agent kind: claude, shell, or a command line such as "codex --full-auto" (default: the
+    /// swarm file's, else claude).
+    #[arg(long, value_name = "KIND")]
+    pub agent: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Directory teammates start in (default: the swarm file's cwd, else the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Where teammates run; auto follows $TMUX, iTerm2 with it2, tmux on PATH, in-process.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: crate::backend::BackendChoice,
+    /// Inside tmux: split the current window instead of opening a window swarm-<team>.
+    #[arg(long)]
+    pub split: bool,
+    /// Do not run the lead console in the first tmux pane.
+    #[arg(long)]
+    pub no_lead_pane: bool,
+    /// Give every teammate its own git worktree (<repo>/.swarm/worktrees/<name>).
+    #[arg(long)]
+    pub worktree: bool,
+    /// Print each teammate's exact argv and environment; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Inherited by every teammate unless it sets its own.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Inherited; claude teammates get `default` when neither this nor the teammate sets one.
+    #[arg(
+        long,
+        value_name = "MODE",
+        conflicts_with = "dangerously_skip_permissions"
+    )]
+    pub permission_mode: Option<String>,
+    /// Inherited.
+    #[arg(long)]
+    pub dangerously_skip_permissions: bool,
+    /// Inherited: a settings file or JSON.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub settings: Option<String>,
+    /// Inherited.
+    #[arg(long, value_name = "TYPE")]
+    pub agent_type: Option<String>,
+    /// Inherited.
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// In-process: seconds teammates get to answer the shutdown request after Ctrl-C.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub shutdown_timeout: u64,
+    /// Passed on to every teammate's agent (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    pub extra: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShutdownArgs {
+    /// The teammate to stop.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub name: Option<String>,
+    /// Every active teammate (requests go out together).
+    #[arg(long)]
+    pub all: bool,
+    /// Seconds to wait for an answer before stopping anyway.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub timeout: u64,
+    /// Stop even teammates that reject the request.
+    #[arg(long)]
+    pub force: bool,
 }

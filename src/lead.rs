@@ -15,15 +15,15 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::fsio::now_ms;
-use crate::liveness::{self, Liveness};
+use crate::lifecycle;
+use crate::liveness::Liveness;
 use crate::mailbox::{InboxMessage, Mailbox};
 use crate::names::{AgentName, TeamName};
 use crate::paths::Store;
 use crate::permissions::{Decision, Permissions};
 use crate::protocol::{
     timestamp_now, IdleNotification, Payload, PermissionRequest, PlanApprovalRequest,
-    PlanApprovalResponse, Protocol, ShutdownRequest,
+    PlanApprovalResponse, Protocol,
 };
 use crate::roster::{Member, Roster};
 use crate::tasks::{TaskList, TaskStatus};
@@ -85,6 +85,7 @@ impl<'a> Console<'a> {
             self.drain_inbox()?;
             self.reap_dead()?;
             if self.opts.exit_when_done && self.all_done()? {
+                self.drain_inbox()?; // the retirement notices just written
                 self.say("every teammate has stopped");
                 return Ok(());
             }
@@ -312,7 +313,7 @@ impl<'a> Console<'a> {
         let tasks = TaskList::new(self.store, self.team).list()?;
         for m in config.teammates() {
             let name: AgentName = m.name.parse()?;
-            let health = liveness::probe(self.store, self.team, &name)?;
+            let health = lifecycle::member_health(self.store, self.team, m)?;
             let current = tasks
                 .iter()
                 .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == TaskStatus::InProgress)
@@ -323,10 +324,10 @@ impl<'a> Console<'a> {
                 "{:<20} {:<8} {:<7} unread {:<3} {current}",
                 self.paint.name(&m.name, m.color_or_default()),
                 if m.active() { "active" } else { "stopped" },
-                match health {
-                    Liveness::Alive => "alive",
-                    Liveness::Dead => "dead",
-                    Liveness::Unknown => "?",
+                match (health.dead, health.liveness) {
+                    (true, _) => "dead",
+                    (false, Liveness::Alive) => "alive",
+                    (false, _) => "?",
                 },
                 unread
             ));
@@ -367,7 +368,7 @@ impl<'a> Console<'a> {
             })?]
         };
         for m in targets {
-            send_shutdown_request(self.store, self.team, &m.name.parse()?, None)?;
+            lifecycle::send_shutdown_request(self.store, self.team, &m.name.parse()?, None)?;
             self.say(&format!("asked {} to shut down", m.name));
         }
         Ok(())
@@ -378,8 +379,7 @@ impl<'a> Console<'a> {
     fn reap_dead(&self) -> Result<()> {
         let config = Roster::new(self.store, self.team).load()?;
         for m in config.teammates().filter(|m| m.active()) {
-            let name: AgentName = m.name.parse()?;
-            if liveness::probe(self.store, self.team, &name)? == Liveness::Dead {
+            if lifecycle::member_health(self.store, self.team, m)?.dead {
                 self.say(&format!(
                     "{} stopped without saying goodbye",
                     self.paint.name(&m.name, m.color_or_default())
@@ -390,48 +390,18 @@ impl<'a> Console<'a> {
         Ok(())
     }
 
+    /// Closes the member's pane (already gone is fine) and retires it; the notice lifecycle
+    /// writes to the lead's inbox is printed on the next pass.
     fn retire(&self, name: &str, why: &str) -> Result<()> {
-        let released = retire_member(self.store, self.team, name, why)?;
-        if !released.is_empty() {
-            let ids: Vec<String> = released.iter().map(|i| format!("#{i}")).collect();
-            self.say(&format!(
-                "returned {} to pending ({name} {why})",
-                ids.join(", ")
-            ));
+        let config = Roster::new(self.store, self.team).load()?;
+        if let Some(member) = config.member(name) {
+            if let Err(e) = lifecycle::kill_member(self.store, self.team, member) {
+                self.say(&format!("! could not close {name}'s pane: {e}"));
+            }
         }
+        lifecycle::retire_member(self.store, self.team, &name.parse()?, why)?;
         Ok(())
     }
-}
-
-/// Marks a member inactive and returns its unfinished tasks to pending.
-pub fn retire_member(
-    store: &Store,
-    team: &TeamName,
-    name: &str,
-    _why: &str,
-) -> Result<Vec<crate::names::TaskId>> {
-    let who: AgentName = name.parse()?;
-    Roster::new(store, team).set_active(&who, false)?;
-    TaskList::new(store, team).release_agent(who.as_str())
-}
-
-/// Appends a `shutdown_request` to `to`'s inbox; returns its request id.
-pub fn send_shutdown_request(
-    store: &Store,
-    team: &TeamName,
-    to: &AgentName,
-    reason: Option<String>,
-) -> Result<String> {
-    let request_id = format!("shutdown-{}@{to}", now_ms());
-    let request = Protocol::ShutdownRequest(ShutdownRequest {
-        request_id: request_id.clone(),
-        from: crate::names::LEAD.into(),
-        reason,
-        timestamp: timestamp_now(),
-        extra: Map::new(),
-    });
-    Mailbox::new(store, team).send(to, InboxMessage::protocol(crate::names::LEAD, &request))?;
-    Ok(request_id)
 }
 
 /// Looks for the `shutdown_request` with `request_id` in `to`'s inbox and its archive.

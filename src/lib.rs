@@ -2,13 +2,17 @@
 //!
 //! The store modules (`paths`, `fsio`, `lock`, `roster`, `mailbox`, `protocol`, `tasks`,
 //! `permissions`, `watcher`) implement the on-disk protocol shared with Claude Code's agent
-//! teams; `commands` maps the command line onto them.
+//! teams; `commands` maps the command line onto them. The launcher modules (`backend`,
+//! `launcher`, `swarmfile`, `worktree`, `lifecycle`) start, watch and stop teammates.
 
+pub mod backend;
 pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod fsio;
+pub mod launcher;
 pub mod lead;
+pub mod lifecycle;
 pub mod liveness;
 pub mod lock;
 pub mod mailbox;
@@ -19,9 +23,11 @@ pub mod permissions;
 pub mod protocol;
 pub mod roster;
 pub mod shell_agent;
+pub mod swarmfile;
 pub mod tasks;
 pub mod teammate;
 pub mod watcher;
+pub mod worktree;
 
 use clap::Parser;
 

@@ -71,6 +71,10 @@ impl Store {
     pub fn log_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.logs_dir(team).join(format!("{agent}.log"))
     }
+    /// Spec files the iTerm2 backend hands to `swarm pane-exec` (read once and deleted).
+    pub fn spawn_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("spawn")
+    }
     pub fn alive_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("alive")
     }

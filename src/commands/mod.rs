@@ -1,6 +1,8 @@
 //! One module per command group; each turns parsed arguments into store operations and output.
 
+mod launch;
 mod message;
+mod ops;
 mod permission;
 mod task;
 mod team;
@@ -66,6 +68,13 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 .run()
                 .map(|()| 0)
         }
+        Command::Launch(args) => launch::run(&ctx, args),
+        Command::Status => ops::status(&ctx).map(|()| 0),
+        Command::Attach { name } => ops::attach(&ctx, name).map(|()| 0),
+        Command::Shutdown(args) => ops::shutdown(&ctx, args),
+        Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
+        Command::Logs { name, follow } => ops::logs(&ctx, &name, follow).map(|()| 0),
+        Command::PaneExec { spec } => crate::backend::iterm2::pane_exec(&spec),
         Command::Debug(DebugCommand::HoldLock { file }) => {
             let _lock = crate::lock::FileLock::acquire(&file)?;
             crate::output::line("locked")?;

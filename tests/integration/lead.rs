@@ -235,7 +235,7 @@ fn shutdown_approval_retires_the_member_and_returns_its_tasks() {
         "coder",
         json!({"type": "shutdown_approved", "requestId": id, "from": "coder", "timestamp": "t", "paneId": "in-process", "backendType": "in-process"}),
     );
-    lead.expect("returned #1 to pending");
+    lead.expect("its unfinished tasks went back to pending: #1");
     assert_eq!(
         lead.wait(Duration::from_secs(10)),
         Some(0),

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod launch;
 mod lead;
 mod store;
 mod teammate;

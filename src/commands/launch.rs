@@ -1,0 +1,260 @@
+//! `swarm launch`: a swarm file or flags in, a running team out (or, with `--dry-run`, the exact
+//! command lines that would run).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::Context;
+use crate::backend::in_process::SuperviseOptions;
+use crate::backend::{display_argv, shell_quote, BackendKind};
+use crate::cli::LaunchArgs;
+use crate::error::{Error, Result};
+use crate::launcher::{
+    self, AgentKind, Inherited, LaunchOptions, Prepared, TaskRef, TeammatePlan, DEFAULT_GRACE,
+};
+use crate::names::AgentName;
+use crate::output;
+use crate::swarmfile::{self, LaunchPlanParts};
+
+/// Values of these variables are not printed by `--dry-run`.
+fn is_secret(key: &str) -> bool {
+    ["API_KEY", "TOKEN", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|s| key.to_ascii_uppercase().contains(s))
+}
+
+pub fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
+    let (file_team, mut parts) = match &args.file {
+        Some(path) => {
+            let loaded = swarmfile::load(path)?;
+            (loaded.team, loaded.plan)
+        }
+        None => (
+            None,
+            LaunchPlanParts {
+                description: String::new(),
+                agent: None,
+                cwd: None,
+                worktree: false,
+                teammates: vec![],
+                tasks: vec![],
+            },
+        ),
+    };
+    let team = match file_team {
+        Some(t) => t,
+        None => ctx.team().map_err(|_| {
+            Error::usage("no team given: put \"team\" in the swarm file or pass --team NAME")
+        })?,
+    };
+    for spec in &args.teammate {
+        let (name, prompt) = spec.split_once('=').ok_or_else(|| {
+            Error::usage(format!(
+                "--teammate {spec:?}: use NAME=PROMPT, e.g. --teammate coder=\"Fix the parser\""
+            ))
+        })?;
+        parts
+            .teammates
+            .push(TeammatePlan::new(AgentName::teammate(name)?, prompt));
+    }
+    if let Some(d) = args.description {
+        parts.description = d;
+    }
+    if let Some(cwd) = args.cwd {
+        parts.cwd = Some(cwd);
+    }
+    parts.worktree |= args.worktree;
+    let plan = parts.into_plan(team);
+
+    let mut opts = LaunchOptions::from_process()?;
+    opts.backend = args.backend;
+    opts.split = args.split;
+    opts.lead_pane = !args.no_lead_pane;
+    opts.agent = args.agent.as_deref().map(AgentKind::parse).transpose()?;
+    opts.inherited = Inherited {
+        model: args.model,
+        permission_mode: args.permission_mode,
+        dangerously_skip_permissions: args.dangerously_skip_permissions,
+        settings: args.settings,
+        agent_type: args.agent_type,
+        plan_mode_required: args.plan_mode_required,
+        extra: args.extra,
+    };
+    let prepared = launcher::prepare(&ctx.store, plan, &opts)?;
+    eprintln!(
+        "swarm: backend {}: {}",
+        prepared.backend.kind, prepared.backend.why
+    );
+    if args.dry_run {
+        return dry_run(ctx, &prepared).map(|()| 0);
+    }
+    let json = ctx.json;
+    let mut progress = |line: &str| {
+        if json {
+            eprintln!("swarm: {line}");
+        } else {
+            let _ = output::line(line);
+        }
+    };
+    let mut launched = prepared.execute(&ctx.store, &mut progress)?;
+    if json {
+        if launched.backend == BackendKind::InProcess {
+            output::json_line(&launched.to_json())?;
+        } else {
+            output::json(&launched.to_json())?;
+        }
+    } else {
+        output::line(format!(
+            "team {} is running: {} teammate{}",
+            launched.team,
+            launched.teammates.len(),
+            if launched.teammates.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ))?;
+        if let Some(hint) = &launched.attach_hint {
+            output::line(format!("  {hint}"))?;
+        }
+        if launched.backend != BackendKind::InProcess {
+            output::line(format!(
+                "  `swarm status --team {0}` shows them; `swarm shutdown --team {0} --all` stops them",
+                launched.team
+            ))?;
+        }
+    }
+    if launched.backend != BackendKind::InProcess {
+        return Ok(0);
+    }
+    if !json {
+        output::line("Ctrl-C shuts the team down gracefully")?;
+    }
+    let sup = SuperviseOptions {
+        shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
+        grace: DEFAULT_GRACE,
+    };
+    let mut on_event = |e: crate::backend::in_process::Event| {
+        let _ = if json {
+            output::json_line(&e)
+        } else {
+            output::line(e.line())
+        };
+    };
+    let exits = launched.supervise(&ctx.store, &sup, &mut on_event)?;
+    let failed = exits
+        .iter()
+        .filter(|e| !e.stopped && e.code != Some(0))
+        .count();
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+fn dry_run(ctx: &Context, prepared: &Prepared) -> Result<()> {
+    let mut doc = prepared.to_json();
+    redact(&mut doc);
+    if ctx.json {
+        return output::json(&doc);
+    }
+    output::line(format!(
+        "team {} ({}), backend {}, lead session {}",
+        prepared.team,
+        if prepared.new_team {
+            "new"
+        } else {
+            "existing: teammates are added"
+        },
+        prepared.backend.kind,
+        prepared.lead_session_id
+    ))?;
+    let show = |title: String, v: &Value| -> Result<()> {
+        output::line(title)?;
+        output::line(format!("  cwd   {}", v["cwd"].as_str().unwrap_or_default()))?;
+        let env: Vec<String> = v["env"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={}", shell_quote(v.as_str().unwrap_or_default())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        output::line(format!("  env   {}", env.join(" ")))?;
+        let argv: Vec<String> = v["argv"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|w| w.as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        output::line(format!("  argv  {}", display_argv(&argv)))
+    };
+    if !doc["lead"].is_null() {
+        show("lead console (first pane)".into(), &doc["lead"])?;
+    }
+    for (t, v) in prepared
+        .teammates
+        .iter()
+        .zip(doc["teammates"].as_array().into_iter().flatten())
+    {
+        show(format!("{} ({}, {})", t.name, t.color, t.agent.label()), v)?;
+        if let Some(wt) = &t.worktree {
+            output::line(format!(
+                "  worktree {} on branch {} (from {})",
+                wt.path.display(),
+                wt.branch,
+                &wt.base[..wt.base.len().min(12)]
+            ))?;
+        }
+        if let Some(log) = &t.launch.log {
+            output::line(format!("  log   {}", log.display()))?;
+        }
+        if !t.prompt.is_empty() {
+            output::line(format!(
+                "  first message: {}",
+                crate::protocol::truncate(t.prompt.lines().next().unwrap_or_default(), 100)
+            ))?;
+        }
+    }
+    if !prepared.tasks.is_empty() {
+        output::line("tasks")?;
+        for (i, t) in prepared.tasks.iter().enumerate() {
+            let deps: Vec<String> = t
+                .blocked_by
+                .iter()
+                .map(|d| match d {
+                    TaskRef::Index(j) => format!("task {j}"),
+                    TaskRef::Id(id) => format!("#{id}"),
+                })
+                .collect();
+            output::line(format!(
+                "  {i}. {}{}",
+                t.subject,
+                if deps.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (blocked by {})", deps.join(", "))
+                }
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+fn redact(doc: &mut Value) {
+    fn redact_env(env: Option<&mut Value>) {
+        if let Some(map) = env.and_then(Value::as_object_mut) {
+            for (k, v) in map.iter_mut() {
+                if is_secret(k) {
+                    *v = Value::from("<redacted>");
+                }
+            }
+        }
+    }
+    redact_env(doc.get_mut("lead").and_then(|l| l.get_mut("env")));
+    if let Some(ts) = doc.get_mut("teammates").and_then(Value::as_array_mut) {
+        for t in ts {
+            redact_env(t.get_mut("env"));
+        }
+    }
+}

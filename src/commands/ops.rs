@@ -1,0 +1,451 @@
+//! `swarm status | attach | shutdown | kill | logs`: operating a running team.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{agent, Context};
+use crate::backend::tmux::{TmuxBackend, TmuxEnv, TmuxServer};
+use crate::backend::{in_process, BackendKind, PaneBackend as _, PaneId, PaneState, SystemExec};
+use crate::cli::ShutdownArgs;
+use crate::error::{Error, Result};
+use crate::lifecycle::{self, Health, ShutdownOptions};
+use crate::liveness::Liveness;
+use crate::mailbox::Mailbox;
+use crate::names::{AgentName, TeamName};
+use crate::output;
+use crate::paths::Store;
+use crate::permissions::Permissions;
+use crate::roster::{Member, Roster};
+use crate::tasks::{TaskList, TaskStatus};
+
+pub fn status(ctx: &Context) -> Result<()> {
+    let team = ctx.existing_team()?;
+    let config = Roster::new(&ctx.store, &team).load()?;
+    let tasks = TaskList::new(&ctx.store, &team).list()?;
+    let mailbox = Mailbox::new(&ctx.store, &team);
+    let mut rows = Vec::new();
+    let mut states = Vec::new();
+    for m in &config.members {
+        let (health, error) = if m.is_lead() && m.tmux_pane_id.is_empty() {
+            (None, None)
+        } else {
+            match lifecycle::member_health(&ctx.store, &team, m) {
+                Ok(h) => (Some(h), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        };
+        let task = tasks
+            .iter()
+            .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == TaskStatus::InProgress);
+        let unread = match m.name.parse::<AgentName>() {
+            Ok(n) => mailbox.read(&n, true).map(|v| v.len()).unwrap_or(0),
+            Err(_) => 0,
+        };
+        rows.push(json!({
+            "name": m.name,
+            "color": m.color_or_default(),
+            "agent": m.extra.get(crate::launcher::AGENT_FIELD),
+            "backend": m.backend_type,
+            "paneId": m.tmux_pane_id,
+            "active": m.is_lead() || m.active(),
+            "liveness": health.map(|h| h.liveness),
+            "pane": health.map(|h| h.pane),
+            "dead": health.map(|h| h.dead),
+            "error": error,
+            "task": task.map(|t| json!({"id": t.id, "subject": t.subject})),
+            "unread": unread,
+            "worktree": m.extra.get(crate::worktree::FIELD).and_then(|w| w.get("path")),
+        }));
+        states.push(describe_state(m, health, error.as_deref()));
+    }
+    let pending = Permissions::new(&ctx.store, &team).pending()?;
+    let quarantined = quarantined(&ctx.store, &team);
+    if ctx.json {
+        return output::json(&json!({
+            "team": team.as_str(),
+            "description": config.description,
+            "members": rows,
+            "pendingPermissions": pending,
+            "quarantined": quarantined,
+        }));
+    }
+    output::line(format!("team {}  {}", team, config.description))?;
+    output::line(format!(
+        "  {:<16} {:<7} {:<10} {:<6} {:<28} {:>6}  TASK",
+        "NAME", "COLOR", "BACKEND", "PANE", "STATE", "UNREAD"
+    ))?;
+    for ((m, row), state) in config.members.iter().zip(&rows).zip(&states) {
+        let task = row["task"]
+            .as_object()
+            .map(|t| {
+                format!(
+                    "#{} {}",
+                    t["id"].as_str().unwrap_or_default(),
+                    t["subject"].as_str().unwrap_or_default()
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        output::line(format!(
+            "  {:<16} {:<7} {:<10} {:<6} {:<28} {:>6}  {}",
+            m.name,
+            m.color_or_default(),
+            m.backend_type.as_deref().unwrap_or("-"),
+            if m.tmux_pane_id.is_empty() {
+                "-"
+            } else {
+                &m.tmux_pane_id
+            },
+            state,
+            row["unread"].as_u64().unwrap_or_default(),
+            task
+        ))?;
+    }
+    if pending.is_empty() {
+        output::line("pending permissions: none")?;
+    } else {
+        output::line(format!("pending permissions: {}", pending.len()))?;
+        for p in &pending {
+            output::line(format!(
+                "  {} {} {} {}",
+                p.id, p.worker_name, p.tool_name, p.description
+            ))?;
+        }
+    }
+    if !quarantined.is_empty() {
+        output::line("quarantined files (could not be parsed; moved aside):")?;
+        for q in &quarantined {
+            output::line(format!("  {q}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn describe_state(m: &Member, health: Option<Health>, error: Option<&str>) -> String {
+    if let Some(e) = error {
+        return format!("unknown ({})", crate::protocol::truncate(e, 40));
+    }
+    let Some(h) = health else {
+        return if m.is_lead() {
+            "lead".into()
+        } else {
+            "unknown".into()
+        };
+    };
+    let pane_text = match h.pane {
+        p @ PaneState::Dead { .. } => p.to_string(),
+        PaneState::Gone => "dead (pane gone)".into(),
+        PaneState::Alive { .. } => "alive".into(),
+        PaneState::Unknown => match h.liveness {
+            Liveness::Alive => "alive".into(),
+            Liveness::Dead => "dead".into(),
+            Liveness::Unknown => "unknown".into(),
+        },
+    };
+    let pane_text = if h.dead && !pane_text.starts_with("dead") {
+        format!("dead ({pane_text})")
+    } else {
+        pane_text
+    };
+    if m.is_lead() {
+        format!("lead, {pane_text}")
+    } else if m.active() {
+        pane_text
+    } else {
+        format!("inactive, {pane_text}")
+    }
+}
+
+/// Files moved aside because they did not parse (`*.corrupt-<ms>`), relative to the root.
+fn quarantined(store: &Store, team: &TeamName) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![store.team_dir(team), store.tasks_dir(team)];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else if e.file_name().to_string_lossy().contains(".corrupt-") {
+                found.push(
+                    path.strip_prefix(store.root())
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn member(ctx: &Context, team: &TeamName, name: &str) -> Result<Member> {
+    let who = agent(name)?;
+    Roster::new(&ctx.store, team).require_member(who.as_str())
+}
+
+pub fn attach(ctx: &Context, name: Option<String>) -> Result<()> {
+    let team = ctx.existing_team()?;
+    let config = Roster::new(&ctx.store, &team).load()?;
+    let target = match &name {
+        Some(n) => member(ctx, &team, n)?,
+        None => config
+            .members
+            .iter()
+            .find(|m| m.is_lead() && lifecycle::backend_of(m) == Some(BackendKind::Tmux))
+            .or_else(|| config.teammates().find(|m| m.active()))
+            .cloned()
+            .ok_or_else(|| Error::usage(format!("team {team} has no panes to attach to")))?,
+    };
+    match lifecycle::backend_of(&target) {
+        Some(BackendKind::Tmux) => {
+            use std::os::unix::process::CommandExt;
+            let backend =
+                TmuxBackend::on_server(Arc::new(SystemExec), TmuxServer::for_member(&target));
+            let pane = PaneId(target.tmux_pane_id.clone());
+            if backend.state(&pane)? == PaneState::Gone {
+                return Err(Error::usage(format!(
+                    "{}'s pane {pane} no longer exists",
+                    target.name
+                )));
+            }
+            let argv = backend.attach_argv(&pane, TmuxEnv::from_process().inside())?;
+            let err = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
+            Err(Error::Command {
+                program: "tmux".into(),
+                detail: err.to_string(),
+            })
+        }
+        Some(BackendKind::InProcess) => logs(ctx, &target.name, true),
+        Some(BackendKind::Iterm2) => output::line(format!(
+            "{} runs in iTerm2 session {}, split into the tab swarm was launched from",
+            target.name, target.tmux_pane_id
+        )),
+        None => Err(Error::usage(format!(
+            "{} has no pane swarm knows about (it was not started by swarm launch)",
+            target.name
+        ))),
+    }
+}
+
+pub fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
+    let team = ctx.existing_team()?;
+    let config = Roster::new(&ctx.store, &team).load()?;
+    let names: Vec<AgentName> = if args.all {
+        config
+            .teammates()
+            .filter(|m| m.active())
+            .map(|m| m.name.parse())
+            .collect::<Result<_>>()?
+    } else {
+        let name = args.name.unwrap_or_default();
+        vec![member(ctx, &team, &name)?.name.parse()?]
+    };
+    if names.is_empty() {
+        if ctx.json {
+            return output::json(&json!([])).map(|()| 0);
+        }
+        output::line(format!("team {team} has no active teammates"))?;
+        return Ok(0);
+    }
+    let opts = ShutdownOptions {
+        timeout: Duration::from_secs(args.timeout),
+        force: args.force,
+        reason: None,
+    };
+    let outcomes = lifecycle::shutdown(&ctx.store, &team, &names, &opts)?;
+    let refused = outcomes.iter().filter(|o| !o.killed).count();
+    if ctx.json {
+        output::json(&outcomes)?;
+    } else {
+        for o in &outcomes {
+            let mut line = format!(
+                "{}: {}",
+                o.name,
+                match o.result {
+                    "approved" => "approved the shutdown".to_string(),
+                    "rejected" => format!(
+                        "rejected the shutdown ({})",
+                        o.reason.as_deref().unwrap_or("no reason")
+                    ),
+                    "timed_out" => format!("no answer within {} s", args.timeout),
+                    "exited" => "exited before answering".into(),
+                    _ => "was not running".into(),
+                }
+            );
+            if o.killed {
+                line.push_str("; stopped, marked inactive");
+                if !o.released.is_empty() {
+                    line.push_str(&format!(
+                        "; tasks back to pending: {}",
+                        o.released
+                            .iter()
+                            .map(|t| format!("#{t}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            } else {
+                line.push_str(&format!(
+                    "; still running (`swarm shutdown --force {0}` or `swarm kill {0}` stops it)",
+                    o.name
+                ));
+            }
+            output::line(line)?;
+            if let Some(wt) = &o.worktree {
+                output::line(format!("  {wt}"))?;
+            }
+        }
+    }
+    Ok(if refused > 0 { 1 } else { 0 })
+}
+
+pub fn kill(ctx: &Context, name: &str) -> Result<()> {
+    let team = ctx.existing_team()?;
+    let m = member(ctx, &team, name)?;
+    if m.is_lead() {
+        return Err(Error::usage(
+            "the lead is not killed with `swarm kill`; name a teammate",
+        ));
+    }
+    let who: AgentName = m.name.parse()?;
+    lifecycle::kill_member(&ctx.store, &team, &m)?;
+    let released = lifecycle::retire_member(&ctx.store, &team, &who, "killed with swarm kill")?;
+    let current = Roster::new(&ctx.store, &team).require_member(who.as_str())?;
+    let worktree = lifecycle::finish_worktree(&ctx.store, &team, &current)?;
+    if ctx.json {
+        return output::json(
+            &json!({"killed": who.as_str(), "released": released, "worktree": worktree}),
+        );
+    }
+    let mut line = format!("killed {who}; marked inactive");
+    if !released.is_empty() {
+        line.push_str(&format!(
+            "; tasks back to pending: {}",
+            released
+                .iter()
+                .map(|t| format!("#{t}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    output::line(line)?;
+    if let Some(wt) = worktree {
+        output::line(format!("  {wt}"))?;
+    }
+    Ok(())
+}
+
+pub fn logs(ctx: &Context, name: &str, follow: bool) -> Result<()> {
+    let team = ctx.existing_team()?;
+    let m = member(ctx, &team, name)?;
+    let who: AgentName = m.name.parse()?;
+    match lifecycle::backend_of(&m) {
+        Some(BackendKind::Tmux) => tmux_logs(&m, follow),
+        Some(BackendKind::Iterm2) => Err(Error::usage(format!(
+            "{who} runs in iTerm2 session {}; its output is in that pane",
+            m.tmux_pane_id
+        ))),
+        _ => {
+            let path = ctx.store.log_path(&team, &who);
+            file_logs(ctx, &team, &who, &path, follow)
+        }
+    }
+}
+
+fn file_logs(
+    ctx: &Context,
+    team: &TeamName,
+    who: &AgentName,
+    path: &Path,
+    follow: bool,
+) -> Result<()> {
+    use std::io::Write;
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::usage(format!(
+                "{who} has no log at {} (only in-process teammates write one)",
+                path.display()
+            )))
+        }
+        Err(e) => return Err(Error::io("open", path)(e)),
+    };
+    let mut pos = 0u64;
+    let mut buf = Vec::new();
+    loop {
+        file.seek(SeekFrom::Start(pos))
+            .map_err(Error::io("read", path))?;
+        buf.clear();
+        file.read_to_end(&mut buf)
+            .map_err(Error::io("read", path))?;
+        if !buf.is_empty() {
+            pos += buf.len() as u64;
+            let mut out = std::io::stdout().lock();
+            out.write_all(&buf)
+                .and_then(|()| out.flush())
+                .map_err(|e| Error::Io {
+                    action: "write",
+                    path: "standard output".into(),
+                    source: e,
+                })?;
+        }
+        if !follow {
+            return Ok(());
+        }
+        let member = Roster::new(&ctx.store, team).require_member(who.as_str())?;
+        let done = !member.active() && in_process::pid_state(&member).is_dead();
+        if done && buf.is_empty() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn tmux_logs(m: &Member, follow: bool) -> Result<()> {
+    let backend = TmuxBackend::on_server(Arc::new(SystemExec), TmuxServer::for_member(m));
+    let pane = PaneId(m.tmux_pane_id.clone());
+    let trimmed = |text: String| -> Vec<String> {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        while lines.last().is_some_and(|l| l.trim().is_empty()) {
+            lines.pop();
+        }
+        lines
+    };
+    let mut shown: Vec<String> = Vec::new();
+    loop {
+        if backend.state(&pane)? == PaneState::Gone {
+            if shown.is_empty() {
+                return Err(Error::usage(format!(
+                    "{}'s pane {pane} no longer exists, so its output is gone",
+                    m.name
+                )));
+            }
+            return Ok(());
+        }
+        let lines = trimmed(backend.capture(&pane)?);
+        let start = if lines.starts_with(&shown) {
+            shown.len()
+        } else {
+            // The screen changed above what was shown: print from the longest overlap.
+            (0..=shown.len().min(lines.len()))
+                .rev()
+                .find(|&k| shown[shown.len() - k..] == lines[..k])
+                .unwrap_or(0)
+        };
+        for l in &lines[start..] {
+            output::line(l)?;
+        }
+        shown = lines;
+        if !follow {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}

@@ -1,0 +1,251 @@
+//! The swarm file: a team, its teammates and its starting tasks, as one JSON document.
+//!
+//! ```json
+//! {"team": "refactor", "description": "split the parser", "agent": "claude", "cwd": ".",
+//!  "teammates": [{"name": "coder", "prompt": "Split parser.rs", "model": "sonnet",
+//!                 "worktree": true, "env": {"RUST_LOG": "debug"}}],
+//!  "tasks": [{"subject": "Design"}, {"subject": "Build", "blockedBy": [0]}]}
+//! ```
+//! `agent` is `claude`, `shell`, or another CLI agent as a string of words or an array. A
+//! relative `cwd` is taken from the file's directory. `blockedBy` lists numbers (0-based indexes
+//! of earlier tasks in this file) or strings (ids of tasks already in the team's list, "3" or
+//! "#3"). Unknown fields are refused, so a typo does not silently drop a setting.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::launcher::{AgentKind, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};
+use crate::names::{AgentName, TeamName};
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum AgentField {
+    Line(String),
+    Words(Vec<String>),
+}
+
+impl AgentField {
+    fn kind(self) -> Result<AgentKind> {
+        match self {
+            AgentField::Line(s) => AgentKind::parse(&s),
+            AgentField::Words(w) => AgentKind::from_words(w),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum DepField {
+    Index(usize),
+    Id(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileTeammate {
+    name: String,
+    #[serde(default)]
+    prompt: String,
+    agent: Option<AgentField>,
+    agent_type: Option<String>,
+    model: Option<String>,
+    permission_mode: Option<String>,
+    plan_mode_required: Option<bool>,
+    worktree: Option<bool>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileTask {
+    subject: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    blocked_by: Vec<DepField>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SwarmFile {
+    team: Option<String>,
+    #[serde(default)]
+    description: String,
+    agent: Option<AgentField>,
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    worktree: bool,
+    #[serde(default)]
+    teammates: Vec<FileTeammate>,
+    #[serde(default)]
+    tasks: Vec<FileTask>,
+}
+
+/// A parsed swarm file; `team` is `None` when the file leaves it to `--team`.
+#[derive(Debug)]
+pub struct Loaded {
+    pub team: Option<TeamName>,
+    pub plan: LaunchPlanParts,
+}
+
+/// Everything of a [`LaunchPlan`] but the team.
+#[derive(Debug)]
+pub struct LaunchPlanParts {
+    pub description: String,
+    pub agent: Option<AgentKind>,
+    pub cwd: Option<PathBuf>,
+    pub worktree: bool,
+    pub teammates: Vec<TeammatePlan>,
+    pub tasks: Vec<TaskPlan>,
+}
+
+impl LaunchPlanParts {
+    pub fn into_plan(self, team: TeamName) -> LaunchPlan {
+        LaunchPlan {
+            team,
+            description: self.description,
+            agent: self.agent,
+            cwd: self.cwd,
+            worktree: self.worktree,
+            teammates: self.teammates,
+            tasks: self.tasks,
+        }
+    }
+}
+
+/// Reads a swarm file (`-` is standard input); relative paths in it are taken from its
+/// directory.
+pub fn load(path: &Path) -> Result<Loaded> {
+    let (bytes, base) = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+            .map_err(Error::io("read", "standard input"))?;
+        (buf, std::env::current_dir().unwrap_or_default())
+    } else {
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::usage(format!("cannot read swarm file {}: {e}", path.display())))?;
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        (bytes, crate::backend::absolute(dir))
+    };
+    parse(&bytes, &base, &path.display().to_string())
+}
+
+/// Parses swarm-file bytes; `base` resolves a relative `cwd`, `what` names the file in errors.
+pub fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
+    let file: SwarmFile = serde_json::from_slice(bytes)
+        .map_err(|e| Error::usage(format!("swarm file {what} is invalid: {e}")))?;
+    let team = file.team.as_deref().map(str::parse).transpose()?;
+    let agent = file.agent.map(AgentField::kind).transpose()?;
+    let mut teammates = Vec::new();
+    for t in file.teammates {
+        let name = AgentName::teammate(&t.name)?;
+        let mut plan = TeammatePlan::new(name, t.prompt);
+        plan.agent = t.agent.map(AgentField::kind).transpose()?;
+        plan.agent_type = t.agent_type;
+        plan.model = t.model;
+        plan.permission_mode = t.permission_mode;
+        plan.plan_mode_required = t.plan_mode_required;
+        plan.worktree = t.worktree;
+        plan.env = t.env.into_iter().collect();
+        plan.cwd = t.cwd;
+        teammates.push(plan);
+    }
+    let mut tasks = Vec::new();
+    for (i, t) in file.tasks.into_iter().enumerate() {
+        let mut blocked_by = Vec::new();
+        for dep in t.blocked_by {
+            blocked_by.push(match dep {
+                DepField::Index(j) => TaskRef::Index(j),
+                DepField::Id(id) => TaskRef::Id(id.parse().map_err(|_| {
+                    Error::usage(format!(
+                        "swarm file {what}: task {i} is blocked by {id:?}; use a number for an earlier task of the file or a task id string such as \"3\""
+                    ))
+                })?),
+            });
+        }
+        tasks.push(TaskPlan {
+            subject: t.subject,
+            description: t.description,
+            blocked_by,
+        });
+    }
+    Ok(Loaded {
+        team,
+        plan: LaunchPlanParts {
+            description: file.description,
+            agent,
+            cwd: file.cwd.map(|c| base.join(c)),
+            worktree: file.worktree,
+            teammates,
+            tasks,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let text = br##"{"team": "refactor", "description": "d", "agent": ["codex", "--full-auto"],
+            "cwd": "sub", "teammates": [
+              {"name": "coder", "prompt": "p", "agent": "shell", "agentType": "reviewer",
+               "model": "sonnet", "permissionMode": "plan", "planModeRequired": true,
+               "worktree": true, "env": {"A": "1"}, "cwd": "x"},
+              {"name": "tester"}],
+            "tasks": [{"subject": "a"}, {"subject": "b", "blockedBy": [0, "#7"]}]}"##;
+        let loaded = parse(text, Path::new("/base"), "f.json").unwrap();
+        assert_eq!(loaded.team.unwrap().as_str(), "refactor");
+        let p = loaded.plan;
+        assert_eq!(
+            p.agent,
+            Some(AgentKind::Command(vec![
+                "codex".into(),
+                "--full-auto".into()
+            ]))
+        );
+        assert_eq!(p.cwd.as_deref(), Some(Path::new("/base/sub")));
+        assert_eq!(p.teammates[0].agent, Some(AgentKind::Shell));
+        assert_eq!(p.teammates[0].env, [("A".to_string(), "1".to_string())]);
+        assert_eq!(p.teammates[1].prompt, "");
+        assert_eq!(
+            p.tasks[1].blocked_by,
+            [TaskRef::Index(0), TaskRef::Id(crate::names::TaskId::new(7))]
+        );
+    }
+
+    #[test]
+    fn typos_and_bad_names_are_refused() {
+        let e = parse(
+            br#"{"teammates": [{"name": "a", "promt": "x"}]}"#,
+            Path::new("/"),
+            "f",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown field `promt`"), "{e}");
+        let e = parse(br#"{"teammates": [{"name": "a;b"}]}"#, Path::new("/"), "f").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = parse(
+            br#"{"teammates": [{"name": "team-lead"}]}"#,
+            Path::new("/"),
+            "f",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("reserved"), "{e}");
+        assert!(parse(
+            br#"{"tasks": [{"subject": "a", "blockedBy": ["x"]}]}"#,
+            Path::new("/"),
+            "f"
+        )
+        .is_err());
+    }
+}

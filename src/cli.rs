@@ -60,6 +60,14 @@ pub enum Command {
     #[command(subcommand)]
     Permission(PermissionCommand),
 
+    /// See swarm work: three shell teammates run a six-task DAG, then shut down cleanly.
+    ///
+    /// Uses tmux when it is installed (watch with the printed `tmux attach` command), else
+    /// supervised child processes. Needs no model. The team is `demo` unless --team is given.
+    ///
+    /// Example: swarm demo --backend in-process
+    Demo(DemoArgs),
+
     /// The lead's console: follow the lead inbox, answer requests, message teammates.
     ///
     /// Type `@name text` or `@* text` to send, `/status`, `/tasks`, `/shutdown [name]`, and
@@ -186,6 +194,16 @@ pub enum HookCommand {
         #[arg(long, default_value_t = 550)]
         timeout: u64,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the teammates run: auto picks tmux when it is installed, else in-process.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: crate::backend::BackendChoice,
+    /// Stop the demo after this many seconds.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Args)]

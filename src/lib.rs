@@ -8,6 +8,7 @@
 pub mod backend;
 pub mod cli;
 pub mod commands;
+pub mod demo;
 pub mod error;
 pub mod fsio;
 pub mod launcher;

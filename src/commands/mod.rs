@@ -58,6 +58,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Permission(cmd) => permission::run(&ctx, cmd),
         Command::Teammate(args) => teammate::run(&ctx, args),
         Command::Hook(cmd) => teammate::hook(&ctx, cmd),
+        Command::Demo(args) => demo(&ctx, args),
         Command::Lead(args) => {
             let team = ctx.existing_team()?;
             let opts = crate::lead::LeadOptions {
@@ -89,4 +90,46 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 pub fn json_arg(flag: &str, text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
         .map_err(|e| Error::usage(format!("{flag} is not valid JSON ({e}): {text}")))
+}
+
+fn demo(ctx: &Context, args: crate::cli::DemoArgs) -> Result<i32> {
+    let team: TeamName = ctx.team.as_deref().unwrap_or("demo").parse()?;
+    let opts = crate::demo::DemoOptions {
+        backend: args.backend,
+        timeout: std::time::Duration::from_secs(args.timeout),
+    };
+    // With --json the progress goes to stderr and stdout carries one document.
+    let say: fn(&str) = if ctx.json {
+        |line| eprintln!("{line}")
+    } else {
+        |line| {
+            let _ = crate::output::line(line);
+        }
+    };
+    let report = crate::demo::run(&ctx.store, &team, &opts, say)?;
+    if ctx.json {
+        crate::output::json(&report)?;
+    } else {
+        let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+        for who in report.done_by.values() {
+            *by.entry(who).or_default() += 1;
+        }
+        let by: Vec<String> = by.iter().map(|(w, n)| format!("{w} {n}")).collect();
+        crate::output::line(format!(
+            "\n{} tasks done in {:.1} s ({}), backend {}.",
+            report.done_by.len(),
+            report.elapsed,
+            by.join(", "),
+            report.backend
+        ))?;
+        if let Ok(text) = std::fs::read_to_string(&report.files.report) {
+            crate::output::line(format!("The report the team wrote:\n{}", text.trim_end()))?;
+        }
+        crate::output::line("Everything the team said and did is plain JSON on disk:")?;
+        crate::output::line(format!("  cat {}", report.files.lead_inbox.display()))?;
+        crate::output::line(format!("  cat {}", report.files.config.display()))?;
+        crate::output::line(format!("  ls {}", report.files.tasks.display()))?;
+        crate::output::line(format!("  cat {}", report.files.report.display()))?;
+    }
+    Ok(if report.completed { 0 } else { 1 })
 }

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod demo;
 mod launch;
 mod lead;
 mod store;

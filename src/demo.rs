@@ -1,0 +1,274 @@
+//! `swarm demo`: the whole product in one command.
+//!
+//! Three built-in shell teammates work through a six-task DAG (three independent fetches, two
+//! builds that each join two of them, one report that joins both builds) in the best backend
+//! the machine has: a tmux window or session when tmux is there, supervised children when it is
+//! not. The demo watches the shared task list, prints each task as it starts and finishes, shuts
+//! the team down through the real handshake and then says where the files are, so the next
+//! thing the user does is `cat` an inbox. It needs no model and no network.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::backend::in_process::SuperviseOptions;
+use crate::backend::{BackendChoice, BackendKind};
+use crate::error::{Error, Result};
+use crate::fsio;
+use crate::launcher::{
+    self, AgentKind, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan,
+};
+use crate::lifecycle::{self, ShutdownOptions};
+use crate::names::{AgentName, TeamName};
+use crate::paths::Store;
+use crate::roster::Roster;
+use crate::tasks::{Task, TaskList, TaskStatus};
+use crate::watcher::DirWatcher;
+
+pub const TEAMMATES: [&str; 3] = ["alice", "bob", "carol"];
+
+/// The demo's DAG: (subject, shell command, indexes of the tasks it waits for).
+const TASKS: [(&str, &str, &[usize]); 6] = [
+    ("Fetch sources", "sleep 1; printf 'parse\\nrender\\n' > sources.txt", &[]),
+    ("Fetch tests", "sleep 1; printf 'test_parse\\ntest_render\\n' > tests.txt", &[]),
+    ("Fetch docs", "sleep 1; printf 'How to parse\\n' > docs.txt", &[]),
+    ("Build", "sleep 1; cat sources.txt tests.txt | wc -l > build.txt", &[0, 1]),
+    ("Lint", "sleep 1; grep -c parse sources.txt docs.txt > lint.txt", &[1, 2]),
+    (
+        "Report",
+        "printf 'lines built: %s\\nlint: %s\\n' \"$(cat build.txt)\" \"$(tr '\\n' ' ' < lint.txt)\" > report.txt; cat report.txt",
+        &[3, 4],
+    ),
+];
+
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    pub backend: BackendChoice,
+    /// Give up (and shut down) after this long.
+    pub timeout: Duration,
+}
+
+/// What the demo did, for `--json` and the closing lines.
+#[derive(Debug, Serialize)]
+pub struct DemoReport {
+    pub team: String,
+    pub backend: String,
+    pub completed: bool,
+    #[serde(rename = "seconds")]
+    pub elapsed: f64,
+    /// Task id -> who did it.
+    pub done_by: HashMap<String, String>,
+    pub files: DemoFiles,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DemoFiles {
+    pub config: PathBuf,
+    pub lead_inbox: PathBuf,
+    pub tasks: PathBuf,
+    pub report: PathBuf,
+}
+
+/// Runs the demo; `say` receives the progress lines.
+pub fn run(
+    store: &Store,
+    team: &TeamName,
+    opts: &DemoOptions,
+    say: fn(&str),
+) -> Result<DemoReport> {
+    clear_previous(store, team)?;
+    let workspace = store.team_dir(team).join("workspace");
+    let plan = LaunchPlan {
+        team: team.clone(),
+        description: "swarm demo: three shell teammates over a six-task DAG".into(),
+        agent: Some(AgentKind::Shell),
+        cwd: Some(workspace.clone()),
+        worktree: false,
+        teammates: TEAMMATES
+            .iter()
+            .map(|n| {
+                let name = AgentName::teammate(n).expect("demo names are valid");
+                TeammatePlan::new(name, "$ echo \"$SWARM_AGENT_NAME is ready in $PWD\"")
+            })
+            .collect(),
+        tasks: TASKS
+            .iter()
+            .map(|(subject, command, after)| TaskPlan {
+                subject: subject.to_string(),
+                description: command.to_string(),
+                blocked_by: after.iter().map(|&i| TaskRef::Index(i)).collect(),
+            })
+            .collect(),
+    };
+    // The teammates' cwd must exist before the launch checks it.
+    fsio::ensure_dir(&workspace)?;
+    let mut launch_opts = LaunchOptions::from_process()?;
+    launch_opts.backend = opts.backend;
+    launch_opts.lead_pane = false; // the demo itself is the lead
+    let prepared = launcher::prepare(store, plan, &launch_opts)?;
+    say(&format!(
+        "backend {}: {}",
+        prepared.backend.kind, prepared.backend.why
+    ));
+    let start = Instant::now();
+    let mut launched = prepared.execute(store, &mut |line: &str| say(line))?;
+    say(&describe_dag());
+    if let Some(hint) = &launched.attach_hint {
+        say(&format!("watch the panes: {hint}"));
+    }
+
+    let backend = launched.backend;
+    let completed = if backend == BackendKind::InProcess {
+        // The supervisor owns the children on this thread; the watcher runs beside it and asks
+        // the team to stop when the work is done, which ends the supervision.
+        let (store2, team2, timeout) = (store.clone(), team.clone(), opts.timeout);
+        let watcher = std::thread::spawn(move || {
+            let outcome = watch_until_done(&store2, &team2, timeout, say);
+            let stopped = stop_team(&store2, &team2, say);
+            outcome.and_then(|done| stopped.map(|()| done))
+        });
+        let sup = SuperviseOptions::default();
+        launched.supervise(store, &sup, &mut |e| say(&e.line()))?;
+        watcher
+            .join()
+            .map_err(|_| Error::Backend("the demo's task watcher panicked".into()))??
+    } else {
+        let done = watch_until_done(store, team, opts.timeout, say);
+        stop_team(store, team, say)?;
+        done?
+    };
+
+    let tasks = TaskList::new(store, team).list()?;
+    let done_by = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .map(|t| (t.id.to_string(), t.owner.clone().unwrap_or_default()))
+        .collect();
+    Ok(DemoReport {
+        team: team.to_string(),
+        backend: backend.as_str().to_string(),
+        completed,
+        elapsed: start.elapsed().as_secs_f64(),
+        done_by,
+        files: DemoFiles {
+            config: store.config_path(team),
+            lead_inbox: store.inbox_path(team, &AgentName::lead()),
+            tasks: store.tasks_dir(team),
+            report: workspace.join("report.txt"),
+        },
+    })
+}
+
+/// A previous demo team is replaced, unless one of its teammates still runs.
+fn clear_previous(store: &Store, team: &TeamName) -> Result<()> {
+    let roster = Roster::new(store, team);
+    if !roster.exists() {
+        return Ok(());
+    }
+    let config = roster.load()?;
+    for m in config.teammates().filter(|m| m.active()) {
+        if !lifecycle::member_health(store, team, m)?.dead {
+            return Err(Error::usage(format!(
+                "team {team} is still running ({} is alive); stop it with `swarm shutdown --team {team} --all` or pick another --team",
+                m.name
+            )));
+        }
+    }
+    roster.delete(true)
+}
+
+fn describe_dag() -> String {
+    let mut out = String::from("the task DAG (each runs as `sh -c` in the workspace):");
+    for (i, (subject, _, after)) in TASKS.iter().enumerate() {
+        let after = if after.is_empty() {
+            String::new()
+        } else {
+            let ids: Vec<String> = after.iter().map(|a| format!("#{}", a + 1)).collect();
+            format!("  after {}", ids.join(", "))
+        };
+        out.push_str(&format!("\n  #{} {subject}{after}", i + 1));
+    }
+    out
+}
+
+/// Prints task transitions until every task is completed (true), one fails or time runs out
+/// (false).
+fn watch_until_done(
+    store: &Store,
+    team: &TeamName,
+    timeout: Duration,
+    say: fn(&str),
+) -> Result<bool> {
+    let list = TaskList::new(store, team);
+    let watcher = DirWatcher::new(&store.tasks_dir(team))?;
+    let deadline = Instant::now() + timeout;
+    let mut seen: HashMap<String, (TaskStatus, Option<String>)> = HashMap::new();
+    loop {
+        let tasks = list.list()?;
+        for t in &tasks {
+            let now = (t.status, t.owner.clone());
+            if seen.get(&t.id.to_string()) != Some(&now) {
+                if let Some(line) = transition(t) {
+                    say(&line);
+                }
+                seen.insert(t.id.to_string(), now);
+            }
+        }
+        if let Some(failed) = tasks
+            .iter()
+            .find(|t| t.metadata.get("swarmFailed") == Some(&Value::Bool(true)))
+        {
+            say(&format!(
+                "task #{} {} failed; stopping the demo",
+                failed.id, failed.subject
+            ));
+            return Ok(false);
+        }
+        if !tasks.is_empty() && tasks.iter().all(|t| t.status == TaskStatus::Completed) {
+            say(&format!("all {} tasks completed", tasks.len()));
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            say(&format!(
+                "gave up after {} s; stopping the demo",
+                timeout.as_secs()
+            ));
+            return Ok(false);
+        }
+        watcher.wait(Some(deadline));
+    }
+}
+
+fn transition(t: &Task) -> Option<String> {
+    let owner = t.owner.as_deref().unwrap_or("?");
+    match t.status {
+        TaskStatus::InProgress => Some(format!("  #{} {:<14} started by {owner}", t.id, t.subject)),
+        TaskStatus::Completed => Some(format!("  #{} {:<14} done ({owner})", t.id, t.subject)),
+        TaskStatus::Pending => None,
+    }
+}
+
+/// Shuts every teammate down through the handshake.
+fn stop_team(store: &Store, team: &TeamName, say: fn(&str)) -> Result<()> {
+    let config = Roster::new(store, team).load()?;
+    let names: Vec<AgentName> = config
+        .teammates()
+        .filter(|m| m.active())
+        .map(|m| m.name.parse())
+        .collect::<Result<_>>()?;
+    let opts = ShutdownOptions {
+        timeout: Duration::from_secs(15),
+        force: true,
+        reason: Some("the demo is finished".into()),
+    };
+    for outcome in lifecycle::shutdown(store, team, &names, &opts)? {
+        say(&format!(
+            "  {} shut down ({})",
+            outcome.name, outcome.result
+        ));
+    }
+    Ok(())
+}

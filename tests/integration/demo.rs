@@ -1,0 +1,147 @@
+//! `swarm demo` end to end: real teammate processes, real panes, real files.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// Checks a finished demo: every task done once, in dependency order, teammates retired, the
+/// report written, and the lead inbox holding an idle notification per task.
+fn assert_demo_finished(env: &Env, out: &Out) {
+    let report = out.json();
+    assert_eq!(report["completed"], true, "{}", out.stderr);
+    assert_eq!(report["done_by"].as_object().unwrap().len(), 6);
+    let done_line = |id: &str| {
+        out.stderr
+            .lines()
+            .position(|l| l.trim_start().starts_with(&format!("#{id} ")) && l.contains(" done ("))
+            .unwrap_or_else(|| panic!("no done line for #{id}: {}", out.stderr))
+    };
+    let started_line = |id: &str| {
+        out.stderr
+            .lines()
+            .position(|l| {
+                l.trim_start().starts_with(&format!("#{id} ")) && l.contains("started by")
+            })
+            .unwrap_or_else(|| panic!("no start line for #{id}: {}", out.stderr))
+    };
+    for (task, after) in [("4", ["1", "2"]), ("5", ["2", "3"]), ("6", ["4", "5"])] {
+        for dep in after {
+            assert!(
+                done_line(dep) < started_line(task),
+                "#{task} started before #{dep} was done"
+            );
+        }
+    }
+    let config = read_json(&env.path("teams/demo/config.json"));
+    for m in config["members"].as_array().unwrap().iter().skip(1) {
+        assert_eq!(m["isActive"], false, "{m}");
+    }
+    let report_txt = std::fs::read_to_string(env.path("teams/demo/workspace/report.txt")).unwrap();
+    assert_eq!(
+        report_txt,
+        "lines built: 4\nlint: sources.txt:1 docs.txt:1 \n"
+    );
+    let lead = read_json(&env.path("teams/demo/inboxes/team-lead.json"));
+    let mut completed: HashMap<String, usize> = HashMap::new();
+    for m in lead.as_array().unwrap() {
+        let Ok(p) = serde_json::from_str::<Value>(m["text"].as_str().unwrap()) else {
+            continue;
+        };
+        if p["type"] == "idle_notification" {
+            if let Some(id) = p["completedTaskId"].as_str() {
+                assert_eq!(p["completedStatus"], "resolved", "{p}");
+                *completed.entry(id.to_string()).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(completed.len(), 6, "{completed:?}");
+    assert!(
+        completed.values().all(|&n| n == 1),
+        "a task was reported twice: {completed:?}"
+    );
+}
+
+#[test]
+fn the_demo_runs_in_process() {
+    let env = Env::new();
+    let out = env
+        .swarm(["--json", "demo", "--backend", "in-process"])
+        .env_remove("SWARM_TEAM")
+        .ok();
+    assert_eq!(out.json()["backend"], "in-process");
+    assert_demo_finished(&env, &out);
+}
+
+#[test]
+fn the_demo_runs_in_tmux_and_leaves_no_panes() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let out = env
+        .swarm(["--json", "demo"])
+        .env_remove("SWARM_TEAM")
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    assert_eq!(out.json()["backend"], "tmux");
+    assert_demo_finished(&env, &out);
+    // Every teammate pane was closed by the shutdown, so the session went with them.
+    let panes = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title}"]);
+    assert!(
+        panes.stdout.trim().is_empty(),
+        "panes left: {}",
+        panes.stdout
+    );
+}
+
+/// On a machine without tmux the demo falls back to supervised children.
+#[test]
+fn without_tmux_the_demo_falls_back_to_in_process() {
+    let env = Env::new();
+    let bin = env.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for tool in ["sh", "sleep", "cat", "wc", "grep", "tr", "printf", "echo"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join(tool))
+            .find(|p| p.exists());
+        std::os::unix::fs::symlink(
+            found.unwrap_or_else(|| panic!("{tool} is installed")),
+            bin.join(tool),
+        )
+        .unwrap();
+    }
+    let out = env
+        .swarm(["--json", "demo"])
+        .env_remove("SWARM_TEAM")
+        .env("PATH", &bin)
+        .ok();
+    assert_eq!(out.json()["backend"], "in-process");
+    assert!(out.stderr.contains("in-process"), "{}", out.stderr);
+    assert_demo_finished(&env, &out);
+}
+
+#[test]
+fn a_second_demo_replaces_the_first() {
+    let env = Env::new();
+    env.swarm(["demo", "--backend", "in-process"])
+        .env_remove("SWARM_TEAM")
+        .ok();
+    let out = env
+        .swarm(["demo", "--backend", "in-process"])
+        .env_remove("SWARM_TEAM")
+        .ok();
+    assert!(out.stdout.contains("6 tasks done"), "{}", out.stdout);
+    assert!(out.stdout.contains("lines built: 4"), "{}", out.stdout);
+    let tasks: Vec<_> = std::fs::read_dir(env.path("tasks/demo"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "json")
+        })
+        .collect();
+    assert_eq!(tasks.len(), 6);
+}

@@ -500,17 +500,7 @@ impl Paint {
         if !self.on {
             return name.to_string();
         }
-        let code = match color {
-            "red" => "31",
-            "green" => "32",
-            "yellow" => "33",
-            "blue" => "34",
-            "purple" => "35",
-            "cyan" => "36",
-            "orange" => "38;5;208",
-            "pink" => "38;5;205",
-            _ => "1",
-        };
+        let code = crate::roster::ansi_colour(color).unwrap_or("1");
         format!("\x1b[{code}m{name}\x1b[0m")
     }
 }

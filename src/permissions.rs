@@ -58,6 +58,37 @@ pub struct PermissionRecord {
 }
 
 impl PermissionRecord {
+    /// A new pending record for `ask` from `worker`.
+    fn pending(
+        id: String,
+        team: &TeamName,
+        worker: &AgentName,
+        color: String,
+        ask: Ask,
+        suggestions: Vec<Value>,
+    ) -> PermissionRecord {
+        PermissionRecord {
+            id,
+            worker_id: worker.agent_id(team),
+            worker_name: worker.to_string(),
+            worker_color: color,
+            team_name: team.to_string(),
+            tool_name: ask.tool_name,
+            tool_use_id: ask.tool_use_id,
+            description: ask.description,
+            input: ask.input,
+            permission_suggestions: suggestions,
+            status: "pending".into(),
+            created_at: now_ms(),
+            resolved_by: None,
+            resolved_at: None,
+            feedback: None,
+            updated_input: None,
+            permission_updates: None,
+            extra: Map::new(),
+        }
+    }
+
     pub fn approved(&self) -> bool {
         self.status == "approved"
     }
@@ -143,26 +174,14 @@ impl<'a> Permissions<'a> {
         } else {
             ask.tool_use_id
         };
-        let record = PermissionRecord {
-            id: id.clone(),
-            worker_id: worker.agent_id(self.team),
-            worker_name: worker.to_string(),
-            worker_color: member.color_or_default().to_string(),
-            team_name: self.team.to_string(),
-            tool_name: ask.tool_name,
-            tool_use_id,
-            description: ask.description,
-            input: ask.input,
-            permission_suggestions: vec![],
-            status: "pending".into(),
-            created_at: now_ms(),
-            resolved_by: None,
-            resolved_at: None,
-            feedback: None,
-            updated_input: None,
-            permission_updates: None,
-            extra: Map::new(),
-        };
+        let record = PermissionRecord::pending(
+            id.clone(),
+            self.team,
+            worker,
+            member.color_or_default().to_string(),
+            Ask { tool_use_id, ..ask },
+            vec![],
+        );
         fsio::write_json(&self.pending_path(&id), &record)?;
         let message = Protocol::PermissionRequest(PermissionRequest {
             request_id: id,
@@ -198,26 +217,20 @@ impl<'a> Permissions<'a> {
             .map(|m| m.color_or_default().to_string())
             .unwrap_or_default();
         fsio::ensure_dir(&self.store.pending_dir(self.team))?;
-        let record = PermissionRecord {
-            id: id.clone(),
-            worker_id: worker.agent_id(self.team),
-            worker_name: worker.to_string(),
-            worker_color: color,
-            team_name: self.team.to_string(),
+        let ask = Ask {
             tool_name: request.tool_name.clone(),
             tool_use_id: request.tool_use_id.clone(),
             description: request.description.clone(),
             input: request.input.clone(),
-            permission_suggestions: request.permission_suggestions.clone(),
-            status: "pending".into(),
-            created_at: now_ms(),
-            resolved_by: None,
-            resolved_at: None,
-            feedback: None,
-            updated_input: None,
-            permission_updates: None,
-            extra: Map::new(),
         };
+        let record = PermissionRecord::pending(
+            id.clone(),
+            self.team,
+            &worker,
+            color,
+            ask,
+            request.permission_suggestions.clone(),
+        );
         fsio::write_json(&self.pending_path(id), &record)
     }
 

@@ -30,6 +30,21 @@ pub fn tmux_colour(color: &str) -> &str {
     }
 }
 
+/// The ANSI SGR code of a roster colour, for coloured names on a terminal.
+pub fn ansi_colour(color: &str) -> Option<&'static str> {
+    Some(match color {
+        "red" => "31",
+        "green" => "32",
+        "yellow" => "33",
+        "blue" => "34",
+        "purple" => "35",
+        "cyan" => "36",
+        "orange" => "38;5;208",
+        "pink" => "38;5;205",
+        _ => return None,
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TeamConfig {

@@ -7,25 +7,11 @@
 use std::io::IsTerminal;
 
 use crate::output;
+use crate::roster::ansi_colour as ansi;
 
 #[derive(Debug, Clone)]
 pub struct Pane {
     prefix: String,
-}
-
-/// The ANSI SGR code of a roster colour (tmux names in `roster::tmux_colour`).
-fn ansi(color: &str) -> Option<&'static str> {
-    Some(match color {
-        "red" => "31",
-        "green" => "32",
-        "yellow" => "33",
-        "blue" => "34",
-        "purple" => "35",
-        "cyan" => "36",
-        "orange" => "38;5;208",
-        "pink" => "38;5;205",
-        _ => return None,
-    })
 }
 
 impl Pane {

@@ -442,7 +442,12 @@ fn describe_idle(n: &IdleNotification) -> String {
         (Some(id), None) => format!("finished task #{id}"),
         _ => "is idle".to_string(),
     };
-    if let Some(summary) = n.summary.as_deref().filter(|s| !s.is_empty()) {
+    // A finished task's summary only repeats what the line already says.
+    if let Some(summary) = n
+        .summary
+        .as_deref()
+        .filter(|s| !s.is_empty() && n.completed_task_id.is_none())
+    {
         s.push_str(&format!(" - {summary}"));
     }
     s

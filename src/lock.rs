@@ -129,7 +129,8 @@ fn take_gate(target: &Path, start: Instant) -> Result<File> {
     let waited_already = start.elapsed();
     let sayer = std::thread::spawn(move || {
         let wait = SAY_WAITING_AFTER.saturating_sub(waited_already);
-        if done_rx.recv_timeout(wait).is_err() {
+        // Only a timeout means we are still waiting; `Disconnected` means the lock was had.
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(wait) {
             eprintln!("swarm: waiting for lock on {shown}");
         }
     });

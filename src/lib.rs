@@ -4,6 +4,7 @@
 //! `permissions`, `watcher`) implement the on-disk protocol shared with Claude Code's agent
 //! teams; `commands` maps the command line onto them.
 
+pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod error;

@@ -113,11 +113,43 @@ impl<'a> TaskList<'a> {
         fsio::write_json(&self.store.task_path(self.team, &task.id), task)
     }
 
+    /// The largest id ever issued, from `.highwatermark`. Missing or empty is 0; anything else
+    /// that is not a number is refused, since guessing could issue a deleted id again.
     fn highwatermark(&self) -> Result<u64> {
         let path = self.store.highwatermark_path(self.team);
-        Ok(fsio::read_file(&path)?
-            .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|s| s.trim().parse().ok())
+        let Some(bytes) = fsio::read_file(&path)? else {
+            return Ok(0);
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(0);
+        }
+        text.parse().map_err(|_| {
+            Error::usage(format!(
+                "{} holds {text:?}, not a task number; write the largest task id ever issued into it",
+                path.display()
+            ))
+        })
+    }
+
+    /// The largest id among quarantined task files (`<id>.json.corrupt-<ms>`): their ids were
+    /// issued, so they must not be issued again.
+    fn largest_quarantined(&self) -> Result<u64> {
+        let dir = self.store.tasks_dir(self.team);
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(Error::io("list", &dir)(e)),
+        };
+        Ok(entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name();
+                let (stem, _) = name.to_str()?.split_once(".json.corrupt-")?;
+                stem.parse::<TaskId>().ok().map(|id| id.number())
+            })
+            .max()
             .unwrap_or(0))
     }
 
@@ -182,7 +214,10 @@ impl<'a> TaskList<'a> {
             self.get(dep)?;
         }
         let largest = self.ids()?.last().map_or(0, TaskId::number);
-        let id = TaskId::new(largest.max(self.highwatermark()?) + 1);
+        let issued = largest
+            .max(self.highwatermark()?)
+            .max(self.largest_quarantined()?);
+        let id = TaskId::new(issued + 1);
         let task = Task {
             id: id.clone(),
             subject: new.subject,
@@ -631,6 +666,21 @@ mod tests {
         }
         assert!(tl.claim_next(&coder, true).unwrap().is_none());
         assert!(tl.claim_next(&coder, false).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_quarantined_task_keeps_its_id_and_a_garbage_highwatermark_is_refused() {
+        let (_d, store, team) = list();
+        let tl = TaskList::new(&store, &team);
+        tl.create(new("a", &[])).unwrap();
+        let b = tl.create(new("b", &[])).unwrap().id;
+        fs::write(store.task_path(&team, &b), "{\"id\": ").unwrap();
+        assert_eq!(tl.list().unwrap().len(), 1, "the torn task is quarantined");
+        assert_eq!(tl.create(new("c", &[])).unwrap().id.number(), 3);
+        fs::write(store.highwatermark_path(&team), "abc").unwrap();
+        let err = tl.create(new("d", &[])).unwrap_err();
+        assert!(err.to_string().contains("not a task number"), "{err}");
+        assert_eq!(err.exit_code(), 2);
     }
 
     #[test]

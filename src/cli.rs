@@ -101,6 +101,9 @@ pub enum DebugCommand {
         /// Claim without the agent-busy check (no list lock).
         #[arg(long)]
         no_busy_check: bool,
+        /// Stop after this many claims.
+        #[arg(long, value_name = "N")]
+        max: Option<u64>,
     },
 }
 

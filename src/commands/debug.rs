@@ -35,7 +35,8 @@ pub fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
         DebugCommand::ClaimLoop {
             agent: name,
             no_busy_check,
-        } => claim_loop(ctx, &agent(&name)?, !no_busy_check).map(|()| 0),
+            max,
+        } => claim_loop(ctx, &agent(&name)?, !no_busy_check, max).map(|()| 0),
     }
 }
 
@@ -103,11 +104,17 @@ fn cc_append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     Ok(())
 }
 
-/// Claims the next available task, prints its id, completes it, and repeats until none is left.
-fn claim_loop(ctx: &Context, who: &AgentName, busy_check: bool) -> Result<()> {
+/// Claims the next available task, prints its id, completes it, and repeats until none is left
+/// (or `max` were claimed).
+fn claim_loop(ctx: &Context, who: &AgentName, busy_check: bool, max: Option<u64>) -> Result<()> {
     let team = ctx.team()?;
     let tasks = TaskList::new(&ctx.store, &team);
-    while let Some(task) = tasks.claim_next(who, busy_check)? {
+    let mut claimed = 0;
+    while max.is_none_or(|m| claimed < m) {
+        let Some(task) = tasks.claim_next(who, busy_check)? else {
+            break;
+        };
+        claimed += 1;
         output::line(task.id.to_string())?;
         tasks.update(
             &task.id,

@@ -153,7 +153,9 @@ impl Bench {
         Ok((store, team))
     }
 
-    /// `swarm --root R --team bench` with the caller's session variables removed.
+    /// `swarm --root R --team bench` with the caller's session variables removed. Its stderr is
+    /// captured (a contended writer says "waiting for lock" now and then) and shown only if the
+    /// worker fails.
     fn swarm(&self, store: &Store) -> Command {
         let mut cmd = Command::new(&self.exe);
         for var in [
@@ -168,7 +170,7 @@ impl Bench {
             .arg(store.root())
             .args(["--team", "bench"])
             .stdin(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         cmd
     }
 }
@@ -188,7 +190,11 @@ fn finish(child: Child, what: &str) -> Result<Vec<String>> {
     if !out.status.success() {
         return Err(Error::Command {
             program: what.to_string(),
-            detail: format!("exited with {}", out.status),
+            detail: format!(
+                "exited with {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout)
@@ -364,7 +370,8 @@ fn latency(b: &Bench) -> Result<Section> {
     let mut follower = spawn(
         b.swarm(&store)
             .args(["--json", "inbox", "coder", "--follow", "--unread"])
-            .stdout(Stdio::piped()),
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
     )?;
     let follower_reader = {
         let stdout = follower.stdout.take().expect("piped");
@@ -383,19 +390,12 @@ fn latency(b: &Bench) -> Result<Section> {
         })
     };
     let send = |text: &str| -> Result<()> {
-        let status = b
-            .swarm(&store)
-            .args(["send", "--to", "coder", text])
-            .stdout(Stdio::null())
-            .status()
-            .map_err(Error::io("run", "swarm send"))?;
-        if !status.success() {
-            return Err(Error::Command {
-                program: "swarm send".into(),
-                detail: format!("exited with {status}"),
-            });
-        }
-        Ok(())
+        let child = spawn(
+            b.swarm(&store)
+                .args(["send", "--to", "coder", text])
+                .stdout(Stdio::null()),
+        )?;
+        finish(child, "swarm send").map(drop)
     };
     // The follower is watching once it has printed a message sent after it started.
     let warm_deadline = Instant::now() + Duration::from_secs(30);

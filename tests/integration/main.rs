@@ -2,5 +2,6 @@
 
 mod support;
 
+mod bench;
 mod faults;
 mod store;

@@ -175,32 +175,54 @@ impl Bench {
     }
 }
 
-fn spawn(cmd: &mut Command) -> Result<Child> {
-    cmd.spawn().map_err(|e| Error::Command {
-        program: format!("{cmd:?}"),
-        detail: e.to_string(),
-    })
+/// A worker process. Dropped before [`Worker::finish`] (a benchmark that fails halfway), it is
+/// killed and reaped, so nothing is left running.
+struct Worker(Option<Child>);
+
+impl Worker {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a running worker")
+    }
+
+    /// Waits for the worker and returns its stdout lines; a failed worker fails the benchmark.
+    fn finish(mut self, what: &str) -> Result<Vec<String>> {
+        let child = self.0.take().expect("a running worker");
+        let out = child
+            .wait_with_output()
+            .map_err(Error::io("wait for", what))?;
+        if !out.status.success() {
+            return Err(Error::Command {
+                program: what.to_string(),
+                detail: format!(
+                    "exited with {}: {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
 }
 
-/// Waits for a worker and returns its stdout lines; a failed worker fails the benchmark.
-fn finish(child: Child, what: &str) -> Result<Vec<String>> {
-    let out = child
-        .wait_with_output()
-        .map_err(Error::io("wait for", what))?;
-    if !out.status.success() {
-        return Err(Error::Command {
-            program: what.to_string(),
-            detail: format!(
-                "exited with {}: {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        });
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect())
+}
+
+fn spawn(cmd: &mut Command) -> Result<Worker> {
+    cmd.spawn()
+        .map(|c| Worker(Some(c)))
+        .map_err(|e| Error::Command {
+            program: format!("{cmd:?}"),
+            detail: e.to_string(),
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,7 +396,7 @@ fn latency(b: &Bench) -> Result<Section> {
             .stderr(Stdio::null()),
     )?;
     let follower_reader = {
-        let stdout = follower.stdout.take().expect("piped");
+        let stdout = follower.child().stdout.take().expect("piped");
         let (seen, warm) = (follower_seen.clone(), warm.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
@@ -395,14 +417,13 @@ fn latency(b: &Bench) -> Result<Section> {
                 .args(["send", "--to", "coder", text])
                 .stdout(Stdio::null()),
         )?;
-        finish(child, "swarm send").map(drop)
+        child.finish("swarm send").map(drop)
     };
     // The follower is watching once it has printed a message sent after it started.
     let warm_deadline = Instant::now() + Duration::from_secs(30);
     send("warm-up")?;
     while !warm.load(Ordering::SeqCst) {
         if Instant::now() > warm_deadline {
-            let _ = follower.kill();
             return Err(Error::Backend(
                 "swarm inbox --follow never printed the warm-up message".into(),
             ));
@@ -449,8 +470,7 @@ fn latency(b: &Bench) -> Result<Section> {
         std::thread::sleep(Duration::from_millis(20));
     }
     stop.store(true, Ordering::SeqCst);
-    let _ = follower.kill();
-    let _ = follower.wait();
+    drop(follower);
     let _ = follower_reader.join();
     for p in pollers {
         let _ = p.join();
@@ -637,7 +657,7 @@ fn contention(b: &Bench) -> Result<Section> {
             .collect::<Result<Vec<_>>>()?;
         let mut acks = Acks::default();
         for (w, child) in children.into_iter().enumerate() {
-            let lines = finish(child, &format!("writer w{w}"))?;
+            let lines = child.finish(&format!("writer w{w}"))?;
             acks.add(&format!("w{w}"), &lines);
         }
         let wall = started.elapsed();
@@ -739,7 +759,7 @@ fn inbox_size(b: &Bench) -> Result<Section> {
                 .args(["--count", &appends.to_string()])
                 .stdout(Stdio::piped()),
         )?;
-        let lines = finish(child, "the appending writer")?;
+        let lines = child.finish("the appending writer")?;
         let micros: Vec<f64> = lines
             .iter()
             .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
@@ -869,7 +889,7 @@ fn claims(b: &Bench) -> Result<Section> {
             .collect::<Result<Vec<_>>>()?;
         let mut claimed: HashMap<u64, Vec<String>> = HashMap::new();
         for (c, child) in children.into_iter().enumerate() {
-            for line in finish(child, &format!("claimer c{c}"))? {
+            for line in child.finish(&format!("claimer c{c}"))? {
                 let id: u64 = line.trim().parse().map_err(|_| {
                     Error::Backend(format!("claimer c{c} printed {line:?}, not a task id"))
                 })?;

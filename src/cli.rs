@@ -133,6 +133,10 @@ pub enum Command {
     /// Hooks for agent CLIs; `scripts/claude-permission-hook` calls `swarm hook pre-tool-use`.
     #[command(subcommand)]
     Hook(HookCommand),
+
+    /// Run the store benchmarks against Claude Code baselines and print tables (scripts/bench).
+    #[command(hide = true)]
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -216,10 +220,65 @@ pub struct LeadArgs {
     pub exit_when_done: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Benchmarks to run (default: all): latency, contention, inbox-size, claims, cold-send.
+    pub names: Vec<String>,
+    /// Small sizes, for a smoke test of the benchmark code itself; the numbers mean little.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for the throwaway stores (default: the system temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
     /// Take the store lock on FILE, print "locked", and hold it until killed.
     HoldLock { file: PathBuf },
+
+    /// Append COUNT messages "WRITER:SEQ" to NAME's inbox as `swarm send` does, printing each
+    /// SEQ on its own line only after its append returned (the fault suite's ack protocol).
+    Append(DebugAppendArgs),
+
+    /// Like `append`, but the way Claude Code appends (the benchmarks' baseline): a bare mkdir
+    /// lock given up after 11 tries, the file rewritten in place. Prints "SEQ" or "fail SEQ".
+    CcAppend(DebugAppendArgs),
+
+    /// Claim and complete tasks until none is available, printing each claimed id once claimed.
+    ClaimLoop {
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+        /// Claim without the agent-busy check (no list lock).
+        #[arg(long)]
+        no_busy_check: bool,
+        /// Stop after this many claims.
+        #[arg(long, value_name = "N")]
+        max: Option<u64>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct DebugAppendArgs {
+    /// Recipient.
+    #[arg(long, value_name = "NAME")]
+    pub to: String,
+    /// Messages to append.
+    #[arg(long, default_value_t = 1)]
+    pub count: u64,
+    /// First sequence number.
+    #[arg(long, default_value_t = 0)]
+    pub start: u64,
+    /// Writer id put in front of each sequence number in the text.
+    #[arg(long, default_value = "w")]
+    pub writer: String,
+    /// Skip the inbox lock (read, push, atomic write): a negative control that must lose
+    /// messages under contention.
+    #[arg(long)]
+    pub no_lock: bool,
+    /// Print "SEQ MICROSECONDS" (time spent in the append) instead of "SEQ".
+    #[arg(long)]
+    pub timings: bool,
 }
 
 #[derive(Debug, Subcommand)]

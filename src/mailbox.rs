@@ -272,6 +272,9 @@ fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
             Err(_) => bad.push(entry),
         }
     }
+    if bad.is_empty() {
+        return Ok(good);
+    }
     let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());
     fsio::write_json(Path::new(&target), &bad)?;
     eprintln!(

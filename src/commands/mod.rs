@@ -1,5 +1,6 @@
 //! One module per command group; each turns parsed arguments into store operations and output.
 
+mod debug;
 mod launch;
 mod message;
 mod ops;
@@ -83,6 +84,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 std::thread::park();
             }
         }
+        Command::Debug(cmd) => debug::run(&ctx, cmd),
+        Command::Bench(args) => crate::bench::run(args, ctx.json).map(|()| 0),
     }
 }
 

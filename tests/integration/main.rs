@@ -2,7 +2,9 @@
 
 mod support;
 
+mod bench;
 mod demo;
+mod faults;
 mod launch;
 mod lead;
 mod store;

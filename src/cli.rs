@@ -38,28 +38,6 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create, list, show and delete teams.
-    #[command(subcommand)]
-    Team(TeamCommand),
-
-    /// Send a message to one member's inbox, or to everyone with --to '*'.
-    ///
-    /// Example: swarm send --team refactor --to coder --summary "parser" "Review the parser"
-    Send(SendArgs),
-
-    /// Print an agent's inbox; --follow keeps printing new messages as they arrive.
-    ///
-    /// Example: swarm inbox --team refactor team-lead --unread --follow
-    Inbox(InboxArgs),
-
-    /// Work with the shared task list.
-    #[command(subcommand)]
-    Task(TaskCommand),
-
-    /// Ask the lead for permission, and decide requests as the lead.
-    #[command(subcommand)]
-    Permission(PermissionCommand),
-
     /// See swarm work: three shell teammates run a six-task DAG, then shut down cleanly.
     ///
     /// Uses tmux when it is installed (watch with the printed `tmux attach` command), else
@@ -67,12 +45,6 @@ pub enum Command {
     ///
     /// Example: swarm demo --backend in-process
     Demo(DemoArgs),
-
-    /// The lead's console: follow the lead inbox, answer requests, message teammates.
-    ///
-    /// Type `@name text` or `@* text` to send, `/status`, `/tasks`, `/shutdown [name]`, and
-    /// `y` or `n [feedback]` to answer permission and plan requests.
-    Lead(LeadArgs),
 
     /// Launch a team: one agent process per teammate, each in its own pane.
     ///
@@ -93,6 +65,12 @@ pub enum Command {
         /// The teammate to show (default: the lead's pane, else the first teammate).
         name: Option<String>,
     },
+
+    /// The lead's console: follow the lead inbox, answer requests, message teammates.
+    ///
+    /// Type `@name text` or `@* text` to send, `/status`, `/tasks`, `/shutdown [name]`, and
+    /// `y` or `n [feedback]` to answer permission and plan requests.
+    Lead(LeadArgs),
 
     /// Ask teammates to stop, wait for their answer, then close their panes, mark them inactive
     /// and return their unfinished tasks; after --timeout they are stopped anyway.
@@ -115,13 +93,27 @@ pub enum Command {
         follow: bool,
     },
 
-    /// Become a teammate described by a spec file (the iTerm2 backend's trampoline).
-    #[command(hide = true)]
-    PaneExec { spec: PathBuf },
+    /// Create, list, show and delete teams.
+    #[command(subcommand)]
+    Team(TeamCommand),
 
-    /// Tools for tests and debugging; not a stable interface.
-    #[command(subcommand, hide = true)]
-    Debug(DebugCommand),
+    /// Send a message to one member's inbox, or to everyone with --to '*'.
+    ///
+    /// Example: swarm send --team refactor --to coder --summary "parser" "Review the parser"
+    Send(SendArgs),
+
+    /// Print an agent's inbox; --follow keeps printing new messages as they arrive.
+    ///
+    /// Example: swarm inbox --team refactor team-lead --unread --follow
+    Inbox(InboxArgs),
+
+    /// Work with the shared task list.
+    #[command(subcommand)]
+    Task(TaskCommand),
+
+    /// Ask the lead for permission, and decide requests as the lead.
+    #[command(subcommand)]
+    Permission(PermissionCommand),
 
     /// Run one teammate: the process inside a pane that gives an agent CLI (or the built-in
     /// shell agent) the team protocol. Started by `swarm launch`; can be run by hand.
@@ -133,6 +125,14 @@ pub enum Command {
     /// Hooks for agent CLIs; `scripts/claude-permission-hook` calls `swarm hook pre-tool-use`.
     #[command(subcommand)]
     Hook(HookCommand),
+
+    /// Become a teammate described by a spec file (the iTerm2 backend's trampoline).
+    #[command(hide = true)]
+    PaneExec { spec: PathBuf },
+
+    /// Tools for tests and debugging; not a stable interface.
+    #[command(subcommand, hide = true)]
+    Debug(DebugCommand),
 
     /// Run the store benchmarks against Claude Code baselines and print tables (scripts/bench).
     #[command(hide = true)]

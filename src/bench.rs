@@ -347,6 +347,15 @@ fn fmt_int(n: u64) -> String {
     out
 }
 
+/// The 1-minute load average now, as text: long runs print it at their start and end, because
+/// other work on a shared machine moves the numbers and this shows when it did.
+fn load_1m() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
 /// Parses "WRITER:SEQ" message texts (see `commands::debug::message_text`).
 fn writer_seq(text: &str) -> Option<(String, u64)> {
     let (w, s) = text.rsplit_once(':')?;
@@ -635,6 +644,25 @@ impl Sampler {
     }
 }
 
+/// One implementation's contention run.
+struct ContentionRun {
+    imp: Impl,
+    acked: u64,
+    failed: u64,
+    lost: u64,
+    duplicated: u64,
+    reads: u64,
+    torn: u64,
+    wall: Duration,
+    load: String,
+}
+
+impl ContentionRun {
+    fn rate(&self) -> f64 {
+        self.acked as f64 / self.wall.as_secs_f64()
+    }
+}
+
 /// 16 writer processes x 500 messages into one inbox, swarm's append against Claude Code's.
 fn contention(b: &Bench) -> Result<Section> {
     let writers = b.size(16, 4);
@@ -644,6 +672,7 @@ fn contention(b: &Bench) -> Result<Section> {
         let (store, team) = b.team(&format!("contention-{}", imp.command()), &["coder"])?;
         let inbox = store.inbox_path(&team, &"coder".parse()?);
         let sampler = Sampler::start(inbox.clone());
+        let load_start = load_1m();
         let started = Instant::now();
         let children = (0..writers)
             .map(|w| {
@@ -664,22 +693,22 @@ fn contention(b: &Bench) -> Result<Section> {
         let (reads, torn) = sampler.finish();
         let texts = inbox_texts(&inbox);
         let (lost, duplicated) = acks.lost_and_duplicated(&texts);
-        results.push((
+        results.push(ContentionRun {
             imp,
-            acks.count(),
-            acks.failed,
+            acked: acks.count(),
+            failed: acks.failed,
             lost,
             duplicated,
             reads,
             torn,
             wall,
-        ));
+            load: format!("{load_start} -> {}", load_1m()),
+        });
     }
-    let rate = |acked: u64, wall: Duration| acked as f64 / wall.as_secs_f64();
     let baseline_rate = results
         .iter()
-        .find(|r| r.0 == Impl::ClaudeCode)
-        .map_or(f64::NAN, |r| rate(r.1, r.7));
+        .find(|r| r.imp == Impl::ClaudeCode)
+        .map_or(f64::NAN, ContentionRun::rate);
     let mut table = Table::new(&[
         "implementation",
         "delivered",
@@ -690,18 +719,20 @@ fn contention(b: &Bench) -> Result<Section> {
         "wall s",
         "delivered/s",
         "vs Claude Code",
+        "load 1m",
     ]);
-    for (imp, acked, failed, lost, dup, reads, torn, wall) in &results {
+    for r in &results {
         table.row(vec![
-            imp.name().into(),
-            fmt_int(*acked),
-            fmt_int(*failed),
-            lost.to_string(),
-            dup.to_string(),
-            format!("{torn} / {reads}"),
-            format!("{:.1}", wall.as_secs_f64()),
-            format!("{:.0}", rate(*acked, *wall)),
-            fmt_ratio(rate(*acked, *wall) / baseline_rate),
+            r.imp.name().into(),
+            fmt_int(r.acked),
+            fmt_int(r.failed),
+            r.lost.to_string(),
+            r.duplicated.to_string(),
+            format!("{} / {}", r.torn, r.reads),
+            format!("{:.1}", r.wall.as_secs_f64()),
+            format!("{:.0}", r.rate()),
+            fmt_ratio(r.rate() / baseline_rate),
+            r.load.clone(),
         ]);
     }
     Ok(Section {
@@ -714,6 +745,7 @@ fn contention(b: &Bench) -> Result<Section> {
             "Each writer is one process appending in a loop (`swarm debug append` = `Mailbox::send`, as `swarm send` does; `swarm debug cc-append` = Claude Code's append). Nobody reads the inbox, so it grows to every message and each append rewrites all of it, for both.".into(),
             "A failed send is Claude Code giving up after 11 lock attempts (about 0.66 s of backoff); the message is dropped and the sender told. swarm waits in a kernel queue instead (30 s limit). Lost after ack: acknowledged, yet absent from the final file.".into(),
             "Torn reads: a reader thread read the file every 2 ms during the run; a read that does not parse is what a Claude Code poller treats as an empty inbox.".into(),
+            "The Claude Code run goes first; if the load average moved between the two (last column), so did the ratio.".into(),
         ],
     })
 }
@@ -872,6 +904,7 @@ fn claims(b: &Bench) -> Result<Section> {
     for (i, (claimers, busy_check, claims)) in cases.into_iter().enumerate() {
         let (store, team) = b.team(&format!("claims-{i}"), &[])?;
         seed_tasks(&store, &team, tasks)?;
+        let load_start = load_1m();
         let started = Instant::now();
         let children = (0..claimers)
             .map(|c| {
@@ -919,7 +952,16 @@ fn claims(b: &Bench) -> Result<Section> {
             .flatten()
             .collect::<std::collections::HashSet<_>>()
             .len();
-        results.push((claimers, busy_check, claims, wall, exactly_once, winners));
+        let load = format!("{load_start} -> {}", load_1m());
+        results.push((
+            claimers,
+            busy_check,
+            claims,
+            wall,
+            exactly_once,
+            winners,
+            load,
+        ));
     }
     let rate = |claims: u64, wall: &Duration| claims as f64 / wall.as_secs_f64();
     let baseline = rate(results[0].2, &results[0].3);
@@ -932,8 +974,9 @@ fn claims(b: &Bench) -> Result<Section> {
         "exactly once",
         "claimers that won",
         "vs 1 claimer",
+        "load 1m",
     ]);
-    for (claimers, busy, claims, wall, once, winners) in &results {
+    for (claimers, busy, claims, wall, once, winners, load) in &results {
         table.row(vec![
             claimers.to_string(),
             if *busy { "yes" } else { "no" }.into(),
@@ -943,6 +986,7 @@ fn claims(b: &Bench) -> Result<Section> {
             if *once { "yes" } else { "NO" }.into(),
             winners.to_string(),
             fmt_ratio(rate(*claims, wall) / baseline),
+            load.clone(),
         ]);
     }
     Ok(Section {

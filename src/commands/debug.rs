@@ -22,7 +22,6 @@ use crate::tasks::{TaskList, TaskPatch, TaskStatus};
 
 pub fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
     match cmd {
-        // Also matched earlier in commands/mod.rs; kept here so the group is complete in one place.
         DebugCommand::HoldLock { file } => {
             let _lock = crate::lock::FileLock::acquire(&file)?;
             output::line("locked")?;

@@ -9,7 +9,7 @@ mod task;
 mod team;
 mod teammate;
 
-use crate::cli::{Cli, Command, DebugCommand};
+use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::names::{AgentName, TeamName};
 use crate::paths::Store;
@@ -77,13 +77,6 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
         Command::Logs { name, follow } => ops::logs(&ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::iterm2::pane_exec(&spec),
-        Command::Debug(DebugCommand::HoldLock { file }) => {
-            let _lock = crate::lock::FileLock::acquire(&file)?;
-            crate::output::line("locked")?;
-            loop {
-                std::thread::park();
-            }
-        }
         Command::Debug(cmd) => debug::run(&ctx, cmd),
         Command::Bench(args) => crate::bench::run(args, ctx.json).map(|()| 0),
     }

@@ -3,6 +3,7 @@
 mod support;
 
 mod demo;
+mod faults_runtime;
 mod launch;
 mod lead;
 mod store;

@@ -1,5 +1,6 @@
 //! One module per command group; each turns parsed arguments into store operations and output.
 
+mod debug_runtime;
 mod launch;
 mod message;
 mod ops;
@@ -76,6 +77,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
         Command::Logs { name, follow } => ops::logs(&ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::iterm2::pane_exec(&spec),
+        Command::Debug(DebugCommand::Runtime(cmd)) => debug_runtime::run(&ctx, cmd),
         Command::Debug(DebugCommand::HoldLock { file }) => {
             let _lock = crate::lock::FileLock::acquire(&file)?;
             crate::output::line("locked")?;

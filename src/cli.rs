@@ -256,6 +256,10 @@ pub enum DebugCommand {
         #[arg(long, value_name = "N")]
         max: Option<u64>,
     },
+
+    /// Seams for the runtime benchmarks (`scripts/bench-runtime`).
+    #[command(subcommand)]
+    Runtime(DebugRuntimeCommand),
 }
 
 #[derive(Debug, Args)]
@@ -279,6 +283,46 @@ pub struct DebugAppendArgs {
     /// Print "SEQ MICROSECONDS" (time spent in the append) instead of "SEQ".
     #[arg(long)]
     pub timings: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DebugRuntimeCommand {
+    /// Time `swarm send` processes until NAME's inbox shows each message read; print JSON.
+    /// Default: one message at a time, each sent after the reader's `idle_notification` to the
+    /// lead for the previous one (a teammate runtime). `--stream`: one message every
+    /// `--min-gap-ms`..`--max-gap-ms` without waiting (a poll loop, which answers nothing).
+    Latency {
+        #[arg(long, value_name = "NAME")]
+        to: String,
+        #[arg(long, default_value_t = 300)]
+        count: usize,
+        #[arg(long)]
+        stream: bool,
+        #[arg(long, default_value_t = 20)]
+        min_gap_ms: u64,
+        #[arg(long, default_value_t = 60)]
+        max_gap_ms: u64,
+    },
+
+    /// Claude Code's inbox loop, as a baseline: every INTERVAL ms read NAME's inbox and mark what
+    /// is unread as read. Runs until killed.
+    PollInbox {
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+        #[arg(long, value_name = "MS")]
+        interval_ms: u64,
+    },
+
+    /// Wait until COUNT teammates hold their liveness locks; print the milliseconds since
+    /// SINCE_MS (Unix epoch ms).
+    WaitAlive {
+        #[arg(long)]
+        count: usize,
+        #[arg(long, value_name = "EPOCH_MS")]
+        since_ms: u64,
+        #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+        timeout: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

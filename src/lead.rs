@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::lifecycle;
-use crate::liveness::Liveness;
+use crate::liveness::{Liveness, ReapGate};
 use crate::mailbox::{InboxMessage, Mailbox};
 use crate::names::{AgentName, TeamName};
 use crate::paths::Store;
@@ -48,7 +48,13 @@ enum Event {
     Line(String),
     InputClosed,
     Changed,
+    /// Something in `alive/` was closed after writing: a runtime may have died.
+    Exited,
 }
+
+/// After a runtime's exit is seen, one more look this soon: the kernel reports the close of its
+/// lock file as it tears the descriptor down, possibly a moment before the lock is free.
+const SECOND_LOOK: Duration = Duration::from_millis(150);
 
 pub struct Console<'a> {
     store: &'a Store,
@@ -76,7 +82,11 @@ impl<'a> Console<'a> {
         Roster::new(self.store, self.team).load()?;
         let (tx, rx) = channel();
         spawn_input(tx.clone());
-        spawn_watch(self.store.inboxes_dir(self.team), tx)?;
+        spawn_watch(self.store.inboxes_dir(self.team), tx.clone(), false)?;
+        // A dead runtime's lock release is no file event, so without this the lead would only
+        // notice on its slow re-scan; the close of the lock file is one.
+        spawn_watch(self.store.alive_dir(self.team), tx, true)?;
+        let mut look_again = false;
         self.say(&format!(
             "lead console for team {} - @name text, @* text, /status, /tasks, /shutdown [name], /help",
             self.team
@@ -89,12 +99,19 @@ impl<'a> Console<'a> {
                 self.say("every teammate has stopped");
                 return Ok(());
             }
-            match next_event(&rx) {
+            let wait = if look_again {
+                SECOND_LOOK
+            } else {
+                crate::watcher::rescan_interval()
+            };
+            look_again = false;
+            match next_event(&rx, wait) {
                 Some(Event::Line(line)) => {
                     if !self.command(line.trim())? {
                         return Ok(());
                     }
                 }
+                Some(Event::Exited) => look_again = true,
                 // Without input (a script, `< /dev/null`) the console keeps following.
                 Some(Event::InputClosed | Event::Changed) | None => {}
             }
@@ -375,17 +392,27 @@ impl<'a> Console<'a> {
     }
 
     /// Teammates whose runtime died without approving shutdown: retire them so their tasks go
-    /// back to the pool.
+    /// back to the pool. The verdict is checked again under the reap gate, so a runtime started
+    /// again in the meantime (`lifecycle::rejoin`) is left alone.
     fn reap_dead(&self) -> Result<()> {
-        let config = Roster::new(self.store, self.team).load()?;
+        let roster = Roster::new(self.store, self.team);
+        let config = roster.load()?;
         for m in config.teammates().filter(|m| m.active()) {
-            if lifecycle::member_health(self.store, self.team, m)?.dead {
-                self.say(&format!(
-                    "{} stopped without saying goodbye",
-                    self.paint.name(&m.name, m.color_or_default())
-                ));
-                self.retire(&m.name, "its process died")?;
+            if !lifecycle::member_health(self.store, self.team, m)?.dead {
+                continue;
             }
+            let _gate = ReapGate::take(self.store, self.team)?;
+            let Some(m) = roster.load()?.member(&m.name).cloned() else {
+                continue;
+            };
+            if !m.active() || !lifecycle::member_health(self.store, self.team, &m)?.dead {
+                continue;
+            }
+            self.say(&format!(
+                "{} stopped without saying goodbye",
+                self.paint.name(&m.name, m.color_or_default())
+            ));
+            self.retire(&m.name, "its process died")?;
         }
         Ok(())
     }
@@ -453,8 +480,8 @@ fn describe_idle(n: &IdleNotification) -> String {
     s
 }
 
-fn next_event(rx: &Receiver<Event>) -> Option<Event> {
-    match rx.recv_timeout(crate::watcher::rescan_interval()) {
+fn next_event(rx: &Receiver<Event>, wait: Duration) -> Option<Event> {
+    match rx.recv_timeout(wait) {
         Ok(e) => Some(e),
         Err(RecvTimeoutError::Timeout) => None,
         Err(RecvTimeoutError::Disconnected) => {
@@ -477,12 +504,17 @@ fn spawn_input(tx: Sender<Event>) {
     });
 }
 
-fn spawn_watch(dir: std::path::PathBuf, tx: Sender<Event>) -> Result<()> {
+/// Wakes the console on changes in `dir`: inbox writes, or (`exits`) runtimes that end.
+fn spawn_watch(dir: std::path::PathBuf, tx: Sender<Event>, exits: bool) -> Result<()> {
     crate::fsio::ensure_dir(&dir)?;
-    let watcher = DirWatcher::new(&dir)?;
+    let (watcher, event): (_, fn() -> Event) = if exits {
+        (DirWatcher::for_exits(&dir)?, || Event::Exited)
+    } else {
+        (DirWatcher::new(&dir)?, || Event::Changed)
+    };
     std::thread::spawn(move || loop {
         watcher.wait(None);
-        if tx.send(Event::Changed).is_err() {
+        if tx.send(event()).is_err() {
             return;
         }
     });

@@ -16,7 +16,7 @@ use crate::backend::tmux::{TmuxBackend, TmuxServer};
 use crate::backend::{in_process, BackendKind, PaneBackend, PaneId, PaneState, SystemExec};
 use crate::error::{Error, Result};
 use crate::fsio;
-use crate::liveness::{self, Liveness};
+use crate::liveness::{self, Liveness, ReapGate};
 use crate::mailbox::{InboxMessage, Mailbox};
 use crate::names::{AgentName, TaskId, TeamName};
 use crate::paths::Store;
@@ -109,6 +109,24 @@ pub fn retire_member(
         Mailbox::new(store, team).append(&AgentName::lead(), message)?;
     }
     Ok(released)
+}
+
+/// Marks a starting runtime's member active again; `true` if it was inactive (retired after an
+/// earlier runtime died or was stopped). Called with the member's liveness lock already held and
+/// done under the [`ReapGate`], so a lead that found the old runtime dead finishes retiring it
+/// (and returning its tasks) before the new one is counted in and claims work; and a runtime
+/// that dies again is reaped again, since only active members are watched.
+pub fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> {
+    let roster = Roster::new(store, team);
+    let _gate = ReapGate::take(store, team)?;
+    if roster.require_member(name.as_str())?.active() {
+        return Ok(false);
+    }
+    roster.update_member(name, |m| {
+        let was = m.active();
+        m.is_active = Some(true);
+        !was
+    })
 }
 
 /// Kills the member's pane or process group through its backend; already dead is fine.

@@ -28,8 +28,8 @@ pub enum Liveness {
     Alive,
     /// The lock file exists and nobody holds it: the runtime started once and is gone.
     Dead,
-    /// No lock file: this member never ran swarm's runtime (a native `claude` teammate, or one
-    /// not started yet); ask the pane instead.
+    /// No lock file, or an empty one: this member never ran swarm's runtime (a native `claude`
+    /// teammate, or one not started yet, or one starting right now); ask the pane instead.
     Unknown,
 }
 
@@ -59,6 +59,35 @@ impl AliveLock {
     }
 }
 
+/// Held while deciding that a member is dead and retiring it, and while a starting runtime marks
+/// its member active again. Without it a runtime restarted between the lead's probe and the
+/// retirement would be marked inactive and have the task it just claimed released under it (so
+/// two teammates would work on one task, and nobody would reap it when it died again).
+#[derive(Debug)]
+pub struct ReapGate {
+    _file: File,
+}
+
+impl ReapGate {
+    /// Waits for the team's gate. Holders only do a few small writes, so the wait is short; a
+    /// holder that dies releases it with its descriptor.
+    pub fn take(store: &Store, team: &TeamName) -> Result<ReapGate> {
+        fsio::ensure_dir(&store.alive_dir(team))?;
+        let path = store.alive_gate_path(team);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(Error::io("open", &path))?;
+        FileExt::lock_exclusive(&file).map_err(Error::io("lock", &path))?;
+        Ok(ReapGate { _file: file })
+    }
+}
+
 /// Whether `agent`'s runtime is alive, judged by its lock.
 pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Liveness> {
     let path = store.alive_path(team, agent);
@@ -72,8 +101,15 @@ pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Livene
         Err(e) => return Err(Error::io("open", &path)(e)),
     };
     if FileExt::try_lock_shared(&file).map_err(Error::io("lock", &path))? {
+        // A runtime writes its pid once it holds the lock, so an empty, unlocked file is one
+        // that is starting this instant (created, not yet locked), not a dead one.
+        let started = file.metadata().map_err(Error::io("stat", &path))?.len() > 0;
         let _ = FileExt::unlock(&file);
-        Ok(Liveness::Dead)
+        Ok(if started {
+            Liveness::Dead
+        } else {
+            Liveness::Unknown
+        })
     } else {
         Ok(Liveness::Alive)
     }
@@ -89,6 +125,10 @@ mod tests {
         let store = Store::new(dir.path());
         let team: TeamName = "t".parse().unwrap();
         let coder: AgentName = "coder".parse().unwrap();
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Unknown);
+        // Created by a runtime that has not locked it yet: starting, not dead.
+        fsio::ensure_dir(&store.alive_dir(&team)).unwrap();
+        std::fs::write(store.alive_path(&team, &coder), "").unwrap();
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Unknown);
         let held = AliveLock::hold(&store, &team, &coder).unwrap();
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);

@@ -81,6 +81,10 @@ impl Store {
     pub fn alive_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.alive_dir(team).join(format!("{agent}.lock"))
     }
+    /// The lock that keeps the lead's reaping and a restarted runtime's return apart.
+    pub fn alive_gate_path(&self, team: &TeamName) -> PathBuf {
+        self.alive_dir(team).join(".reap.gate")
+    }
     /// swarm-only: plans written by teammates in plan mode.
     pub fn plans_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("plans")

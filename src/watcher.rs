@@ -42,6 +42,18 @@ fn relevant(event: &notify::Event) -> bool {
         })
 }
 
+/// Whether an event in the alive directory can mean a runtime ended (or a new one appeared).
+fn closed_after_write(event: &notify::Event) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    matches!(
+        event.kind,
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write))
+            | notify::EventKind::Create(_)
+            | notify::EventKind::Remove(_)
+            | notify::EventKind::Other
+    )
+}
+
 pub struct DirWatcher {
     _watcher: Option<notify::RecommendedWatcher>,
     events: Receiver<()>,
@@ -51,6 +63,18 @@ pub struct DirWatcher {
 impl DirWatcher {
     /// Watches `dir` (not recursively). The directory must exist.
     pub fn new(dir: &Path) -> Result<DirWatcher> {
+        DirWatcher::with_filter(dir, relevant)
+    }
+
+    /// Watches a directory of liveness locks (`teams/<team>/alive/`) for runtimes that end. A
+    /// lock's release is not an event, but the kernel closes the dead runtime's read-write
+    /// descriptor, which inotify reports as a close after writing; probes only open for reading,
+    /// so they do not wake the watcher themselves.
+    pub fn for_exits(dir: &Path) -> Result<DirWatcher> {
+        DirWatcher::with_filter(dir, closed_after_write)
+    }
+
+    fn with_filter(dir: &Path, filter: fn(&notify::Event) -> bool) -> Result<DirWatcher> {
         let (tx, events) = channel();
         let rescan = rescan_interval();
         if std::env::var_os("SWARM_NO_FS_EVENTS").is_some_and(|v| v == "1") {
@@ -62,7 +86,7 @@ impl DirWatcher {
         }
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             // Errors (such as a queue overflow) also wake the waiter: it re-reads anyway.
-            if res.as_ref().map_or(true, relevant) {
+            if res.as_ref().map_or(true, filter) {
                 let _ = tx.send(());
             }
         })

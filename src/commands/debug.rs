@@ -29,6 +29,7 @@ pub fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
                 std::thread::park();
             }
         }
+        DebugCommand::Runtime(cmd) => super::debug_runtime::run(ctx, cmd),
         DebugCommand::Append(args) => append(ctx, args).map(|()| 0),
         DebugCommand::CcAppend(args) => cc_append(ctx, args).map(|()| 0),
         DebugCommand::ClaimLoop {

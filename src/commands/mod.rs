@@ -1,6 +1,7 @@
 //! One module per command group; each turns parsed arguments into store operations and output.
 
 mod debug;
+mod debug_runtime;
 mod launch;
 mod message;
 mod ops;

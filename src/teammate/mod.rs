@@ -117,6 +117,9 @@ struct Current {
 pub fn run(config: Config) -> Result<i32> {
     let signals = signals::block();
     let _alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
+    // A runtime started again after its predecessor died (and the lead retired it) is a member
+    // again; the roster must say so, or its next death would go unnoticed.
+    let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
     let (tx, rx) = mpsc::channel();
     signals::forward(signals, tx.clone());
     for dir in [
@@ -134,6 +137,11 @@ pub fn run(config: Config) -> Result<i32> {
         });
     }
     let mut runtime = Runtime::new(config, tx, rx);
+    if rejoined {
+        runtime
+            .pane
+            .say("marked active again (the team had retired this member)");
+    }
     let result = runtime.main_loop();
     if result.is_err() {
         runtime.abandon();

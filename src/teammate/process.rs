@@ -5,7 +5,9 @@
 //! while the agent works. Each step's stdout is streamed to the pane (our stdout) and kept as
 //! the turn's result; stderr goes straight to the pane. Because every step leads its own process
 //! group, the runtime can stop a turn the way nextest stops a test: SIGTERM to the whole group,
-//! a grace period, then SIGKILL.
+//! a grace period, then SIGKILL. A runtime that is itself killed outright cannot do that, so each
+//! step also gets a parent-death signal (Linux): the agent dies with its runtime rather than
+//! keep working on a task the lead is about to hand to someone else.
 
 use std::ffi::OsString;
 use std::io::{ErrorKind, Read, Write};
@@ -155,15 +157,31 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
     // The runtime blocks SIGINT/SIGTERM/SIGHUP in all its threads (they are taken by sigwait),
     // and a child inherits that mask; std does not reset it, so the agent would ignore the
     // SIGTERM that stops a turn. SIGPIPE's default disposition std does restore.
-    // SAFETY: the closure only calls sigemptyset and sigprocmask, both async-signal-safe, and
-    // touches no memory but its own stack.
+    // The parent-death signal goes to the step when the thread that spawned it (this worker,
+    // which outlives the step) ends, i.e. when the runtime dies, however it dies. It reaches the
+    // step's own process only; the rest of its group is on its own, as with any SIGKILL.
+    let runtime = std::process::id() as libc::pid_t;
+    // SAFETY: the closure only calls sigemptyset, sigprocmask, prctl and getppid, all
+    // async-signal-safe, and touches no memory but its own stack.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let mut empty: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut empty);
             if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The runtime died between the fork and the prctl: do not start at all.
+                if libc::getppid() != runtime {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = runtime;
             Ok(())
         });
     }

@@ -5,6 +5,7 @@ mod support;
 mod bench;
 mod demo;
 mod faults;
+mod faults_runtime;
 mod launch;
 mod lead;
 mod store;

@@ -642,7 +642,8 @@ fn a_sigkilled_teammate_is_dead_and_a_survivor_finishes_its_released_task() {
     assert_eq!(read(&out), "finished by b\n");
     assert_eq!(task(&env, "1")["owner"], "b");
 
-    // The dead runtime could not stop its agent: clean up its orphaned process group.
+    // The agent (sh) died with its runtime (parent-death signal), but its `sleep` lives on in
+    // the group: clean it up.
     let orphan: i32 = read(&pids).lines().next().unwrap().parse().unwrap();
     // SAFETY: as above.
     unsafe { libc::kill(-orphan, libc::SIGKILL) };

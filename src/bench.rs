@@ -541,7 +541,7 @@ fn latency(b: &Bench) -> Result<Section> {
                 + " ms, p99 "
                 + &fmt_ms(quantile(&send_wall, 0.99))
                 + " ms here). All three receivers watch the same messages in the same run; sends are 10-40 ms apart at random, so a poller's phase is uniformly distributed.",
-            "The teammate-runtime receiver (the other half of benchmark 1) is added once the runtime is on main.".into(),
+            "A teammate runtime as the receiver (the other half of benchmark 1) is measured by `scripts/bench-runtime`: see BENCHMARKS-runtime.md.".into(),
         ],
     })
 }
@@ -1055,7 +1055,7 @@ fn cold_send(b: &Bench) -> Result<Section> {
         table,
         notes: vec![
             "`swarm send` reads the roster, takes the inbox lock, rewrites the inbox and fsyncs the file and its directory; the inbox grows to the number of runs. `swarm --version` is process start-up alone.".into(),
-            "The idle-teammate half of benchmark 6 (RSS and CPU of `swarm teammate` over 10 s) is added once the runtime is on main.".into(),
+            "The idle-teammate half of benchmark 6 (RSS and CPU of `swarm teammate` over 10 s) is in BENCHMARKS-runtime.md (`scripts/bench-runtime`).".into(),
         ],
     })
 }

@@ -869,7 +869,14 @@ esac"#,
     let mut child = cmd.spawn();
     wait_for_file(&env.path("out/polite.pid"));
     wait_for_file(&env.path("out/stubborn.pid"));
-    let config = read_json(&env.path("teams/t/config.json"));
+    // The child can write its pid file before the launcher has recorded its pid in the roster.
+    let config = eventually(Duration::from_secs(20), "both pids in the roster", || {
+        let config = read_json(&env.path("teams/t/config.json"));
+        ["polite", "stubborn"]
+            .iter()
+            .all(|n| member(&config, n)["swarmPid"].is_u64())
+            .then_some(config)
+    });
     for n in ["polite", "stubborn"] {
         let m = member(&config, n);
         assert_eq!(m["backendType"], "in-process");

@@ -38,28 +38,6 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create, list, show and delete teams.
-    #[command(subcommand)]
-    Team(TeamCommand),
-
-    /// Send a message to one member's inbox, or to everyone with --to '*'.
-    ///
-    /// Example: swarm send --team refactor --to coder --summary "parser" "Review the parser"
-    Send(SendArgs),
-
-    /// Print an agent's inbox; --follow keeps printing new messages as they arrive.
-    ///
-    /// Example: swarm inbox --team refactor team-lead --unread --follow
-    Inbox(InboxArgs),
-
-    /// Work with the shared task list.
-    #[command(subcommand)]
-    Task(TaskCommand),
-
-    /// Ask the lead for permission, and decide requests as the lead.
-    #[command(subcommand)]
-    Permission(PermissionCommand),
-
     /// See swarm work: three shell teammates run a six-task DAG, then shut down cleanly.
     ///
     /// Uses tmux when it is installed (watch with the printed `tmux attach` command), else
@@ -67,12 +45,6 @@ pub enum Command {
     ///
     /// Example: swarm demo --backend in-process
     Demo(DemoArgs),
-
-    /// The lead's console: follow the lead inbox, answer requests, message teammates.
-    ///
-    /// Type `@name text` or `@* text` to send, `/status`, `/tasks`, `/shutdown [name]`, and
-    /// `y` or `n [feedback]` to answer permission and plan requests.
-    Lead(LeadArgs),
 
     /// Launch a team: one agent process per teammate, each in its own pane.
     ///
@@ -93,6 +65,12 @@ pub enum Command {
         /// The teammate to show (default: the lead's pane, else the first teammate).
         name: Option<String>,
     },
+
+    /// The lead's console: follow the lead inbox, answer requests, message teammates.
+    ///
+    /// Type `@name text` or `@* text` to send, `/status`, `/tasks`, `/shutdown [name]`, and
+    /// `y` or `n [feedback]` to answer permission and plan requests.
+    Lead(LeadArgs),
 
     /// Ask teammates to stop, wait for their answer, then close their panes, mark them inactive
     /// and return their unfinished tasks; after --timeout they are stopped anyway.
@@ -115,13 +93,27 @@ pub enum Command {
         follow: bool,
     },
 
-    /// Become a teammate described by a spec file (the iTerm2 backend's trampoline).
-    #[command(hide = true)]
-    PaneExec { spec: PathBuf },
+    /// Create, list, show and delete teams.
+    #[command(subcommand)]
+    Team(TeamCommand),
 
-    /// Tools for tests and debugging; not a stable interface.
-    #[command(subcommand, hide = true)]
-    Debug(DebugCommand),
+    /// Send a message to one member's inbox, or to everyone with --to '*'.
+    ///
+    /// Example: swarm send --team refactor --to coder --summary "parser" "Review the parser"
+    Send(SendArgs),
+
+    /// Print an agent's inbox; --follow keeps printing new messages as they arrive.
+    ///
+    /// Example: swarm inbox --team refactor team-lead --unread --follow
+    Inbox(InboxArgs),
+
+    /// Work with the shared task list.
+    #[command(subcommand)]
+    Task(TaskCommand),
+
+    /// Ask the lead for permission, and decide requests as the lead.
+    #[command(subcommand)]
+    Permission(PermissionCommand),
 
     /// Run one teammate: the process inside a pane that gives an agent CLI (or the built-in
     /// shell agent) the team protocol. Started by `swarm launch`; can be run by hand.
@@ -133,6 +125,18 @@ pub enum Command {
     /// Hooks for agent CLIs; `scripts/claude-permission-hook` calls `swarm hook pre-tool-use`.
     #[command(subcommand)]
     Hook(HookCommand),
+
+    /// Become a teammate described by a spec file (the iTerm2 backend's trampoline).
+    #[command(hide = true)]
+    PaneExec { spec: PathBuf },
+
+    /// Tools for tests and debugging; not a stable interface.
+    #[command(subcommand, hide = true)]
+    Debug(DebugCommand),
+
+    /// Run the store benchmarks against Claude Code baselines and print tables (scripts/bench).
+    #[command(hide = true)]
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -216,14 +220,69 @@ pub struct LeadArgs {
     pub exit_when_done: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Benchmarks to run (default: all): latency, contention, inbox-size, claims, cold-send.
+    pub names: Vec<String>,
+    /// Small sizes, for a smoke test of the benchmark code itself; the numbers mean little.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for the throwaway stores (default: the system temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
     /// Take the store lock on FILE, print "locked", and hold it until killed.
     HoldLock { file: PathBuf },
 
+    /// Append COUNT messages "WRITER:SEQ" to NAME's inbox as `swarm send` does, printing each
+    /// SEQ on its own line only after its append returned (the fault suite's ack protocol).
+    Append(DebugAppendArgs),
+
+    /// Like `append`, but the way Claude Code appends (the benchmarks' baseline): a bare mkdir
+    /// lock given up after 11 tries, the file rewritten in place. Prints "SEQ" or "fail SEQ".
+    CcAppend(DebugAppendArgs),
+
+    /// Claim and complete tasks until none is available, printing each claimed id once claimed.
+    ClaimLoop {
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+        /// Claim without the agent-busy check (no list lock).
+        #[arg(long)]
+        no_busy_check: bool,
+        /// Stop after this many claims.
+        #[arg(long, value_name = "N")]
+        max: Option<u64>,
+    },
+
     /// Seams for the runtime benchmarks (`scripts/bench-runtime`).
     #[command(subcommand)]
     Runtime(DebugRuntimeCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct DebugAppendArgs {
+    /// Recipient.
+    #[arg(long, value_name = "NAME")]
+    pub to: String,
+    /// Messages to append.
+    #[arg(long, default_value_t = 1)]
+    pub count: u64,
+    /// First sequence number.
+    #[arg(long, default_value_t = 0)]
+    pub start: u64,
+    /// Writer id put in front of each sequence number in the text.
+    #[arg(long, default_value = "w")]
+    pub writer: String,
+    /// Skip the inbox lock (read, push, atomic write): a negative control that must lose
+    /// messages under contention.
+    #[arg(long)]
+    pub no_lock: bool,
+    /// Print "SEQ MICROSECONDS" (time spent in the append) instead of "SEQ".
+    #[arg(long)]
+    pub timings: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -61,6 +61,14 @@ pub enum Error {
     #[error("refusing to use {path}: it is a {found} where a regular file or directory belongs; move it away and retry")]
     NotARegularFile { path: PathBuf, found: &'static str },
 
+    #[error("refusing to use {path}: other users can write to it (mode {mode:o}) and setting it to 0700 failed ({source}); run `chmod 700 {path}`")]
+    InsecureDir {
+        path: PathBuf,
+        mode: u32,
+        #[source]
+        source: io::Error,
+    },
+
     #[error("failed to {action} {path}: {source}")]
     Io {
         action: &'static str,
@@ -129,6 +137,7 @@ impl Error {
             | Error::NoSuchPermission(_)
             | Error::MessageTooLarge { .. }
             | Error::NotARegularFile { .. }
+            | Error::InsecureDir { .. }
             | Error::ClaimRefused { .. } => 2,
             _ => 1,
         }

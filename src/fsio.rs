@@ -5,6 +5,8 @@
 //! directory fsynced. A file that does not parse is moved aside to `<file>.corrupt-<ms>` (and
 //! said on stderr) instead of being read as empty and overwritten, which is how Claude Code loses
 //! inboxes. Symlinks, FIFOs and other non-regular files where a store file belongs are refused.
+//! A store directory that other users can write to (a permissive umask, a `chmod -R 777`) is
+//! set back to 0700 with a warning before swarm writes in it, or refused if that fails.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -44,8 +46,47 @@ fn kind_of(meta: &fs::Metadata) -> &'static str {
 }
 
 /// Creates `dir` and its missing parents with mode 0700. An existing component that is a
-/// symlink or not a directory is refused.
+/// symlink or not a directory is refused. If `dir` (a store directory) already exists and
+/// others can write to it, it is set back to 0700 (see [`secure_dir`]); existing parents are
+/// left alone, since they may be the user's own (`--root /tmp/x`).
 pub fn ensure_dir(dir: &Path) -> Result<()> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => secure_dir(dir, &meta),
+        Ok(meta) => Err(Error::NotARegularFile {
+            path: dir.to_path_buf(),
+            found: kind_of(&meta),
+        }),
+        Err(e) if e.kind() == ErrorKind::NotFound => create_dir_all(dir),
+        Err(e) => Err(Error::io("inspect", dir)(e)),
+    }
+}
+
+/// Store directories are private. One that other users can write to would let them swap files
+/// under swarm (rename an inbox away, plant a symlink), so it is set back to 0700 and said on
+/// stderr; if the mode cannot be changed the directory is refused.
+fn secure_dir(dir: &Path, meta: &fs::Metadata) -> Result<()> {
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 == 0 {
+        return Ok(());
+    }
+    match fs::set_permissions(dir, fs::Permissions::from_mode(0o700)) {
+        Ok(()) => {
+            eprintln!(
+                "swarm: warning: {} was writable by other users (mode {mode:o}); set it to 0700",
+                dir.display()
+            );
+            Ok(())
+        }
+        Err(source) => Err(Error::InsecureDir {
+            path: dir.to_path_buf(),
+            mode,
+            source,
+        }),
+    }
+}
+
+/// `ensure_dir` for a directory known to be missing: creates it and its missing parents 0700.
+fn create_dir_all(dir: &Path) -> Result<()> {
     match fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => return Ok(()),
         Ok(meta) => {
@@ -59,7 +100,7 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
     }
     if let Some(parent) = dir.parent() {
         if !parent.as_os_str().is_empty() {
-            ensure_dir(parent)?;
+            create_dir_all(parent)?;
         }
     }
     match fs::DirBuilder::new().mode(0o700).create(dir) {
@@ -105,10 +146,16 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Writes `bytes` to `path` atomically with mode 0600.
+/// Writes `bytes` to `path` atomically with mode 0600. The directory it is written in is set
+/// back to 0700 first if other users can write to it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
+    if let Ok(meta) = fs::symlink_metadata(dir) {
+        if meta.is_dir() {
+            secure_dir(dir, &meta)?;
+        }
+    }
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.join(format!(
         ".{name}.tmp-{}-{}",
@@ -206,20 +253,32 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     };
     parse_json(&bytes).map(Some).map_err(|e| {
         Error::Usage(format!(
-            "{} is not valid ({e}); swarm moves such files aside when it next writes them",
+            "{} is not valid ({e}); repair it or move it aside",
             path.display()
         ))
     })
 }
 
-/// Strict JSON: no byte-order mark, valid UTF-8, the shape of `T`, and no duplicate keys at
-/// the top level of objects serde sees as structs.
+/// Strict JSON: no byte-order mark, valid UTF-8, the shape of `T`.
+///
+/// A key that appears twice in one object keeps its last value, as JavaScript's `JSON.parse`
+/// does: Claude Code reads and writes these same files, and two programs that read one file
+/// differently are worse than either rule. (serde's derive refuses a repeated field, so that
+/// case is parsed again through `serde_json::Value`, which keeps the last.)
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, String> {
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return Err("it starts with a byte-order mark".into());
     }
     let text = std::str::from_utf8(bytes).map_err(|e| format!("invalid UTF-8: {e}"))?;
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    match serde_json::from_str(text) {
+        Ok(v) => Ok(v),
+        Err(e) if e.to_string().starts_with("duplicate field") => {
+            serde_json::from_str::<serde_json::Value>(text)
+                .and_then(serde_json::from_value)
+                .map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Sets mode 0600 on a file swarm created through a path it does not control the mode of.
@@ -279,6 +338,40 @@ mod tests {
         assert!(moved[0]
             .to_string_lossy()
             .starts_with("inbox.json.corrupt-"));
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_like_json_parse() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Entry {
+            from: String,
+            #[serde(flatten)]
+            extra: serde_json::Map<String, serde_json::Value>,
+        }
+        let e: Entry = parse_json(br#"{"from": "a", "from": "b", "x": 1, "x": 2}"#).unwrap();
+        assert_eq!(e.from, "b");
+        assert_eq!(e.extra["x"], 2);
+        let err = parse_json::<Entry>(br#"{"from": 1, "from": 2}"#).unwrap_err();
+        assert!(err.contains("invalid type"), "{err}");
+    }
+
+    #[test]
+    fn world_writable_store_directories_are_set_back_to_0700() {
+        let dir = tempfile::tempdir().unwrap();
+        let inboxes = dir.path().join("inboxes");
+        ensure_dir(&inboxes).unwrap();
+        fs::set_permissions(&inboxes, fs::Permissions::from_mode(0o777)).unwrap();
+        ensure_dir(&inboxes).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&inboxes), 0o700);
+        fs::set_permissions(&inboxes, fs::Permissions::from_mode(0o757)).unwrap();
+        write_atomic(&inboxes.join("coder.json"), b"[]").unwrap();
+        assert_eq!(mode(&inboxes), 0o700);
+        // An existing parent is not ours to change.
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        ensure_dir(&dir.path().join("a/b")).unwrap();
+        assert_eq!(mode(dir.path()), 0o777);
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
     }
 
     #[test]

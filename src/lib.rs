@@ -6,6 +6,7 @@
 //! `launcher`, `swarmfile`, `worktree`, `lifecycle`) start, watch and stop teammates.
 
 pub mod backend;
+pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod demo;

@@ -180,8 +180,9 @@ fn try_take_dir(lock_dir: &Path) -> Result<Option<File>> {
     }
 }
 
-/// Breaks the lock when its holder is provably dead (owner file present and unlocked) or, with
-/// no owner file, when the directory is older than Claude Code's 10 s. Returns whether it broke.
+/// Breaks the lock when its holder is provably dead (owner file present and unlocked, or a
+/// half-installed owner left by a swarm process) or, with no owner file, when the directory is
+/// older than Claude Code's 10 s. Returns whether it broke. Called only while holding the gate.
 fn break_if_dead_or_stale(lock_dir: &Path) -> Result<bool> {
     let owner_path = lock_dir.join("owner");
     match File::open(&owner_path) {
@@ -203,6 +204,13 @@ fn break_if_dead_or_stale(lock_dir: &Path) -> Result<bool> {
             }
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
+            // `owner.tmp-<pid>` without `owner`: a swarm process was killed while installing its
+            // owner file. It cannot be alive: a live swarm holder (or installer) holds the gate,
+            // and so do we. Claude Code never writes such a file.
+            if half_installed(lock_dir)? {
+                remove_lock_dir(lock_dir)?;
+                return Ok(true);
+            }
             let modified = match fs::metadata(lock_dir).and_then(|m| m.modified()) {
                 Ok(t) => t,
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
@@ -219,6 +227,18 @@ fn break_if_dead_or_stale(lock_dir: &Path) -> Result<bool> {
         }
         Err(e) => Err(Error::io("open", &owner_path)(e)),
     }
+}
+
+/// Whether `lock_dir` holds a swarm owner file that was never renamed into place.
+fn half_installed(lock_dir: &Path) -> Result<bool> {
+    let entries = match fs::read_dir(lock_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io("list", lock_dir)(e)),
+    };
+    Ok(entries
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().starts_with("owner.tmp-")))
 }
 
 /// Renames the lock directory out of the way (atomic), then deletes it.
@@ -271,6 +291,17 @@ mod tests {
         fs::create_dir(&lock_dir).unwrap();
         let old = SystemTime::now() - Duration::from_secs(11);
         File::open(&lock_dir).unwrap().set_modified(old).unwrap();
+        let _l = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap();
+    }
+
+    #[test]
+    fn an_owner_file_that_was_never_installed_means_a_dead_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        let lock_dir = lock_dir_of(&target);
+        fs::create_dir(&lock_dir).unwrap();
+        fs::write(lock_dir.join("owner.tmp-4242"), "").unwrap();
+        // Fresh, so Claude Code's 10 s rule alone would make this time out.
         let _l = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap();
     }
 

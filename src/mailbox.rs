@@ -6,6 +6,7 @@
 //! messages beyond the newest 100 move to `<agent>.archive.jsonl`: the live file stays small and
 //! the history stays on disk.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -135,6 +136,11 @@ impl<'a> Mailbox<'a> {
         fsio::ensure_dir(&self.store.inboxes_dir(self.team))?;
         fsio::create_if_missing(&path, b"[]\n")?;
         let _lock = FileLock::acquire(&path)?;
+        if let Some(bytes) = fsio::read_file(&path)? {
+            if let Some(spliced) = splice_append(&bytes, &message) {
+                return fsio::write_atomic(&path, &spliced);
+            }
+        }
         let mut messages = load_locked(&path)?;
         messages.push(message);
         self.compact_and_write(to, &path, messages)
@@ -232,6 +238,66 @@ impl<'a> Mailbox<'a> {
     }
 }
 
+/// An entry checked against the message schema (every known field, its type, no repeats) without
+/// building it: strings are borrowed from the file and unknown fields skipped.
+#[derive(Deserialize)]
+#[expect(dead_code, reason = "the fields are read only to check their types")]
+struct Peek<'a> {
+    #[serde(borrow)]
+    from: Cow<'a, str>,
+    #[serde(borrow)]
+    text: Cow<'a, str>,
+    #[serde(borrow)]
+    timestamp: Cow<'a, str>,
+    #[serde(default, borrow)]
+    summary: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    color: Option<Cow<'a, str>>,
+    #[serde(rename = "msgV", default)]
+    msg_v: Option<u32>,
+    #[serde(default, borrow)]
+    msg_id: Option<Cow<'a, str>>,
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    read: bool,
+}
+
+/// The common append, without parsing every message into a struct and printing them all again:
+/// check that the file is a JSON array of objects, then write the new entry in before the closing
+/// `]`. That keeps an append to an inbox nobody reads from costing a full parse and re-print of
+/// thousands of messages. `None` sends the caller down the full path: a file that does not
+/// parse (quarantine), entries of the wrong shape, or more delivered entries than are kept (archive).
+fn splice_append(bytes: &[u8], message: &InboxMessage) -> Option<Vec<u8>> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return None;
+    }
+    let entries: Vec<Peek> = serde_json::from_slice(bytes).ok()?;
+    if entries.iter().filter(|e| e.read).count() > KEEP_DELIVERED {
+        return None;
+    }
+    let close = bytes.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    if bytes[close] != b']' {
+        return None;
+    }
+    let entry = serde_json::to_string_pretty(message).ok()?;
+    let mut out = Vec::with_capacity(bytes.len() + entry.len() + 16);
+    if entries.is_empty() {
+        out.push(b'[');
+    } else {
+        let before = &bytes[..close];
+        let end = before.iter().rposition(|b| !b.is_ascii_whitespace())? + 1;
+        out.extend_from_slice(&before[..end]);
+        out.push(b',');
+    }
+    for line in entry.lines() {
+        out.extend_from_slice(b"\n  ");
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.extend_from_slice(b"\n]\n");
+    Some(out)
+}
+
 fn check_size(message: &InboxMessage) -> Result<()> {
     let size = message.text.len() + message.summary.as_ref().map_or(0, String::len);
     if size > MAX_MESSAGE_BYTES {
@@ -271,6 +337,9 @@ fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
             Ok(m) => good.push(m),
             Err(_) => bad.push(entry),
         }
+    }
+    if bad.is_empty() {
+        return Ok(good);
     }
     let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());
     fsio::write_json(Path::new(&target), &bad)?;
@@ -338,6 +407,35 @@ mod tests {
         let archive = std::fs::read_to_string(store.archive_path(&team, &coder)).unwrap();
         assert_eq!(archive.lines().count(), 20);
         assert!(archive.lines().next().unwrap().contains("\"m0\""));
+    }
+
+    #[test]
+    fn a_spliced_append_is_byte_for_byte_a_full_rewrite() {
+        let m1 =
+            InboxMessage::new("team-lead", "first\nline \"two\"").with_summary(Some("s".into()));
+        let m2 = InboxMessage::new("coder", "second");
+        let mut full = serde_json::to_vec_pretty(&vec![m1.clone()]).unwrap();
+        full.push(b'\n');
+        let spliced = splice_append(b"[]\n", &m1).unwrap();
+        assert_eq!(
+            String::from_utf8(spliced.clone()).unwrap(),
+            String::from_utf8(full).unwrap()
+        );
+        let mut full = serde_json::to_vec_pretty(&vec![m1, m2.clone()]).unwrap();
+        full.push(b'\n');
+        assert_eq!(splice_append(&spliced, &m2).unwrap(), full);
+        // Compact files from other writers stay valid JSON.
+        let compact = br#"[{"from":"a","text":"x","timestamp":"t"}]"#;
+        let out: Vec<InboxMessage> =
+            serde_json::from_slice(&splice_append(compact, &m2).unwrap()).unwrap();
+        assert_eq!(out.len(), 2);
+        for bad in [&b"[1]"[..], b"{}", b"[{\"from\": ", b"\xEF\xBB\xBF[]", b""] {
+            assert!(
+                splice_append(bad, &m2).is_none(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     #[test]

@@ -5,6 +5,11 @@
 //! to the requester. The files make open questions visible with `ls` and survive a lead that
 //! restarts; resolving takes the pending file's lock and refuses a second decision, so each
 //! request ends in exactly one resolved file.
+//!
+//! A decision is three steps: write the resolved file, answer the requester, remove the pending
+//! file. The pending file goes last, so a decider killed halfway leaves both files, and the next
+//! decider (any `approve` or `deny`) finishes the first decision before refusing its own: the
+//! requester is always answered, at worst twice with the same answer.
 
 use std::fs;
 use std::time::Instant;
@@ -272,11 +277,15 @@ impl<'a> Permissions<'a> {
         let pending = self.pending_path(id);
         let _lock = FileLock::acquire(&pending)?;
         let resolved_path = self.resolved_path(id);
-        if fsio::check_regular(&resolved_path)? {
-            let prior: Option<PermissionRecord> = fsio::read_json(&resolved_path)?;
-            let status = prior.map(|p| p.status).unwrap_or_default();
+        if let Some(prior) = fsio::read_json::<PermissionRecord>(&resolved_path)? {
+            if fsio::check_regular(&pending)? {
+                // The decider before us died before it finished: finish its decision.
+                self.answer(&prior)?;
+                fs::remove_file(&pending).map_err(Error::io("remove", &pending))?;
+            }
             return Err(Error::usage(format!(
-                "permission request {id} was already decided ({status})"
+                "permission request {id} was already decided ({})",
+                prior.status
             )));
         }
         let mut record: PermissionRecord =
@@ -293,25 +302,30 @@ impl<'a> Permissions<'a> {
         record.updated_input = decision.updated_input.clone();
         fsio::ensure_dir(&self.store.resolved_dir(self.team))?;
         fsio::write_json(&resolved_path, &record)?;
+        self.answer(&record)?;
         fs::remove_file(&pending).map_err(Error::io("remove", &pending))?;
+        Ok(record)
+    }
 
-        let response = if decision.approve {
+    /// Sends the `permission_response` for a resolved record to its requester.
+    fn answer(&self, record: &PermissionRecord) -> Result<()> {
+        let response = if record.approved() {
             PermissionResponse {
-                request_id: id.to_string(),
+                request_id: record.id.clone(),
                 subtype: "success".into(),
                 response: Some(
-                    json!({ "updated_input": decision.updated_input.unwrap_or(record.input.clone()), "permission_updates": [] }),
+                    json!({ "updated_input": record.updated_input.clone().unwrap_or(record.input.clone()), "permission_updates": [] }),
                 ),
                 error: None,
                 extra: Map::new(),
             }
         } else {
             PermissionResponse {
-                request_id: id.to_string(),
+                request_id: record.id.clone(),
                 subtype: "error".into(),
                 response: None,
                 error: Some(
-                    decision
+                    record
                         .feedback
                         .clone()
                         .unwrap_or_else(|| "denied by the team lead".into()),
@@ -320,12 +334,9 @@ impl<'a> Permissions<'a> {
             }
         };
         let worker: AgentName = record.worker_name.parse()?;
-        let envelope = InboxMessage::protocol(
-            &decision.resolved_by,
-            &Protocol::PermissionResponse(response),
-        );
-        Mailbox::new(self.store, self.team).append(&worker, envelope)?;
-        Ok(record)
+        let resolved_by = record.resolved_by.as_deref().unwrap_or(crate::names::LEAD);
+        let envelope = InboxMessage::protocol(resolved_by, &Protocol::PermissionResponse(response));
+        Mailbox::new(self.store, self.team).append(&worker, envelope)
     }
 
     /// The decision, if made.
@@ -352,5 +363,64 @@ impl<'a> Permissions<'a> {
             }
             watcher.wait(deadline);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roster::Member;
+
+    #[test]
+    fn a_decision_whose_decider_died_halfway_is_finished_by_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        Roster::new(&store, &team).create("", "/", "").unwrap();
+        let coder: AgentName = "coder".parse().unwrap();
+        Roster::new(&store, &team)
+            .add_member(Member::teammate(&team, &coder, "blue", "/"))
+            .unwrap();
+        let perms = Permissions::new(&store, &team);
+        let ask = Ask {
+            tool_name: "Bash".into(),
+            ..Ask::default()
+        };
+        let record = perms.request(&coder, ask).unwrap();
+        // A decider approved it and was killed right after writing the resolved file.
+        let mut approved = record.clone();
+        approved.status = "approved".into();
+        approved.resolved_by = Some("team-lead".into());
+        fsio::write_json(&perms.resolved_path(&record.id), &approved).unwrap();
+
+        let second = Decision {
+            approve: false,
+            resolved_by: "team-lead".into(),
+            ..Decision::default()
+        };
+        let err = perms.resolve(&record.id, second).unwrap_err();
+        assert!(
+            err.to_string().contains("already decided (approved)"),
+            "{err}"
+        );
+        assert!(!perms.pending_path(&record.id).exists());
+        assert_eq!(
+            perms.decision(&record.id).unwrap().unwrap().status,
+            "approved"
+        );
+        let inbox = Mailbox::new(&store, &team).read(&coder, false).unwrap();
+        let answers: Vec<_> = inbox
+            .iter()
+            .filter_map(|m| match m.payload() {
+                crate::protocol::Payload::Protocol(p) => match *p {
+                    Protocol::PermissionResponse(r) => Some(r),
+                    _ => None,
+                },
+                crate::protocol::Payload::Text(_) => None,
+            })
+            .collect();
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].subtype, "success");
+        assert_eq!(answers[0].request_id, record.id);
     }
 }

@@ -132,11 +132,43 @@ impl<'a> TaskList<'a> {
         fsio::write_json(&self.store.task_path(self.team, &task.id), task)
     }
 
+    /// The largest id ever issued, from `.highwatermark`. Missing or empty is 0; anything else
+    /// that is not a number is refused, since guessing could issue a deleted id again.
     fn highwatermark(&self) -> Result<u64> {
         let path = self.store.highwatermark_path(self.team);
-        Ok(fsio::read_file(&path)?
-            .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|s| s.trim().parse().ok())
+        let Some(bytes) = fsio::read_file(&path)? else {
+            return Ok(0);
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(0);
+        }
+        text.parse().map_err(|_| {
+            Error::usage(format!(
+                "{} holds {text:?}, not a task number; write the largest task id ever issued into it",
+                path.display()
+            ))
+        })
+    }
+
+    /// The largest id among quarantined task files (`<id>.json.corrupt-<ms>`): their ids were
+    /// issued, so they must not be issued again.
+    fn largest_quarantined(&self) -> Result<u64> {
+        let dir = self.store.tasks_dir(self.team);
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(Error::io("list", &dir)(e)),
+        };
+        Ok(entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name();
+                let (stem, _) = name.to_str()?.split_once(".json.corrupt-")?;
+                stem.parse::<TaskId>().ok().map(|id| id.number())
+            })
+            .max()
             .unwrap_or(0))
     }
 
@@ -174,20 +206,22 @@ impl<'a> TaskList<'a> {
     pub fn list(&self) -> Result<Vec<Task>> {
         let mut tasks = Vec::new();
         for id in self.ids()? {
-            let path = self.store.task_path(self.team, &id);
-            match fsio::read_json::<Task>(&path) {
-                Ok(Some(t)) => tasks.push(t),
-                Ok(None) => {}
-                Err(Error::Usage(_)) => {
-                    let _lock = self.task_lock(&id)?;
-                    if let Some(t) = fsio::read_json_or_quarantine::<Task>(&path)? {
-                        tasks.push(t);
-                    }
-                }
-                Err(e) => return Err(e),
-            }
+            tasks.extend(self.read_listed(&id)?);
         }
         Ok(tasks)
+    }
+
+    /// One task as `list` reads it: gone is `None`, and a file that does not parse is
+    /// quarantined (under its lock) and also `None`.
+    fn read_listed(&self, id: &TaskId) -> Result<Option<Task>> {
+        let path = self.store.task_path(self.team, id);
+        match fsio::read_json::<Task>(&path) {
+            Err(Error::Usage(_)) => {
+                let _lock = self.task_lock(id)?;
+                fsio::read_json_or_quarantine::<Task>(&path)
+            }
+            other => other,
+        }
     }
 
     pub fn create(&self, new: NewTask) -> Result<Task> {
@@ -199,7 +233,10 @@ impl<'a> TaskList<'a> {
             self.get(dep)?;
         }
         let largest = self.ids()?.last().map_or(0, TaskId::number);
-        let id = TaskId::new(largest.max(self.highwatermark()?) + 1);
+        let issued = largest
+            .max(self.highwatermark()?)
+            .max(self.largest_quarantined()?);
+        let id = TaskId::new(issued + 1);
         let task = Task {
             id: id.clone(),
             subject: new.subject,
@@ -349,11 +386,16 @@ impl<'a> TaskList<'a> {
     /// Claims `id` for `agent`: owner and `in_progress` in one write. With `busy_check`, refused
     /// while the agent owns another unfinished task.
     pub fn claim(&self, id: &TaskId, agent: &AgentName, busy_check: bool) -> Result<Task> {
-        let _list = if busy_check {
-            Some(self.list_lock()?)
+        if busy_check {
+            let _list = self.list_lock()?;
+            self.claim_locked(id, agent, BusyCheck::Scan)
         } else {
-            None
-        };
+            self.claim_locked(id, agent, BusyCheck::Off)
+        }
+    }
+
+    /// `claim` once the caller holds the list lock (unless `busy` is `Off`).
+    fn claim_locked(&self, id: &TaskId, agent: &AgentName, busy: BusyCheck) -> Result<Task> {
         let _lock = self.task_lock(id)?;
         let mut task = self.get(id)?;
         if task.status == TaskStatus::Completed {
@@ -367,15 +409,18 @@ impl<'a> TaskList<'a> {
         if !self.unblocked(&task)? {
             return Err(self.refused(id, ClaimFailure::Blocked));
         }
-        if busy_check {
-            let busy = self.list()?.into_iter().any(|t| {
-                &t.id != id
-                    && t.owner.as_deref() == Some(agent.as_str())
-                    && t.status != TaskStatus::Completed
-            });
-            if busy {
-                return Err(self.refused(id, ClaimFailure::AgentBusy));
-            }
+        let owns_another = |t: &Task| {
+            &t.id != id
+                && t.owner.as_deref() == Some(agent.as_str())
+                && t.status != TaskStatus::Completed
+        };
+        let busy = match busy {
+            BusyCheck::Off => false,
+            BusyCheck::Scan => self.list()?.iter().any(owns_another),
+            BusyCheck::Snapshot(tasks) => tasks.iter().any(owns_another),
+        };
+        if busy {
+            return Err(self.refused(id, ClaimFailure::AgentBusy));
         }
         task.owner = Some(agent.to_string());
         task.status = TaskStatus::InProgress;
@@ -436,40 +481,62 @@ impl<'a> TaskList<'a> {
     /// Tasks anyone may claim now: pending, no owner, not parked by a failure, nothing
     /// unfinished before them.
     pub fn available(&self) -> Result<Vec<Task>> {
-        let tasks = self.list()?;
-        let done: HashSet<&TaskId> = tasks
-            .iter()
-            .filter(|t| t.status == TaskStatus::Completed)
-            .map(|t| &t.id)
-            .collect();
-        let exists: HashSet<&TaskId> = tasks.iter().map(|t| &t.id).collect();
-        Ok(tasks
-            .iter()
-            .filter(|t| t.status == TaskStatus::Pending && t.owner.is_none() && !t.parked())
-            .filter(|t| {
-                t.blocked_by
-                    .iter()
-                    .all(|d| done.contains(d) || !exists.contains(d))
-            })
-            .cloned()
-            .collect())
+        Ok(available_in(&self.list()?).cloned().collect())
     }
 
     /// Claims the lowest-numbered available task; `None` when there is none. Losing a race for
     /// one task moves on to the next.
+    ///
+    /// Every task file is read at most once per call (this is the hot path of idle teammates):
+    /// with the busy check, one `list` under the list lock serves as both the busy check and
+    /// the candidates; without it, ids are walked upwards and the walk stops at the first task
+    /// that can be claimed. Either way each candidate is checked again under its own lock.
     pub fn claim_next(&self, agent: &AgentName, busy_check: bool) -> Result<Option<Task>> {
-        for task in self.available()? {
-            match self.claim(&task.id, agent, busy_check) {
-                Ok(t) => return Ok(Some(t)),
-                Err(Error::ClaimRefused {
-                    reason: ClaimFailure::AgentBusy,
-                    ..
-                }) => return Ok(None),
-                Err(Error::ClaimRefused { .. } | Error::NoSuchTask { .. }) => continue,
-                Err(e) => return Err(e),
+        if busy_check {
+            let _list = self.list_lock()?;
+            let tasks = self.list()?;
+            for task in available_in(&tasks) {
+                match self.claim_outcome(self.claim_locked(
+                    &task.id,
+                    agent,
+                    BusyCheck::Snapshot(&tasks),
+                ))? {
+                    Some(claimed) => return Ok(claimed),
+                    None => continue,
+                }
+            }
+            return Ok(None);
+        }
+        for id in self.ids()? {
+            let Some(task) = self.read_listed(&id)? else {
+                continue;
+            };
+            if task.status != TaskStatus::Pending || task.owner.is_some() || task.parked() {
+                continue;
+            }
+            if !self.unblocked(&task)? {
+                continue;
+            }
+            match self.claim_outcome(self.claim_locked(&id, agent, BusyCheck::Off))? {
+                Some(claimed) => return Ok(claimed),
+                None => continue,
             }
         }
         Ok(None)
+    }
+
+    /// What one attempt of `claim_next` means: `Some(result)` ends the search (a claim, or
+    /// `None` for a busy agent), `None` moves on to the next candidate.
+    fn claim_outcome(&self, attempt: Result<Task>) -> Result<Option<Option<Task>>> {
+        match attempt {
+            Ok(t) => Ok(Some(Some(t))),
+            Err(Error::ClaimRefused {
+                reason: ClaimFailure::AgentBusy,
+                ..
+            }) => Ok(Some(None)),
+            Err(Error::ClaimRefused { .. } | Error::NoSuchTask { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Returns every unfinished task of `agent` to pending with no owner; gives their ids.
@@ -493,6 +560,34 @@ impl<'a> TaskList<'a> {
         }
         Ok(released)
     }
+}
+
+/// How a claim decides whether the agent already owns an unfinished task.
+enum BusyCheck<'t> {
+    /// No busy check.
+    Off,
+    /// Read every task now (the caller holds the list lock).
+    Scan,
+    /// Use tasks read under the list lock the caller still holds.
+    Snapshot(&'t [Task]),
+}
+
+/// The tasks of `tasks` anyone may claim: pending, no owner, every blocker completed or gone.
+fn available_in(tasks: &[Task]) -> impl Iterator<Item = &Task> {
+    let done: HashSet<&TaskId> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .map(|t| &t.id)
+        .collect();
+    let exists: HashSet<&TaskId> = tasks.iter().map(|t| &t.id).collect();
+    tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Pending && t.owner.is_none() && !t.parked())
+        .filter(move |t| {
+            t.blocked_by
+                .iter()
+                .all(|d| done.contains(d) || !exists.contains(d))
+        })
 }
 
 fn push_unique(v: &mut Vec<TaskId>, id: &TaskId) {
@@ -633,6 +728,56 @@ mod tests {
         let done = tl.finish(&a, &other, &TaskOutcome::Completed).unwrap();
         assert_eq!(done.unwrap().status, TaskStatus::Completed);
         assert_eq!(tl.available().unwrap()[0].id, b);
+    }
+
+    #[test]
+    fn claim_next_takes_the_lowest_available_task_with_and_without_the_busy_check() {
+        let (_d, store, team) = list();
+        let tl = TaskList::new(&store, &team);
+        let coder: AgentName = "coder".parse().unwrap();
+        let other: AgentName = "other".parse().unwrap();
+        let a = tl.create(new("a", &[])).unwrap().id;
+        let b = tl.create(new("b", &[&a])).unwrap().id;
+        let c = tl.create(new("c", &[])).unwrap().id;
+        let d = tl.create(new("d", &[])).unwrap().id;
+        tl.claim(&a, &other, false).unwrap();
+        // a is owned and b waits for a: c is next, for both kinds of claim.
+        assert_eq!(tl.claim_next(&coder, false).unwrap().unwrap().id, c);
+        // coder now owns c, so the busy check refuses it another task...
+        assert!(tl.claim_next(&coder, true).unwrap().is_none());
+        // ...and without it coder gets d, the next one.
+        assert_eq!(tl.claim_next(&coder, false).unwrap().unwrap().id, d);
+        assert!(
+            tl.claim_next(&other, false).unwrap().is_none(),
+            "b is blocked"
+        );
+        // A blocker that is deleted no longer blocks.
+        tl.delete(&a).unwrap();
+        assert_eq!(tl.claim_next(&other, true).unwrap().unwrap().id, b);
+        let done = TaskPatch {
+            status: Some(TaskStatus::Completed),
+            ..Default::default()
+        };
+        for id in [&b, &c, &d] {
+            tl.update(id, done.clone()).unwrap();
+        }
+        assert!(tl.claim_next(&coder, true).unwrap().is_none());
+        assert!(tl.claim_next(&coder, false).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_quarantined_task_keeps_its_id_and_a_garbage_highwatermark_is_refused() {
+        let (_d, store, team) = list();
+        let tl = TaskList::new(&store, &team);
+        tl.create(new("a", &[])).unwrap();
+        let b = tl.create(new("b", &[])).unwrap().id;
+        fs::write(store.task_path(&team, &b), "{\"id\": ").unwrap();
+        assert_eq!(tl.list().unwrap().len(), 1, "the torn task is quarantined");
+        assert_eq!(tl.create(new("c", &[])).unwrap().id.number(), 3);
+        fs::write(store.highwatermark_path(&team), "abc").unwrap();
+        let err = tl.create(new("d", &[])).unwrap_err();
+        assert!(err.to_string().contains("not a task number"), "{err}");
+        assert_eq!(err.exit_code(), 2);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! One module per command group; each turns parsed arguments into store operations and output.
 
+mod debug;
 mod debug_runtime;
 mod launch;
 mod message;
@@ -9,7 +10,7 @@ mod task;
 mod team;
 mod teammate;
 
-use crate::cli::{Cli, Command, DebugCommand};
+use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::names::{AgentName, TeamName};
 use crate::paths::Store;
@@ -77,14 +78,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
         Command::Logs { name, follow } => ops::logs(&ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::iterm2::pane_exec(&spec),
-        Command::Debug(DebugCommand::Runtime(cmd)) => debug_runtime::run(&ctx, cmd),
-        Command::Debug(DebugCommand::HoldLock { file }) => {
-            let _lock = crate::lock::FileLock::acquire(&file)?;
-            crate::output::line("locked")?;
-            loop {
-                std::thread::park();
-            }
-        }
+        Command::Debug(cmd) => debug::run(&ctx, cmd),
+        Command::Bench(args) => crate::bench::run(args, ctx.json).map(|()| 0),
     }
 }
 

@@ -142,9 +142,10 @@ pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
 fn pick(ctx: &Context, name: Option<String>) -> Result<TeamName> {
     match name {
         Some(n) => n.parse(),
-        None => ctx
-            .team()
-            .map_err(|_| Error::usage("name the team: swarm team show NAME (or set --team)")),
+        None if ctx.team.is_none() => Err(Error::usage(
+            "name the team: swarm team show NAME (or set --team)",
+        )),
+        None => ctx.team(),
     }
 }
 

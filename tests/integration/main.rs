@@ -2,7 +2,9 @@
 
 mod support;
 
+mod bench;
 mod demo;
+mod faults;
 mod faults_runtime;
 mod launch;
 mod lead;

@@ -640,6 +640,9 @@ fn bad_names_are_refused_and_change_nothing() {
         env.swarm([&format!("--team={bad}"), "task", "list"])
             .code(2)
             .stderr_has("invalid team name");
+        env.swarm([&format!("--team={bad}"), "team", "show"])
+            .code(2)
+            .stderr_has("invalid team name");
     }
     for reserved in ["user", "System", "MAIN"] {
         env.swarm(["send", "--to", reserved, "hi"])

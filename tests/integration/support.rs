@@ -115,8 +115,11 @@ impl Env {
                             .into_os_string()
                             .into_encoded_bytes(),
                     );
-                } else {
+                } else if ft.is_file() {
                     out.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
+                } else {
+                    // A FIFO or socket: reading it could block forever.
+                    out.insert(path, b"<special file>".to_vec());
                 }
             }
         }

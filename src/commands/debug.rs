@@ -1,0 +1,128 @@
+//! `swarm debug ...`: hidden seams for the fault suite and the benchmarks.
+//!
+//! The claims those two make are about separate OS processes (many writers on one inbox, many
+//! claimers on one task list, a writer killed between its write and its acknowledgement), so
+//! they need a process that performs one store operation in a loop and says, line by line, what
+//! it has finished. These commands are that process. They call the same store functions the
+//! normal commands call and change nothing about them; `--no-lock` and `cc-append` exist only
+//! to prove the harness can fail and to measure the Claude Code baseline. Not a stable interface.
+
+use std::time::Instant;
+
+use super::{agent, Context};
+use crate::bench::claude_code;
+use crate::cli::{DebugAppendArgs, DebugCommand};
+use crate::error::{Error, Result};
+use crate::fsio;
+use crate::mailbox::{InboxMessage, Mailbox};
+use crate::names::{AgentName, TeamName};
+use crate::output;
+use crate::paths::Store;
+use crate::tasks::{TaskList, TaskPatch, TaskStatus};
+
+pub fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
+    match cmd {
+        DebugCommand::HoldLock { file } => {
+            let _lock = crate::lock::FileLock::acquire(&file)?;
+            output::line("locked")?;
+            loop {
+                std::thread::park();
+            }
+        }
+        DebugCommand::Append(args) => append(ctx, args).map(|()| 0),
+        DebugCommand::CcAppend(args) => cc_append(ctx, args).map(|()| 0),
+        DebugCommand::ClaimLoop {
+            agent: name,
+            no_busy_check,
+            max,
+        } => claim_loop(ctx, &agent(&name)?, !no_busy_check, max).map(|()| 0),
+        DebugCommand::Runtime(cmd) => super::debug_runtime::run(ctx, cmd),
+    }
+}
+
+/// The text of message `seq` from `writer`; the fault suite and the benchmarks parse it back.
+pub fn message_text(writer: &str, seq: u64) -> String {
+    format!("{writer}:{seq}")
+}
+
+fn ack(seq: u64, started: Instant, timings: bool) -> Result<()> {
+    if timings {
+        output::line(format!("{seq} {}", started.elapsed().as_micros()))
+    } else {
+        output::line(seq.to_string())
+    }
+}
+
+fn append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
+    let team = ctx.existing_team()?;
+    let to = agent(&args.to)?;
+    let mailbox = Mailbox::new(&ctx.store, &team);
+    for seq in args.start..args.start + args.count {
+        let message = InboxMessage::new("team-lead", message_text(&args.writer, seq));
+        let started = Instant::now();
+        if args.no_lock {
+            append_without_lock(&ctx.store, &team, &to, message)?;
+        } else {
+            mailbox.send(&to, message)?;
+        }
+        ack(seq, started, args.timings)?;
+    }
+    Ok(())
+}
+
+/// `Mailbox::append` minus the lock: read, push, atomic write. Every write is whole, so readers
+/// still never see a torn file, but concurrent writers overwrite each other's messages.
+fn append_without_lock(
+    store: &Store,
+    team: &TeamName,
+    to: &AgentName,
+    message: InboxMessage,
+) -> Result<()> {
+    let path = store.inbox_path(team, to);
+    fsio::ensure_dir(&store.inboxes_dir(team))?;
+    fsio::create_if_missing(&path, b"[]\n")?;
+    let mut messages: Vec<InboxMessage> = fsio::read_json(&path)?.unwrap_or_default();
+    messages.push(message);
+    fsio::write_json(&path, &messages)
+}
+
+fn cc_append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
+    let team = ctx.existing_team()?;
+    let to = agent(&args.to)?;
+    let path = ctx.store.inbox_path(&team, &to);
+    for seq in args.start..args.start + args.count {
+        let message = InboxMessage::new("team-lead", message_text(&args.writer, seq));
+        let started = Instant::now();
+        let delivered = claude_code::append(&path, &message)
+            .map_err(Error::io("append (Claude Code baseline) to", &path))?;
+        if delivered {
+            ack(seq, started, args.timings)?;
+        } else {
+            output::line(format!("fail {seq}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Claims the next available task, prints its id, completes it, and repeats until none is left
+/// (or `max` were claimed).
+fn claim_loop(ctx: &Context, who: &AgentName, busy_check: bool, max: Option<u64>) -> Result<()> {
+    let team = ctx.team()?;
+    let tasks = TaskList::new(&ctx.store, &team);
+    let mut claimed = 0;
+    while max.is_none_or(|m| claimed < m) {
+        let Some(task) = tasks.claim_next(who, busy_check)? else {
+            break;
+        };
+        claimed += 1;
+        output::line(task.id.to_string())?;
+        tasks.update(
+            &task.id,
+            TaskPatch {
+                status: Some(TaskStatus::Completed),
+                ..TaskPatch::default()
+            },
+        )?;
+    }
+    Ok(())
+}

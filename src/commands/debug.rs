@@ -37,7 +37,6 @@ pub fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             no_busy_check,
             max,
         } => claim_loop(ctx, &agent(&name)?, !no_busy_check, max).map(|()| 0),
-        DebugCommand::Runtime(cmd) => super::debug_runtime::run(ctx, cmd),
     }
 }
 

@@ -562,18 +562,7 @@ fn eight_processes_claiming_at_once_claim_each_task_once() {
 fn a_lock_whose_holder_was_killed_is_broken_at_once() {
     let env = Env::with_team(&["coder"]);
     let inbox = env.path("teams/t/inboxes/coder.json");
-    let mut holder = env
-        .swarm([
-            std::ffi::OsStr::new("debug"),
-            "hold-lock".as_ref(),
-            inbox.as_os_str(),
-        ])
-        .spawn();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "locked\n");
+    let mut holder = env.hold_lock(&inbox);
     assert!(env.path("teams/t/inboxes/coder.json.lock/owner").is_file());
     holder.kill().unwrap(); // SIGKILL: no destructor runs, the lock directory stays behind
     holder.wait().unwrap();
@@ -738,17 +727,7 @@ fn only_a_long_wait_for_a_lock_is_announced() {
     let env = Env::with_team(&["coder"]);
     let inbox = env.path("teams/t/inboxes/coder.json");
     for (hold_ms, announced) in [(200, false), (2500, true)] {
-        let mut holder = env
-            .swarm([
-                std::ffi::OsStr::new("debug"),
-                "hold-lock".as_ref(),
-                inbox.as_os_str(),
-            ])
-            .spawn();
-        let mut line = String::new();
-        BufReader::new(holder.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut holder = env.hold_lock(&inbox);
         let sender = env.swarm(["send", "--to", "coder", "queued"]).spawn();
         std::thread::sleep(Duration::from_millis(hold_ms));
         holder.kill().unwrap();

@@ -94,6 +94,21 @@ impl Env {
         Swarm { cmd, stdin: None }
     }
 
+    /// A `swarm debug hold-lock FILE` process that holds the store lock on `file` once this
+    /// returns; SIGKILL it to leave the lock behind as a crash would.
+    pub fn hold_lock(&self, file: &Path) -> std::process::Child {
+        use std::io::BufRead;
+        let mut holder = self
+            .swarm([OsStr::new("debug"), "hold-lock".as_ref(), file.as_os_str()])
+            .spawn();
+        let mut line = String::new();
+        std::io::BufReader::new(holder.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "locked\n");
+        holder
+    }
+
     /// Every file under the root with its bytes: compare before and after to prove a refused
     /// command changed nothing.
     pub fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {

@@ -394,7 +394,15 @@ fn permission_request_approved_and_denied_from_another_process() {
     assert_eq!(pending["status"], "pending");
     let id = pending["id"].as_str().unwrap().to_string();
     assert!(id.starts_with("perm-"));
-    let lead = env.swarm(["--json", "inbox", "team-lead"]).ok().json();
+    // The pending file is written just before the message to the lead.
+    let lead = eventually(
+        Duration::from_secs(10),
+        "the request in the lead's inbox",
+        || {
+            let lead = env.swarm(["--json", "inbox", "team-lead"]).ok().json();
+            lead[0]["text"].is_string().then_some(lead)
+        },
+    );
     let request: Value = serde_json::from_str(lead[0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(request["type"], "permission_request");
     assert_eq!(request["request_id"], id.as_str());

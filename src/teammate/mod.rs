@@ -463,10 +463,9 @@ impl Runtime {
         if found.is_some() {
             return Ok(found);
         }
-        let mine: Vec<Task> = self
-            .tasks()
-            .list()?
-            .into_iter()
+        let all = self.tasks().list()?;
+        let mine: Vec<&Task> = all
+            .iter()
             .filter(|t| t.owner.as_deref() == Some(me.as_str()))
             .filter(|t| t.status != TaskStatus::Completed && !t.parked())
             .collect();
@@ -476,6 +475,14 @@ impl Runtime {
                 Err(Error::ClaimRefused { .. } | Error::NoSuchTask { .. }) => {}
                 Err(e) => return Err(e),
             }
+        }
+        // `claim_next` takes the task-list lock; an idle teammate wakes on every re-scan, so it
+        // only asks when a claimable task may exist (blockers are checked under the lock).
+        let candidate = all
+            .iter()
+            .any(|t| t.status == TaskStatus::Pending && t.owner.is_none() && !t.parked());
+        if !candidate {
+            return Ok(None);
         }
         self.tasks().claim_next(&me, true)
     }

@@ -16,25 +16,7 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 /// Every variable section 10 forwards, removed so tests see only what they set.
-const FORWARDED: &[&str] = &[
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "CLAUDE_CODE_USE_FOUNDRY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "CLAUDE_CONFIG_DIR",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "SSL_CERT_FILE",
-    "NODE_EXTRA_CA_CERTS",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "DISABLE_TELEMETRY",
-];
+use swarm::launcher::FORWARDED_ENV as FORWARDED;
 
 fn write_script(path: &Path, body: &str) -> PathBuf {
     std::fs::write(path, body).unwrap();

@@ -28,15 +28,15 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cli::BenchArgs;
+use crate::commands::cli::BenchArgs;
 use crate::error::{Error, Result};
-use crate::fsio;
-use crate::mailbox::InboxMessage;
-use crate::names::{AgentName, TaskId, TeamName};
 use crate::output;
-use crate::paths::Store;
-use crate::roster::{Member, Roster};
-use crate::tasks::{Task, TaskStatus};
+use crate::store::fsio;
+use crate::store::mailbox::InboxMessage;
+use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::paths::Store;
+use crate::store::roster::{Member, Roster};
+use crate::store::tasks::{Task, TaskStatus};
 
 type BenchFn = fn(&Bench) -> Result<Section>;
 
@@ -856,7 +856,7 @@ fn inbox_size(b: &Bench) -> Result<Section> {
         ),
         table,
         notes: vec![
-            format!("swarm keeps at most {} delivered messages in the live file and moves older ones to `<agent>.archive.jsonl`. So the first append to an inbox seeded with {} delivered messages pays once for archiving the surplus (the `first append` column), and every later append works on a file of about {} entries: the steady state does not depend on how much history there is.", crate::mailbox::KEEP_DELIVERED, fmt_int(large), crate::mailbox::KEEP_DELIVERED),
+            format!("swarm keeps at most {} delivered messages in the live file and moves older ones to `<agent>.archive.jsonl`. So the first append to an inbox seeded with {} delivered messages pays once for archiving the surplus (the `first append` column), and every later append works on a file of about {} entries: the steady state does not depend on how much history there is.", crate::store::mailbox::KEEP_DELIVERED, fmt_int(large), crate::store::mailbox::KEEP_DELIVERED),
             "Undelivered messages are never archived (nothing may be lost), so a recipient that stops reading makes swarm's appends grow like Claude Code's; the `undelivered` row shows that case.".into(),
             "The Claude Code baseline keeps every entry in the file (as the brief specifies; PROTOCOL.md notes that real Claude Code deletes entries it has delivered, which would keep its file small too, at the price of losing them). swarm's appends fsync the file and its directory; Claude Code's `writeFileSync` does not, which is most of the remaining difference at small sizes.".into(),
         ],

@@ -16,18 +16,18 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::lifecycle;
-use crate::liveness::{Liveness, ReapGate};
-use crate::mailbox::{InboxMessage, Mailbox};
-use crate::names::{AgentName, TeamName};
-use crate::paths::Store;
-use crate::permissions::{Decision, Permissions};
-use crate::protocol::{
+use crate::store::liveness::{Liveness, ReapGate};
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::permissions::{Decision, Permissions};
+use crate::store::protocol::{
     timestamp_now, IdleNotification, Payload, PermissionRequest, PlanApprovalRequest,
     PlanApprovalResponse, Protocol,
 };
-use crate::roster::{Member, Roster};
-use crate::tasks::{TaskList, TaskStatus};
-use crate::watcher::DirWatcher;
+use crate::store::roster::{Member, Roster};
+use crate::store::tasks::{TaskList, TaskStatus};
+use crate::store::watcher::DirWatcher;
 
 #[derive(Debug, Clone, Default)]
 pub struct LeadOptions {
@@ -102,7 +102,7 @@ impl<'a> Console<'a> {
             let wait = if look_again {
                 SECOND_LOOK
             } else {
-                crate::watcher::rescan_interval()
+                crate::store::watcher::rescan_interval()
             };
             look_again = false;
             match next_event(&rx, wait) {
@@ -449,7 +449,7 @@ pub fn shutdown_was_requested(
     {
         return Ok(true);
     }
-    let archive = crate::fsio::read_file(&store.archive_path(team, to))?.unwrap_or_default();
+    let archive = crate::store::fsio::read_file(&store.archive_path(team, to))?.unwrap_or_default();
     Ok(String::from_utf8_lossy(&archive)
         .lines()
         .filter_map(|l| serde_json::from_str::<InboxMessage>(l).ok())
@@ -506,7 +506,7 @@ fn spawn_input(tx: Sender<Event>) {
 
 /// Wakes the console on changes in `dir`: inbox writes, or (`exits`) runtimes that end.
 fn spawn_watch(dir: std::path::PathBuf, tx: Sender<Event>, exits: bool) -> Result<()> {
-    crate::fsio::ensure_dir(&dir)?;
+    crate::store::fsio::ensure_dir(&dir)?;
     let (watcher, event): (_, fn() -> Event) = if exits {
         (DirWatcher::for_exits(&dir)?, || Event::Exited)
     } else {
@@ -537,7 +537,7 @@ impl Paint {
         if !self.on {
             return name.to_string();
         }
-        let code = crate::roster::ansi_colour(color).unwrap_or("1");
+        let code = crate::store::roster::ansi_colour(color).unwrap_or("1");
         format!("\x1b[{code}m{name}\x1b[0m")
     }
 }

@@ -7,35 +7,20 @@
 
 pub mod backend;
 pub mod bench;
-pub mod cli;
 pub mod commands;
-pub mod demo;
 pub mod error;
-pub mod fsio;
-pub mod launcher;
+pub mod launch;
 pub mod lead;
 pub mod lifecycle;
-pub mod liveness;
-pub mod lock;
-pub mod mailbox;
-pub mod names;
 pub mod output;
-pub mod paths;
-pub mod permissions;
-pub mod protocol;
-pub mod roster;
-pub mod shell_agent;
-pub mod swarmfile;
-pub mod tasks;
+pub mod store;
 pub mod teammate;
-pub mod watcher;
-pub mod worktree;
 
 use clap::Parser;
 
 /// Parses the command line, runs it and returns the exit code.
 pub fn run() -> i32 {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match commands::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

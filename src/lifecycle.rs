@@ -15,16 +15,16 @@ use crate::backend::iterm2::Iterm2Backend;
 use crate::backend::tmux::{TmuxBackend, TmuxServer};
 use crate::backend::{in_process, BackendKind, PaneBackend, PaneId, PaneState, SystemExec};
 use crate::error::{Error, Result};
-use crate::fsio;
-use crate::liveness::{self, Liveness, ReapGate};
-use crate::mailbox::{InboxMessage, Mailbox};
-use crate::names::{AgentName, TaskId, TeamName};
-use crate::paths::Store;
-use crate::protocol::{timestamp_now, Payload, Protocol, ShutdownRequest};
-use crate::roster::{Member, Roster};
-use crate::tasks::TaskList;
-use crate::watcher::DirWatcher;
-use crate::worktree::{self, Worktree};
+use crate::launch::worktree::{self, Worktree};
+use crate::store::fsio;
+use crate::store::liveness::{self, Liveness, ReapGate};
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::paths::Store;
+use crate::store::protocol::{timestamp_now, Payload, Protocol, ShutdownRequest};
+use crate::store::roster::{Member, Roster};
+use crate::store::tasks::TaskList;
+use crate::store::watcher::DirWatcher;
 
 /// Sender of the notices swarm itself writes to the lead's inbox.
 pub const SYSTEM_SENDER: &str = "system";
@@ -198,13 +198,13 @@ pub fn send_shutdown_request(
     let request_id = format!("shutdown-{}@{name}", fsio::now_ms());
     let request = Protocol::ShutdownRequest(ShutdownRequest {
         request_id: request_id.clone(),
-        from: crate::names::LEAD.into(),
+        from: crate::store::names::LEAD.into(),
         reason: reason.map(str::to_string),
         timestamp: timestamp_now(),
         extra: Default::default(),
     });
-    let message = InboxMessage::protocol(crate::names::LEAD, &request)
-        .with_color(Some(crate::roster::LEAD_COLOR.into()));
+    let message = InboxMessage::protocol(crate::store::names::LEAD, &request)
+        .with_color(Some(crate::store::roster::LEAD_COLOR.into()));
     Mailbox::new(store, team).send(name, message)?;
     Ok(request_id)
 }
@@ -399,7 +399,7 @@ pub fn shutdown(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::{NewTask, TaskStatus};
+    use crate::store::tasks::{NewTask, TaskStatus};
 
     fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
         let dir = tempfile::tempdir().unwrap();

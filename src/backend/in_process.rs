@@ -22,11 +22,11 @@ use serde_json::{json, Value};
 
 use super::{BackendKind, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState, Started};
 use crate::error::{Error, Result};
-use crate::fsio;
 use crate::lifecycle::{self, ShutdownReply};
-use crate::names::{AgentName, TaskId, TeamName};
-use crate::paths::Store;
-use crate::roster::{Member, Roster};
+use crate::store::fsio;
+use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::paths::Store;
+use crate::store::roster::{Member, Roster};
 
 /// The `tmuxPaneId` of every in-process member (PROTOCOL.md section 5).
 pub const PANE_ID: &str = "in-process";

@@ -18,7 +18,7 @@ use super::{
     BackendKind, Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState, Started,
 };
 use crate::error::{Error, Result};
-use crate::fsio;
+use crate::store::fsio;
 
 /// Everything `swarm pane-exec` needs to become the teammate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -242,12 +242,12 @@ pub fn pane_exec(spec_path: &Path) -> Result<i32> {
         let _ = out.flush();
     }
     if let (Ok(team), Ok(name)) = (
-        spec.team.parse::<crate::names::TeamName>(),
-        spec.name.parse::<crate::names::AgentName>(),
+        spec.team.parse::<crate::store::names::TeamName>(),
+        spec.name.parse::<crate::store::names::AgentName>(),
     ) {
-        let store = crate::paths::Store::new(&spec.root);
+        let store = crate::store::paths::Store::new(&spec.root);
         let pid = std::process::id();
-        let _ = crate::roster::Roster::new(&store, &team).update_member(&name, |m| {
+        let _ = crate::store::roster::Roster::new(&store, &team).update_member(&name, |m| {
             super::in_process::record_pid(m, pid);
         });
     }

@@ -21,7 +21,7 @@ use tmux_interface::{
 use super::{Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState, Started};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
-use crate::roster::{tmux_colour, Member};
+use crate::store::roster::{tmux_colour, Member};
 
 /// What a fresh pane runs until `respawn-pane` replaces it: two words, so tmux execs it without a
 /// shell, and harmless if the launcher dies before the real command starts.

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::mailbox::InboxMessage;
+use crate::store::mailbox::InboxMessage;
 
 /// `proper-lockfile`'s default staleness.
 pub const STALE_AFTER: Duration = Duration::from_secs(10);

@@ -11,19 +11,19 @@ use std::time::Instant;
 
 use super::{agent, Context};
 use crate::bench::claude_code;
-use crate::cli::{DebugAppendArgs, DebugCommand};
+use crate::commands::cli::{DebugAppendArgs, DebugCommand};
 use crate::error::{Error, Result};
-use crate::fsio;
-use crate::mailbox::{InboxMessage, Mailbox};
-use crate::names::{AgentName, TeamName};
 use crate::output;
-use crate::paths::Store;
-use crate::tasks::{TaskList, TaskPatch, TaskStatus};
+use crate::store::fsio;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::tasks::{TaskList, TaskPatch, TaskStatus};
 
 pub fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
     match cmd {
         DebugCommand::HoldLock { file } => {
-            let _lock = crate::lock::FileLock::acquire(&file)?;
+            let _lock = crate::store::lock::FileLock::acquire(&file)?;
             output::line("locked")?;
             loop {
                 std::thread::park();

@@ -16,17 +16,17 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::Context;
-use crate::cli::DebugRuntimeCommand;
+use crate::commands::cli::DebugRuntimeCommand;
 use crate::error::{Error, Result};
-use crate::fsio;
-use crate::liveness::{self, Liveness};
-use crate::mailbox::{InboxMessage, Mailbox};
-use crate::names::{AgentName, TeamName};
 use crate::output;
-use crate::paths::Store;
-use crate::protocol::{Payload, Protocol};
-use crate::roster::Roster;
-use crate::watcher::DirWatcher;
+use crate::store::fsio;
+use crate::store::liveness::{self, Liveness};
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::protocol::{Payload, Protocol};
+use crate::store::roster::Roster;
+use crate::store::watcher::DirWatcher;
 
 /// How long one message may take before the measurement gives up.
 const MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);

@@ -8,14 +8,14 @@ use serde_json::Value;
 use super::Context;
 use crate::backend::in_process::SuperviseOptions;
 use crate::backend::{display_argv, shell_quote, BackendKind};
-use crate::cli::LaunchArgs;
+use crate::commands::cli::LaunchArgs;
 use crate::error::{Error, Result};
-use crate::launcher::{
+use crate::launch::swarmfile::{self, LaunchPlanParts};
+use crate::launch::{
     self, AgentKind, Inherited, LaunchOptions, Prepared, TaskRef, TeammatePlan, DEFAULT_GRACE,
 };
-use crate::names::AgentName;
 use crate::output;
-use crate::swarmfile::{self, LaunchPlanParts};
+use crate::store::names::AgentName;
 
 /// Values of these variables are not printed by `--dry-run`.
 fn is_secret(key: &str) -> bool {
@@ -81,7 +81,7 @@ pub fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         plan_mode_required: args.plan_mode_required,
         extra: args.extra,
     };
-    let prepared = launcher::prepare(&ctx.store, plan, &opts)?;
+    let prepared = launch::prepare(&ctx.store, plan, &opts)?;
     eprintln!(
         "swarm: backend {}: {}",
         prepared.backend.kind, prepared.backend.why
@@ -212,7 +212,7 @@ fn dry_run(ctx: &Context, prepared: &Prepared) -> Result<()> {
         if !t.prompt.is_empty() {
             output::line(format!(
                 "  first message: {}",
-                crate::protocol::truncate(t.prompt.lines().next().unwrap_or_default(), 100)
+                crate::store::protocol::truncate(t.prompt.lines().next().unwrap_or_default(), 100)
             ))?;
         }
     }

@@ -6,14 +6,14 @@ use std::io::Read;
 use serde_json::json;
 
 use super::{agent, Context};
-use crate::cli::{InboxArgs, SendArgs};
+use crate::commands::cli::{InboxArgs, SendArgs};
 use crate::error::{Error, Result};
-use crate::mailbox::{InboxMessage, Mailbox, MAX_MESSAGE_BYTES};
-use crate::names::AgentName;
 use crate::output;
-use crate::protocol::Payload;
-use crate::roster::Roster;
-use crate::watcher::DirWatcher;
+use crate::store::mailbox::{InboxMessage, Mailbox, MAX_MESSAGE_BYTES};
+use crate::store::names::AgentName;
+use crate::store::protocol::Payload;
+use crate::store::roster::Roster;
+use crate::store::watcher::DirWatcher;
 
 pub fn send(ctx: &Context, args: SendArgs) -> Result<()> {
     let team = ctx.existing_team()?;

@@ -10,17 +10,17 @@ use serde_json::json;
 use super::{agent, Context};
 use crate::backend::tmux::{TmuxBackend, TmuxEnv, TmuxServer};
 use crate::backend::{in_process, BackendKind, PaneBackend as _, PaneId, PaneState, SystemExec};
-use crate::cli::ShutdownArgs;
+use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, Health, ShutdownOptions};
-use crate::liveness::Liveness;
-use crate::mailbox::Mailbox;
-use crate::names::{AgentName, TeamName};
 use crate::output;
-use crate::paths::Store;
-use crate::permissions::Permissions;
-use crate::roster::{Member, Roster};
-use crate::tasks::{TaskList, TaskStatus};
+use crate::store::liveness::Liveness;
+use crate::store::mailbox::Mailbox;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::permissions::Permissions;
+use crate::store::roster::{Member, Roster};
+use crate::store::tasks::{TaskList, TaskStatus};
 
 pub fn status(ctx: &Context) -> Result<()> {
     let team = ctx.existing_team()?;
@@ -48,7 +48,7 @@ pub fn status(ctx: &Context) -> Result<()> {
         rows.push(json!({
             "name": m.name,
             "color": m.color_or_default(),
-            "agent": m.extra.get(crate::launcher::AGENT_FIELD),
+            "agent": m.extra.get(crate::launch::AGENT_FIELD),
             "backend": m.backend_type,
             "paneId": m.tmux_pane_id,
             "active": m.is_lead() || m.active(),
@@ -58,7 +58,7 @@ pub fn status(ctx: &Context) -> Result<()> {
             "error": error,
             "task": task.map(|t| json!({"id": t.id, "subject": t.subject})),
             "unread": unread,
-            "worktree": m.extra.get(crate::worktree::FIELD).and_then(|w| w.get("path")),
+            "worktree": m.extra.get(crate::launch::worktree::FIELD).and_then(|w| w.get("path")),
         }));
         states.push(describe_state(m, health, error.as_deref()));
     }
@@ -126,7 +126,7 @@ pub fn status(ctx: &Context) -> Result<()> {
 
 fn describe_state(m: &Member, health: Option<Health>, error: Option<&str>) -> String {
     if let Some(e) = error {
-        return format!("unknown ({})", crate::protocol::truncate(e, 40));
+        return format!("unknown ({})", crate::store::protocol::truncate(e, 40));
     }
     let Some(h) = health else {
         return if m.is_lead() {

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{agent, json_arg, Context};
-use crate::cli::PermissionCommand;
+use crate::commands::cli::PermissionCommand;
 use crate::error::Result;
 use crate::output;
-use crate::permissions::{Ask, Decision, PermissionRecord, Permissions};
+use crate::store::permissions::{Ask, Decision, PermissionRecord, Permissions};
 
 pub fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
     let team = ctx.existing_team()?;

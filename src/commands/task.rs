@@ -3,11 +3,11 @@
 use serde_json::{json, Map, Value};
 
 use super::{agent, json_arg, Context};
-use crate::cli::TaskCommand;
+use crate::commands::cli::TaskCommand;
 use crate::error::{Error, Result};
-use crate::names::TaskId;
 use crate::output;
-use crate::tasks::{NewTask, Task, TaskList, TaskPatch};
+use crate::store::names::TaskId;
+use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch};
 
 pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
     let team = ctx.team()?;

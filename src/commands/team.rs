@@ -3,12 +3,12 @@
 use serde_json::json;
 
 use super::Context;
-use crate::cli::TeamCommand;
+use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
-use crate::names::{AgentName, TeamName};
 use crate::output;
-use crate::roster::{self, Member, Roster, TeamConfig};
-use crate::tasks::TaskList;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::roster::{self, Member, Roster, TeamConfig};
+use crate::store::tasks::TaskList;
 
 pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
     match cmd {

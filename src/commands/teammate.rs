@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::{agent, Context};
-use crate::cli::{BuiltinAgent, HookCommand, TeammateArgs};
+use crate::commands::cli::{BuiltinAgent, HookCommand, TeammateArgs};
 use crate::error::{Error, Result};
-use crate::names::{AgentName, TeamName};
 use crate::output;
-use crate::permissions::{Ask, Permissions};
-use crate::roster::Roster;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::permissions::{Ask, Permissions};
+use crate::store::roster::Roster;
 use crate::teammate::{self, Agent, Config};
 
 pub fn run(ctx: &Context, args: TeammateArgs) -> Result<i32> {
@@ -61,7 +61,7 @@ fn config(ctx: &Context, args: TeammateArgs) -> Result<Config> {
         )));
     }
     // The agent may run elsewhere, so it gets an absolute root.
-    let store = crate::paths::Store::new(here.join(ctx.store.root()));
+    let store = crate::store::paths::Store::new(here.join(ctx.store.root()));
     let backend = std::env::var("SWARM_BACKEND")
         .ok()
         .filter(|b| !b.is_empty())

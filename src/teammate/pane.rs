@@ -7,7 +7,7 @@
 use std::io::IsTerminal;
 
 use crate::output;
-use crate::roster::ansi_colour as ansi;
+use crate::store::roster::ansi_colour as ansi;
 
 #[derive(Debug, Clone)]
 pub struct Pane {
@@ -37,7 +37,7 @@ mod tests {
 
     #[test]
     fn every_roster_colour_has_an_ansi_code() {
-        for c in crate::roster::COLORS {
+        for c in crate::store::roster::COLORS {
             assert!(ansi(c).is_some(), "{c}");
         }
     }

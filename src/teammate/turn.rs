@@ -5,8 +5,8 @@
 //! model, PROTOCOL.md section 6), the task, or the plan and the lead's feedback on it. The
 //! built-in shell agent reads the same `Turn` without turning it into text.
 
-use crate::mailbox::InboxMessage;
-use crate::tasks::Task;
+use crate::store::mailbox::InboxMessage;
+use crate::store::tasks::Task;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnKind {

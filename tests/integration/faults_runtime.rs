@@ -20,10 +20,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use swarm::names::{TaskId, TeamName};
-use swarm::paths::Store;
-use swarm::roster::Roster;
-use swarm::tasks::{NewTask, TaskList, TaskStatus};
+use swarm::store::names::{TaskId, TeamName};
+use swarm::store::paths::Store;
+use swarm::store::roster::Roster;
+use swarm::store::tasks::{NewTask, TaskList, TaskStatus};
 
 use crate::support::*;
 

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 /// Every variable section 10 forwards, removed so tests see only what they set.
-use swarm::launcher::FORWARDED_ENV as FORWARDED;
+use swarm::launch::FORWARDED_ENV as FORWARDED;
 
 fn write_script(path: &Path, body: &str) -> PathBuf {
     std::fs::write(path, body).unwrap();

@@ -7,9 +7,9 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use swarm::liveness::{probe, Liveness};
-use swarm::names::{AgentName, TeamName};
-use swarm::paths::Store;
+use swarm::store::liveness::{probe, Liveness};
+use swarm::store::names::{AgentName, TeamName};
+use swarm::store::paths::Store;
 
 use crate::support::*;
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use fs4::fs_std::FileExt;
 
 use crate::error::{Error, Result};
-use crate::fsio::now_ms;
+use crate::store::fsio::now_ms;
 
 /// Claude Code's staleness rule for a lock directory with no owner file.
 const STALE_AFTER: Duration = Duration::from_secs(10);

@@ -18,14 +18,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::fsio::{self, now_ms};
-use crate::lock::FileLock;
-use crate::mailbox::{InboxMessage, Mailbox};
-use crate::names::{AgentName, TeamName};
-use crate::paths::Store;
-use crate::protocol::{PermissionRequest, PermissionResponse, Protocol};
-use crate::roster::Roster;
-use crate::watcher::DirWatcher;
+use crate::store::fsio::{self, now_ms};
+use crate::store::lock::FileLock;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::protocol::{PermissionRequest, PermissionResponse, Protocol};
+use crate::store::roster::Roster;
+use crate::store::watcher::DirWatcher;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -334,7 +334,10 @@ impl<'a> Permissions<'a> {
             }
         };
         let worker: AgentName = record.worker_name.parse()?;
-        let resolved_by = record.resolved_by.as_deref().unwrap_or(crate::names::LEAD);
+        let resolved_by = record
+            .resolved_by
+            .as_deref()
+            .unwrap_or(crate::store::names::LEAD);
         let envelope = InboxMessage::protocol(resolved_by, &Protocol::PermissionResponse(response));
         Mailbox::new(self.store, self.team).append(&worker, envelope)
     }
@@ -369,7 +372,7 @@ impl<'a> Permissions<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roster::Member;
+    use crate::store::roster::Member;
 
     #[test]
     fn a_decision_whose_decider_died_halfway_is_finished_by_the_next_one() {
@@ -412,11 +415,11 @@ mod tests {
         let answers: Vec<_> = inbox
             .iter()
             .filter_map(|m| match m.payload() {
-                crate::protocol::Payload::Protocol(p) => match *p {
+                crate::store::protocol::Payload::Protocol(p) => match *p {
                     Protocol::PermissionResponse(r) => Some(r),
                     _ => None,
                 },
-                crate::protocol::Payload::Text(_) => None,
+                crate::store::protocol::Payload::Text(_) => None,
             })
             .collect();
         assert_eq!(answers.len(), 1);

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::names::{AgentName, TaskId, TeamName};
+use crate::store::names::{AgentName, TaskId, TeamName};
 
 #[derive(Debug, Clone)]
 pub struct Store {

@@ -14,8 +14,8 @@ use git2::{BranchType, Repository, StatusOptions, WorktreeAddOptions, WorktreePr
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::names::{AgentName, TeamName};
-use crate::roster::Member;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::roster::Member;
 
 /// Roster field (swarm-only) describing a member's worktree.
 pub const FIELD: &str = "swarmWorktree";

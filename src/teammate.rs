@@ -14,6 +14,7 @@
 
 mod pane;
 mod process;
+mod shell_agent;
 mod turn;
 
 use std::collections::{HashSet, VecDeque};
@@ -28,20 +29,20 @@ pub use pane::Pane;
 pub use process::{Outcome, Step, Work};
 pub use turn::{appendix, teammate_message, Turn, TurnKind};
 
-use crate::cli::PromptVia;
+use crate::commands::cli::PromptVia;
 use crate::error::{ClaimFailure, Error, Result};
-use crate::fsio;
-use crate::liveness::AliveLock;
-use crate::mailbox::{InboxMessage, Mailbox};
-use crate::names::{AgentName, TaskId, TeamName, LEAD};
-use crate::paths::Store;
-use crate::permissions::Permissions;
-use crate::protocol::{
+use crate::store::fsio;
+use crate::store::liveness::AliveLock;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TaskId, TeamName, LEAD};
+use crate::store::paths::Store;
+use crate::store::permissions::Permissions;
+use crate::store::protocol::{
     timestamp_now, truncate, IdleNotification, Payload, PlanApprovalRequest, Protocol,
     ShutdownApproved, ShutdownRequest, RESULT_LIMIT,
 };
-use crate::tasks::{Task, TaskList, TaskOutcome, TaskStatus};
-use crate::watcher::DirWatcher;
+use crate::store::tasks::{Task, TaskList, TaskOutcome, TaskStatus};
+use crate::store::watcher::DirWatcher;
 use process::{Launch, TurnHandle};
 
 /// How long a stopped turn gets between SIGTERM and SIGKILL.
@@ -508,7 +509,7 @@ impl Runtime {
             _ => self.pane.say(format!("▶ turn: {}", turn.describe())),
         }
         let work = match &self.cfg.agent {
-            Agent::Shell => crate::shell_agent::work(&turn),
+            Agent::Shell => crate::teammate::shell_agent::work(&turn),
             Agent::Command { argv, prompt_via } => command_work(argv, *prompt_via, &turn.prompt()),
         };
         let started = Instant::now();

@@ -18,13 +18,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::fsio;
-use crate::lock::FileLock;
-use crate::names::{AgentName, TeamName};
-use crate::paths::Store;
-use crate::protocol::{timestamp_now, Payload, Protocol};
-use crate::roster::Roster;
-use crate::watcher::DirWatcher;
+use crate::store::fsio;
+use crate::store::lock::FileLock;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::protocol::{timestamp_now, Payload, Protocol};
+use crate::store::roster::Roster;
+use crate::store::watcher::DirWatcher;
 
 /// Largest `text` one message may carry.
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
@@ -375,7 +375,7 @@ fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roster::Member;
+    use crate::store::roster::Member;
 
     fn team() -> (tempfile::TempDir, Store, TeamName) {
         let dir = tempfile::tempdir().unwrap();

@@ -17,16 +17,14 @@ use serde_json::Value;
 use crate::backend::in_process::SuperviseOptions;
 use crate::backend::{BackendChoice, BackendKind};
 use crate::error::{Error, Result};
-use crate::fsio;
-use crate::launcher::{
-    self, AgentKind, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan,
-};
+use crate::launch::{self, AgentKind, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};
 use crate::lifecycle::{self, ShutdownOptions};
-use crate::names::{AgentName, TeamName};
-use crate::paths::Store;
-use crate::roster::Roster;
-use crate::tasks::{Task, TaskList, TaskStatus};
-use crate::watcher::DirWatcher;
+use crate::store::fsio;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::roster::Roster;
+use crate::store::tasks::{Task, TaskList, TaskStatus};
+use crate::store::watcher::DirWatcher;
 
 pub const TEAMMATES: [&str; 3] = ["alice", "bob", "carol"];
 
@@ -108,7 +106,7 @@ pub fn run(
     let mut launch_opts = LaunchOptions::from_process()?;
     launch_opts.backend = opts.backend;
     launch_opts.lead_pane = false; // the demo itself is the lead
-    let prepared = launcher::prepare(store, plan, &launch_opts)?;
+    let prepared = launch::prepare(store, plan, &launch_opts)?;
     say(&format!(
         "backend {}: {}",
         prepared.backend.kind, prepared.backend.why

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{ClaimFailure, Error, Result};
-use crate::fsio;
-use crate::lock::FileLock;
-use crate::names::{AgentName, TaskId, TeamName};
-use crate::paths::Store;
+use crate::store::fsio;
+use crate::store::lock::FileLock;
+use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::paths::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]

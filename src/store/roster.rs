@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::fsio::{self, now_ms};
-use crate::lock::FileLock;
-use crate::names::{AgentName, TeamName, LEAD};
-use crate::paths::Store;
+use crate::store::fsio::{self, now_ms};
+use crate::store::lock::FileLock;
+use crate::store::names::{AgentName, TeamName, LEAD};
+use crate::store::paths::Store;
 
 /// Teammate colours, round robin; the lead is red.
 pub const COLORS: &[&str] = &[

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::launcher::{AgentKind, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};
-use crate::names::{AgentName, TeamName};
+use crate::launch::{AgentKind, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};
+use crate::store::names::{AgentName, TeamName};
 
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -219,7 +219,10 @@ mod tests {
         assert_eq!(p.teammates[1].prompt, "");
         assert_eq!(
             p.tasks[1].blocked_by,
-            [TaskRef::Index(0), TaskRef::Id(crate::names::TaskId::new(7))]
+            [
+                TaskRef::Index(0),
+                TaskRef::Id(crate::store::names::TaskId::new(7))
+            ]
         );
     }
 

@@ -110,7 +110,7 @@ fn first_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mailbox::InboxMessage;
+    use crate::store::mailbox::InboxMessage;
 
     fn turn(kind: TurnKind, texts: &[&str]) -> Turn {
         Turn {

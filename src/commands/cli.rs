@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::tasks::TaskStatus;
+use crate::store::tasks::TaskStatus;
 
 const AFTER_HELP: &str = "\
 Files live under --root, else $SWARM_ROOT, else $CLAUDE_CONFIG_DIR, else ~/.claude:

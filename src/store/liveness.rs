@@ -11,9 +11,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use fs4::fs_std::FileExt;
 
 use crate::error::{Error, Result};
-use crate::fsio;
-use crate::names::{AgentName, TeamName};
-use crate::paths::Store;
+use crate::store::fsio;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
 
 /// Held by a live teammate; dropping it (or dying) releases it.
 #[derive(Debug)]

@@ -1,7 +1,9 @@
 //! One module per command group; each turns parsed arguments into store operations and output.
 
+pub(crate) mod cli;
 mod debug;
 mod debug_runtime;
+mod demo;
 mod launch;
 mod message;
 mod ops;
@@ -10,10 +12,10 @@ mod task;
 mod team;
 mod teammate;
 
-use crate::cli::{Cli, Command};
+use crate::commands::cli::{Cli, Command};
 use crate::error::{Error, Result};
-use crate::names::{AgentName, TeamName};
-use crate::paths::Store;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
 
 /// What every command needs: where the store is, which team, how to print.
 pub struct Context {
@@ -36,7 +38,7 @@ impl Context {
     /// Like [`Context::team`], but the team must exist.
     pub fn existing_team(&self) -> Result<TeamName> {
         let team = self.team()?;
-        crate::roster::Roster::new(&self.store, &team).load()?;
+        crate::store::roster::Roster::new(&self.store, &team).load()?;
         Ok(team)
     }
 }
@@ -89,9 +91,9 @@ pub fn json_arg(flag: &str, text: &str) -> Result<serde_json::Value> {
         .map_err(|e| Error::usage(format!("{flag} is not valid JSON ({e}): {text}")))
 }
 
-fn demo(ctx: &Context, args: crate::cli::DemoArgs) -> Result<i32> {
+fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
     let team: TeamName = ctx.team.as_deref().unwrap_or("demo").parse()?;
-    let opts = crate::demo::DemoOptions {
+    let opts = crate::commands::demo::DemoOptions {
         backend: args.backend,
         timeout: std::time::Duration::from_secs(args.timeout),
     };
@@ -103,7 +105,7 @@ fn demo(ctx: &Context, args: crate::cli::DemoArgs) -> Result<i32> {
             let _ = crate::output::line(line);
         }
     };
-    let report = crate::demo::run(&ctx.store, &team, &opts, say)?;
+    let report = crate::commands::demo::run(&ctx.store, &team, &opts, say)?;
     if ctx.json {
         crate::output::json(&report)?;
     } else {

@@ -195,7 +195,7 @@ impl Payload {
 
 /// ISO-8601 UTC with milliseconds, as Claude Code writes timestamps.
 pub fn timestamp_now() -> String {
-    format_timestamp(crate::fsio::now_ms())
+    format_timestamp(crate::store::fsio::now_ms())
 }
 
 pub fn format_timestamp(ms: u64) -> String {

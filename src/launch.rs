@@ -16,6 +16,9 @@
 //! Inherited flags (`--model`, `--permission-mode`, ...) reach every teammate unless the
 //! teammate sets its own.
 
+pub(crate) mod swarmfile;
+pub(crate) mod worktree;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,12 +34,12 @@ use crate::backend::{
     PaneId, PaneSpec, SystemExec,
 };
 use crate::error::{Error, Result};
-use crate::mailbox::{InboxMessage, Mailbox};
-use crate::names::{AgentName, TaskId, TeamName, LEAD};
-use crate::paths::Store;
-use crate::roster::{Member, Roster, TeamConfig, COLORS, LEAD_COLOR};
-use crate::tasks::{NewTask, TaskList};
-use crate::worktree::{self, Worktree};
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TaskId, TeamName, LEAD};
+use crate::store::paths::Store;
+use crate::store::roster::{Member, Roster, TeamConfig, COLORS, LEAD_COLOR};
+use crate::store::tasks::{NewTask, TaskList};
+use worktree::Worktree;
 
 /// The permission mode a `claude` teammate gets when nobody chose one. PROTOCOL.md section 10:
 /// claude's own default (`auto`) refuses tools when `ANTHROPIC_BASE_URL` points at another

@@ -1,0 +1,20 @@
+//! The store: the on-disk protocol shared with Claude Code's agent teams (PROTOCOL.md
+//! sections 1-9).
+//!
+//! Everything swarm knows about a team lives in files under one root: the roster, one JSON
+//! inbox per agent, one JSON file per task, permission requests and decisions, liveness locks.
+//! This wing owns reading and writing them safely (atomic replaces, the Claude Code lock
+//! protocol, quarantine of damaged files) and nothing else: it starts no process and knows no
+//! backend, so every other wing can depend on it.
+
+pub mod fsio;
+pub mod liveness;
+pub mod lock;
+pub mod mailbox;
+pub mod names;
+pub mod paths;
+pub mod permissions;
+pub mod protocol;
+pub mod roster;
+pub mod tasks;
+pub mod watcher;

@@ -34,10 +34,11 @@ use crate::backend::{
     PaneId, PaneSpec, SystemExec,
 };
 use crate::error::{Error, Result};
+use crate::store::colour::{Colour, LEAD_COLOR};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName, LEAD};
 use crate::store::paths::Store;
-use crate::store::roster::{Member, Roster, TeamConfig, COLORS, LEAD_COLOR};
+use crate::store::roster::{Member, Roster, TeamConfig};
 use crate::store::tasks::{NewTask, TaskList};
 use worktree::Worktree;
 
@@ -468,7 +469,7 @@ pub fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> Result<
     for (i, t) in plan.teammates.iter().enumerate() {
         let name = &t.name;
         let agent = t.agent.clone().unwrap_or_else(|| default_agent.clone());
-        let color = COLORS[(already + i) % COLORS.len()].to_string();
+        let color = Colour::nth(already + i).name.to_string();
         let mut cwd = match &t.cwd {
             Some(dir) => absolute(&base_cwd.join(dir)),
             None => base_cwd.clone(),

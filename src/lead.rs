@@ -537,7 +537,7 @@ impl Paint {
         if !self.on {
             return name.to_string();
         }
-        let code = crate::store::roster::ansi_colour(color).unwrap_or("1");
+        let code = crate::store::colour::Colour::named(color).map_or("1", |c| c.ansi);
         format!("\x1b[{code}m{name}\x1b[0m")
     }
 }

@@ -13,6 +13,7 @@ pub mod launch;
 pub mod lead;
 pub mod lifecycle;
 pub mod output;
+pub mod process;
 pub mod store;
 pub mod teammate;
 

@@ -195,7 +195,7 @@ pub fn send_shutdown_request(
     name: &AgentName,
     reason: Option<&str>,
 ) -> Result<String> {
-    let request_id = format!("shutdown-{}@{name}", fsio::now_ms());
+    let request_id = crate::store::protocol::shutdown_request_id(name);
     let request = Protocol::ShutdownRequest(ShutdownRequest {
         request_id: request_id.clone(),
         from: crate::store::names::LEAD.into(),
@@ -204,7 +204,7 @@ pub fn send_shutdown_request(
         extra: Default::default(),
     });
     let message = InboxMessage::protocol(crate::store::names::LEAD, &request)
-        .with_color(Some(crate::store::roster::LEAD_COLOR.into()));
+        .with_color(Some(crate::store::colour::LEAD_COLOR.into()));
     Mailbox::new(store, team).send(name, message)?;
     Ok(request_id)
 }

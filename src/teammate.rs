@@ -12,6 +12,7 @@
 //! One thread owns all state; the file watchers, the signal catcher and the turn's worker only
 //! send it events, so there is no shared mutable state beyond the running turn's process group.
 
+pub mod args;
 mod pane;
 mod process;
 mod shell_agent;
@@ -29,7 +30,6 @@ pub use pane::Pane;
 pub use process::{Outcome, Step, Work};
 pub use turn::{appendix, teammate_message, Turn, TurnKind};
 
-use crate::commands::cli::PromptVia;
 use crate::error::{ClaimFailure, Error, Result};
 use crate::store::fsio;
 use crate::store::liveness::AliveLock;
@@ -43,6 +43,7 @@ use crate::store::protocol::{
 };
 use crate::store::tasks::{Task, TaskList, TaskOutcome, TaskStatus};
 use crate::store::watcher::DirWatcher;
+use crate::teammate::args::PromptVia;
 use process::{Launch, TurnHandle};
 
 /// How long a stopped turn gets between SIGTERM and SIGKILL.
@@ -292,7 +293,7 @@ impl Runtime {
         let from_lead = m.from == LEAD;
         match p {
             Protocol::ShutdownRequest(req) => {
-                let target = req.request_id.rsplit_once('@').map(|(_, t)| t);
+                let target = crate::store::protocol::shutdown_request_target(&req.request_id);
                 if !from_lead {
                     self.ignore(m, "shutdown_request", "only the lead may ask");
                 } else if req.from != m.from {
@@ -666,7 +667,7 @@ impl Runtime {
         fsio::ensure_dir(&store.plans_dir(team))?;
         let path = store.plan_path(team, name);
         fsio::write_atomic(&path, plan.as_bytes())?;
-        let request_id = format!("plan_approval-{}@{name}@{team}", fsio::now_ms());
+        let request_id = crate::store::protocol::plan_request_id(name, team);
         let request = Protocol::PlanApprovalRequest(PlanApprovalRequest {
             from: name.to_string(),
             timestamp: timestamp_now(),

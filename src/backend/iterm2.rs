@@ -18,6 +18,7 @@ use super::{
     BackendKind, Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState, Started,
 };
 use crate::error::{Error, Result};
+use crate::store::colour::Colour;
 use crate::store::fsio;
 
 /// Everything `swarm pane-exec` needs to become the teammate.
@@ -202,21 +203,6 @@ impl PaneBackend for Iterm2Backend {
     }
 }
 
-/// iTerm2's proprietary tab colour escape for a roster colour.
-fn tab_colour(color: &str) -> Option<(u8, u8, u8)> {
-    Some(match color {
-        "blue" => (0, 120, 255),
-        "green" => (0, 180, 0),
-        "yellow" => (220, 200, 0),
-        "purple" => (160, 0, 200),
-        "orange" => (255, 135, 0),
-        "pink" => (255, 95, 175),
-        "cyan" => (0, 200, 200),
-        "red" => (220, 0, 0),
-        _ => return None,
-    })
-}
-
 /// `swarm pane-exec SPEC`: reads and deletes the spec, sets the title and colour, records the
 /// pid, and becomes the teammate. Returns only on failure.
 pub fn pane_exec(spec_path: &Path) -> Result<i32> {
@@ -233,7 +219,7 @@ pub fn pane_exec(spec_path: &Path) -> Result<i32> {
     let mut out = std::io::stdout();
     if out.is_terminal() {
         let _ = write!(out, "\x1b]1;{}\x07", spec.title);
-        if let Some((r, g, b)) = tab_colour(&spec.color) {
+        if let Some((r, g, b)) = Colour::named(&spec.color).map(|c| c.rgb) {
             let _ = write!(
                 out,
                 "\x1b]6;1;bg;red;brightness;{r}\x07\x1b]6;1;bg;green;brightness;{g}\x07\x1b]6;1;bg;blue;brightness;{b}\x07"

@@ -21,7 +21,8 @@ use tmux_interface::{
 use super::{Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState, Started};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
-use crate::store::roster::{tmux_colour, Member};
+use crate::store::colour::Colour;
+use crate::store::roster::Member;
 
 /// What a fresh pane runs until `respawn-pane` replaces it: two words, so tmux execs it without a
 /// shell, and harmless if the launcher dies before the real command starts.
@@ -457,7 +458,7 @@ impl PaneBackend for TmuxBackend {
         } else {
             self.split()?
         };
-        let colour = tmux_colour(&spec.color);
+        let colour = Colour::named(&spec.color).map_or(spec.color.as_str(), |c| c.tmux);
         let set = |option: &str, value: &str| {
             SetOption::new()
                 .pane()

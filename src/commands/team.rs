@@ -6,6 +6,7 @@ use super::Context;
 use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
 use crate::output;
+use crate::store::colour::Colour;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::{self, Member, Roster, TeamConfig};
 use crate::store::tasks::TaskList;
@@ -94,11 +95,11 @@ pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             let who = AgentName::teammate(&name)?;
             let roster = Roster::new(&ctx.store, &team);
             let color = match color {
-                Some(c) if roster::COLORS.contains(&c.as_str()) => c,
+                Some(c) if Colour::named(&c).is_some() => c,
                 Some(c) => {
                     return Err(Error::usage(format!(
                         "unknown colour {c:?}; use one of {}",
-                        roster::COLORS.join(", ")
+                        Colour::names().join(", ")
                     )))
                 }
                 None => roster.load()?.next_color().to_string(),

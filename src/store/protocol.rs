@@ -8,6 +8,28 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::store::fsio::now_ms;
+use crate::store::names::{AgentName, TeamName};
+
+/// A `shutdown_request` id, `shutdown-<ms>@<target>`: the only place one is minted.
+pub fn shutdown_request_id(target: &AgentName) -> String {
+    format!("shutdown-{}@{target}", now_ms())
+}
+
+/// The teammate a shutdown request id is addressed to (the part after the last `@`), if the id
+/// has the shape [`shutdown_request_id`] mints.
+pub fn shutdown_request_target(request_id: &str) -> Option<&str> {
+    request_id
+        .strip_prefix("shutdown-")?
+        .rsplit_once('@')
+        .map(|(_, target)| target)
+}
+
+/// A `plan_approval_request` id, `plan_approval-<ms>@<name>@<team>`.
+pub fn plan_request_id(from: &AgentName, team: &TeamName) -> String {
+    format!("plan_approval-{}@{from}@{team}", now_ms())
+}
+
 /// Longest `result` an idle notification carries.
 pub const RESULT_LIMIT: usize = 4000;
 
@@ -233,6 +255,15 @@ pub fn truncate(s: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shutdown_request_id_names_its_target() {
+        let coder: AgentName = "coder".parse().unwrap();
+        let id = shutdown_request_id(&coder);
+        assert_eq!(shutdown_request_target(&id), Some("coder"));
+        assert_eq!(shutdown_request_target("plan_approval-1@coder@t"), None);
+        assert_eq!(shutdown_request_target("shutdown-1"), None);
+    }
 
     #[test]
     fn timestamps_match_claude_code_format() {

@@ -9,41 +9,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::store::colour::{Colour, LEAD_COLOR};
 use crate::store::fsio::{self, now_ms};
 use crate::store::lock::FileLock;
 use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
-
-/// Teammate colours, round robin; the lead is red.
-pub const COLORS: &[&str] = &[
-    "blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red",
-];
-pub const LEAD_COLOR: &str = "red";
-
-/// tmux's name for one of the roster colours.
-pub fn tmux_colour(color: &str) -> &str {
-    match color {
-        "purple" => "magenta",
-        "orange" => "colour208",
-        "pink" => "colour205",
-        other => other,
-    }
-}
-
-/// The ANSI SGR code of a roster colour, for coloured names on a terminal.
-pub fn ansi_colour(color: &str) -> Option<&'static str> {
-    Some(match color {
-        "red" => "31",
-        "green" => "32",
-        "yellow" => "33",
-        "blue" => "34",
-        "purple" => "35",
-        "cyan" => "36",
-        "orange" => "38;5;208",
-        "pink" => "38;5;205",
-        _ => return None,
-    })
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -144,7 +114,7 @@ impl TeamConfig {
     /// The colour the next teammate gets.
     pub fn next_color(&self) -> &'static str {
         let teammates = self.members.iter().filter(|m| !m.is_lead()).count();
-        COLORS[teammates % COLORS.len()]
+        Colour::nth(teammates).name
     }
 
     pub fn teammates(&self) -> impl Iterator<Item = &Member> {

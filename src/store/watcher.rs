@@ -54,8 +54,54 @@ fn closed_after_write(event: &notify::Event) -> bool {
     )
 }
 
-pub struct DirWatcher {
+/// A watch on one directory that calls back on every relevant event, for event loops that fold
+/// file events into their own channel (a tokio loop sends itself a wake-up). Dropping it stops
+/// the watch. With `SWARM_NO_FS_EVENTS=1` it watches nothing and the owner's re-scan timer
+/// (see [`rescan_interval`]) does all the work.
+pub struct Subscription {
     _watcher: Option<notify::RecommendedWatcher>,
+}
+
+impl Subscription {
+    /// Calls `on_change` when the content of `dir` (not recursive) may have changed.
+    pub fn changes(dir: &Path, on_change: impl Fn() + Send + 'static) -> Result<Subscription> {
+        Subscription::with_filter(dir, relevant, on_change)
+    }
+
+    /// Calls `on_exit` when a runtime holding a lock in `dir` (`teams/<team>/alive/`) may have
+    /// ended; see [`DirWatcher::for_exits`].
+    pub fn exits(dir: &Path, on_exit: impl Fn() + Send + 'static) -> Result<Subscription> {
+        Subscription::with_filter(dir, closed_after_write, on_exit)
+    }
+
+    fn with_filter(
+        dir: &Path,
+        filter: fn(&notify::Event) -> bool,
+        on_change: impl Fn() + Send + 'static,
+    ) -> Result<Subscription> {
+        if std::env::var_os("SWARM_NO_FS_EVENTS").is_some_and(|v| v == "1") {
+            return Ok(Subscription { _watcher: None });
+        }
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            // Errors (such as a queue overflow) also wake the owner: it re-reads anyway.
+            if res.as_ref().map_or(true, filter) {
+                on_change();
+            }
+        })
+        .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
+        watcher
+            .watch(dir, RecursiveMode::NonRecursive)
+            .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
+        Ok(Subscription {
+            _watcher: Some(watcher),
+        })
+    }
+}
+
+/// A blocking wait for changes in one directory, for one-shot commands that follow a file
+/// (`swarm inbox --follow`, `swarm permission wait`, `swarm shutdown`).
+pub struct DirWatcher {
+    _subscription: Subscription,
     events: Receiver<()>,
     rescan: Duration,
 }
@@ -76,28 +122,13 @@ impl DirWatcher {
 
     fn with_filter(dir: &Path, filter: fn(&notify::Event) -> bool) -> Result<DirWatcher> {
         let (tx, events) = channel();
-        let rescan = rescan_interval();
-        if std::env::var_os("SWARM_NO_FS_EVENTS").is_some_and(|v| v == "1") {
-            return Ok(DirWatcher {
-                _watcher: None,
-                events,
-                rescan,
-            });
-        }
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            // Errors (such as a queue overflow) also wake the waiter: it re-reads anyway.
-            if res.as_ref().map_or(true, filter) {
-                let _ = tx.send(());
-            }
-        })
-        .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
-        watcher
-            .watch(dir, RecursiveMode::NonRecursive)
-            .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
+        let subscription = Subscription::with_filter(dir, filter, move || {
+            let _ = tx.send(());
+        })?;
         Ok(DirWatcher {
-            _watcher: Some(watcher),
+            _subscription: subscription,
             events,
-            rescan,
+            rescan: rescan_interval(),
         })
     }
 

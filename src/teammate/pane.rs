@@ -7,7 +7,7 @@
 use std::io::IsTerminal;
 
 use crate::output;
-use crate::store::roster::ansi_colour as ansi;
+use crate::store::colour::Colour;
 
 #[derive(Debug, Clone)]
 pub struct Pane {
@@ -17,7 +17,7 @@ pub struct Pane {
 impl Pane {
     pub fn new(name: &str, color: &str) -> Pane {
         let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        let prefix = match ansi(color).filter(|_| colour) {
+        let prefix = match Colour::named(color).map(|c| c.ansi).filter(|_| colour) {
             Some(code) => format!("\x1b[1;{code}m[{name}]\x1b[0m"),
             None => format!("[{name}]"),
         };
@@ -28,17 +28,5 @@ impl Pane {
         let text = text.as_ref();
         let text = text.strip_suffix('\n').unwrap_or(text);
         let _ = output::line(format!("{} {text}", self.prefix));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_roster_colour_has_an_ansi_code() {
-        for c in crate::store::roster::COLORS {
-            assert!(ansi(c).is_some(), "{c}");
-        }
     }
 }

@@ -1,0 +1,76 @@
+//! Arguments of the commands that start teams: `swarm launch` and `swarm demo`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// Swarm file (JSON, see examples/); '-' reads standard input.
+    pub file: Option<PathBuf>,
+    /// A teammate and its first message (repeatable).
+    #[arg(long, value_name = "NAME=PROMPT")]
+    pub teammate: Vec<String>,
+    /// Agent kind: claude, shell, or a command line such as "codex --full-auto" (default: the
+    /// swarm file's, else claude).
+    #[arg(long, value_name = "KIND")]
+    pub agent: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Directory teammates start in (default: the swarm file's cwd, else the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Where teammates run; auto follows $TMUX, iTerm2 with it2, tmux on PATH, in-process.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: crate::backend::BackendChoice,
+    /// Inside tmux: split the current window instead of opening a window swarm-<team>.
+    #[arg(long)]
+    pub split: bool,
+    /// Do not run the lead console in the first tmux pane.
+    #[arg(long)]
+    pub no_lead_pane: bool,
+    /// Give every teammate its own git worktree (<repo>/.swarm/worktrees/<name>).
+    #[arg(long)]
+    pub worktree: bool,
+    /// Print each teammate's exact argv and environment; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Inherited by every teammate unless it sets its own.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Inherited; claude teammates get `default` when neither this nor the teammate sets one.
+    #[arg(
+        long,
+        value_name = "MODE",
+        conflicts_with = "dangerously_skip_permissions"
+    )]
+    pub permission_mode: Option<String>,
+    /// Inherited.
+    #[arg(long)]
+    pub dangerously_skip_permissions: bool,
+    /// Inherited: a settings file or JSON.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub settings: Option<String>,
+    /// Inherited.
+    #[arg(long, value_name = "TYPE")]
+    pub agent_type: Option<String>,
+    /// Inherited.
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// In-process: seconds teammates get to answer the shutdown request after Ctrl-C.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub shutdown_timeout: u64,
+    /// Passed on to every teammate's agent (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    pub extra: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the teammates run: auto picks tmux when it is installed, else in-process.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: crate::backend::BackendChoice,
+    /// Stop the demo after this many seconds.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+}

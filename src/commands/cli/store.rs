@@ -1,0 +1,222 @@
+//! Arguments of the store commands: `team`, `send`, `inbox`, `task`, `permission`.
+
+use clap::{Args, Subcommand};
+
+use crate::store::tasks::TaskStatus;
+
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Create a team with its lead.
+    ///
+    /// Example: swarm team create refactor --description "split the parser"
+    Create {
+        /// Team name: lowercase letters, digits and '-'.
+        name: String,
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// List the teams under the root.
+    List,
+    /// Show a team's roster (the team from --team when NAME is left out).
+    Show { name: Option<String> },
+    /// Add a member to the roster without launching anything (for a teammate you run yourself).
+    ///
+    /// Example: swarm --team refactor team add coder --color green
+    Add {
+        name: String,
+        /// Roster colour (default: the next in blue, green, yellow, purple, orange, pink, cyan, red).
+        #[arg(long)]
+        color: Option<String>,
+        #[arg(long, default_value = "general-purpose")]
+        agent_type: String,
+    },
+    /// Remove a member from the roster; its unfinished tasks go back to pending.
+    Remove { name: String },
+    /// Delete a team and its tasks; refused while teammates are active unless --force.
+    Delete {
+        name: Option<String>,
+        /// Delete even if teammates are still marked active.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Recipient name, or '*' for every member but the sender.
+    #[arg(long, value_name = "NAME")]
+    pub to: String,
+    /// Sender name (default: $SWARM_AGENT_NAME, else team-lead).
+    #[arg(
+        long,
+        env = "SWARM_AGENT_NAME",
+        default_value = "team-lead",
+        value_name = "NAME"
+    )]
+    pub from: String,
+    /// A short summary shown in previews.
+    #[arg(long)]
+    pub summary: Option<String>,
+    /// The message; '-' reads it from standard input.
+    pub text: String,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    /// Whose inbox (default: $SWARM_AGENT_NAME).
+    #[arg(env = "SWARM_AGENT_NAME")]
+    pub name: String,
+    /// Only messages not yet delivered.
+    #[arg(long)]
+    pub unread: bool,
+    /// Mark the printed messages as delivered (by msg_id; nothing else is touched).
+    #[arg(long)]
+    pub mark_read: bool,
+    /// Keep running and print new messages as they arrive (one JSON object per line with --json).
+    #[arg(long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Create a task.
+    ///
+    /// Example: swarm task create "Add tests" --description "cargo test" --blocked-by 1
+    Create {
+        subject: String,
+        #[arg(long, default_value = "")]
+        description: String,
+        #[arg(long)]
+        active_form: Option<String>,
+        /// A task that must complete first (repeatable).
+        #[arg(long, value_name = "ID")]
+        blocked_by: Vec<String>,
+        /// Metadata as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        metadata: Option<String>,
+    },
+    /// List tasks.
+    List {
+        #[arg(long, value_enum)]
+        status: Option<TaskStatus>,
+        #[arg(long, value_name = "NAME")]
+        owner: Option<String>,
+        /// Only tasks that can be claimed now.
+        #[arg(long)]
+        available: bool,
+    },
+    /// Show one task.
+    Show { id: String },
+    /// Change fields of a task.
+    ///
+    /// Example: swarm task update 3 --status completed --metadata '{"pr": 12, "draft": null}'
+    Update {
+        id: String,
+        #[arg(long)]
+        subject: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        #[arg(long)]
+        active_form: Option<String>,
+        #[arg(long, value_enum)]
+        status: Option<TaskStatus>,
+        #[arg(long, value_name = "NAME", conflicts_with = "no_owner")]
+        owner: Option<String>,
+        /// Clear the owner.
+        #[arg(long)]
+        no_owner: bool,
+        /// JSON object merged into metadata; a null value deletes that key.
+        #[arg(long, value_name = "JSON")]
+        metadata: Option<String>,
+    },
+    /// Add or remove a dependency: ID waits for --on.
+    ///
+    /// Example: swarm task dep add 4 --on 2
+    Dep {
+        #[arg(value_parser = ["add", "remove"])]
+        action: String,
+        id: String,
+        /// The task ID waits for.
+        #[arg(long, value_name = "ID")]
+        on: String,
+    },
+    /// Claim a task for an agent (owner and in_progress in one write).
+    Claim {
+        id: String,
+        #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
+        agent: String,
+        /// Allow the claim even if the agent owns another unfinished task.
+        #[arg(long)]
+        no_busy_check: bool,
+    },
+    /// Return an agent's unfinished tasks to pending.
+    Release {
+        #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
+        agent: String,
+    },
+    /// Delete a task; its id is never issued again.
+    Delete { id: String },
+    /// Show (or with --claim, claim) the next available task.
+    Next {
+        #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
+        agent: Option<String>,
+        #[arg(long, requires = "agent")]
+        claim: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PermissionCommand {
+    /// File a request with the lead; with --wait, exit 0 approved, 1 denied, 2 timed out.
+    ///
+    /// Example: swarm permission request --tool Bash --input '{"command":"rm -rf build"}' --wait
+    Request {
+        #[arg(long)]
+        tool: String,
+        /// Tool input as JSON.
+        #[arg(long, default_value = "{}", value_name = "JSON")]
+        input: String,
+        #[arg(long, default_value = "")]
+        description: String,
+        #[arg(long, default_value = "")]
+        tool_use_id: String,
+        #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
+        from: String,
+        /// Block until the lead decides.
+        #[arg(long)]
+        wait: bool,
+        /// Seconds to wait with --wait (0: forever).
+        #[arg(long, default_value_t = 0)]
+        timeout: u64,
+    },
+    /// List pending requests (with --all, decided ones too).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Approve a pending request.
+    Approve {
+        id: String,
+        #[arg(long)]
+        feedback: Option<String>,
+        /// Replacement tool input as JSON.
+        #[arg(long, value_name = "JSON")]
+        updated_input: Option<String>,
+        #[arg(long, default_value = "team-lead", value_name = "NAME")]
+        by: String,
+    },
+    /// Deny a pending request.
+    Deny {
+        id: String,
+        #[arg(long)]
+        feedback: Option<String>,
+        #[arg(long, default_value = "team-lead", value_name = "NAME")]
+        by: String,
+    },
+    /// Wait for the decision on a request; exit 0 approved, 1 denied, 2 timed out.
+    Wait {
+        id: String,
+        #[arg(long, default_value_t = 0)]
+        timeout: u64,
+    },
+}

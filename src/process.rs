@@ -1,0 +1,20 @@
+//! The process wing: the one seam between swarm and the operating system's processes.
+//!
+//! Running an external command, spawning a child in its own process group, recording a pid
+//! with its start time, signalling a group, and catching the signals sent to swarm itself all
+//! happen here and nowhere else, so every way swarm can touch a process it did not start is in
+//! one place to audit and test.
+
+pub mod signals;
+
+/// Runs `future` to completion on a single-threaded tokio runtime: the event loop of a
+/// long-lived swarm process (teammate runtime, lead console, in-process supervisor), which waits
+/// on child exits, file events, signals, stdin and timers at once with `tokio::select!`.
+/// One-shot commands never start a runtime, so they stay quick to start.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread tokio runtime can always be built")
+        .block_on(future)
+}

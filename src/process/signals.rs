@@ -1,0 +1,59 @@
+//! The one signal catcher of swarm's long-lived processes.
+//!
+//! SIGINT, SIGTERM and SIGHUP become values a `tokio::select!` loop receives, so the loop can
+//! finish its protocol work (stop a turn and return its task, ask teammates to shut down)
+//! before it exits. Nothing runs in a signal handler but tokio's own; children start with the
+//! default dispositions because exec resets handled signals.
+
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+use crate::error::{Error, Result};
+
+/// A signal swarm acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caught {
+    Interrupt,
+    Terminate,
+    Hangup,
+}
+
+impl Caught {
+    /// The signal number, for exit codes (`128 + n`).
+    pub fn number(self) -> i32 {
+        match self {
+            Caught::Interrupt => 2,
+            Caught::Hangup => 1,
+            Caught::Terminate => 15,
+        }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP, caught from creation on.
+pub struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Signals {
+    /// Starts catching. Must be called inside a tokio runtime (see [`crate::process::block_on`]).
+    pub fn catch() -> Result<Signals> {
+        let install = |kind: SignalKind| {
+            signal(kind).map_err(|e| Error::Backend(format!("failed to catch signals: {e}")))
+        };
+        Ok(Signals {
+            interrupt: install(SignalKind::interrupt())?,
+            terminate: install(SignalKind::terminate())?,
+            hangup: install(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next caught signal.
+    pub async fn recv(&mut self) -> Caught {
+        tokio::select! {
+            _ = self.interrupt.recv() => Caught::Interrupt,
+            _ = self.terminate.recv() => Caught::Terminate,
+            _ = self.hangup.recv() => Caught::Hangup,
+        }
+    }
+}

@@ -9,10 +9,11 @@ pub mod in_process;
 pub mod iterm2;
 pub mod tmux;
 
+pub use crate::process::exec::{Exec, SystemExec};
+
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde::Serialize;
 
@@ -186,54 +187,6 @@ pub trait PaneBackend {
     }
 }
 
-/// The one seam through which tmux, it2 and git-free helpers run: a program and its argv.
-pub trait Exec: fmt::Debug + Send + Sync {
-    /// Runs `program args...`; stdout on exit 0, else an error naming the command and its stderr.
-    fn run(&self, program: &str, args: &[String]) -> Result<String>;
-}
-
-/// Runs programs for real, found on `PATH`.
-#[derive(Debug, Default)]
-pub struct SystemExec;
-
-impl Exec for SystemExec {
-    fn run(&self, program: &str, args: &[String]) -> Result<String> {
-        let out = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| Error::Command {
-                program: program.to_string(),
-                detail: if e.kind() == std::io::ErrorKind::NotFound {
-                    format!("{program} is not installed or not on PATH")
-                } else {
-                    e.to_string()
-                },
-            })?;
-        if out.status.success() {
-            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
-        }
-        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        let sub = args
-            .iter()
-            .find(|a| !a.starts_with('-') && !a.contains('/'))
-            .map(|s| format!(" {s}"))
-            .unwrap_or_default();
-        Err(Error::Command {
-            program: format!("{program}{sub}"),
-            detail: format!(
-                "{} ({})",
-                if stderr.is_empty() {
-                    "no error output"
-                } else {
-                    &stderr
-                },
-                out.status
-            ),
-        })
-    }
-}
-
 /// What detection looks at, gathered once so tests can feed their own.
 #[derive(Debug, Clone, Default)]
 pub struct DetectEnv {
@@ -389,54 +342,6 @@ pub fn absolute(path: &Path) -> PathBuf {
 pub fn utf8(what: &str, s: OsString) -> Result<String> {
     s.into_string()
         .map_err(|s| Error::usage(format!("{what} is not valid UTF-8: {s:?}")))
-}
-
-#[cfg(test)]
-pub(crate) mod testing {
-    //! A recording [`Exec`] for unit tests: it answers from a script and keeps every argv.
-
-    use std::collections::VecDeque;
-    use std::sync::Mutex;
-
-    use super::*;
-
-    #[derive(Debug, Default)]
-    pub struct Recorder {
-        pub calls: Mutex<Vec<Vec<String>>>,
-        /// Answers in order; a missing answer is an empty success.
-        pub answers: Mutex<VecDeque<Result<String, String>>>,
-    }
-
-    impl Recorder {
-        pub fn answer(&self, out: &str) {
-            self.answers.lock().unwrap().push_back(Ok(out.to_string()));
-        }
-        pub fn fail(&self, stderr: &str) {
-            self.answers
-                .lock()
-                .unwrap()
-                .push_back(Err(stderr.to_string()));
-        }
-        pub fn calls(&self) -> Vec<Vec<String>> {
-            self.calls.lock().unwrap().clone()
-        }
-    }
-
-    impl Exec for Recorder {
-        fn run(&self, program: &str, args: &[String]) -> Result<String> {
-            let mut call = vec![program.to_string()];
-            call.extend(args.iter().cloned());
-            self.calls.lock().unwrap().push(call);
-            match self.answers.lock().unwrap().pop_front() {
-                None => Ok(String::new()),
-                Some(Ok(out)) => Ok(out),
-                Some(Err(detail)) => Err(Error::Command {
-                    program: program.into(),
-                    detail,
-                }),
-            }
-        }
-    }
 }
 
 #[cfg(test)]

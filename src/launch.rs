@@ -1093,7 +1093,7 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(3);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::testing::Recorder;
+    use crate::process::exec::testing::Recorder;
 
     fn opts(dir: &Path) -> LaunchOptions {
         let bin = dir.join("claude");

@@ -16,6 +16,8 @@ use crate::backend::tmux::{TmuxBackend, TmuxServer};
 use crate::backend::{in_process, BackendKind, PaneBackend, PaneId, PaneState, SystemExec};
 use crate::error::{Error, Result};
 use crate::launch::worktree::{self, Worktree};
+use crate::process::group::{terminate_group, Refusal};
+use crate::process::pid::PidRecord;
 use crate::store::fsio;
 use crate::store::liveness::{self, Liveness, ReapGate};
 use crate::store::mailbox::{InboxMessage, Mailbox};
@@ -143,21 +145,32 @@ pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<()
                 .kill(&PaneId(member.tmux_pane_id.clone()))
         }
         Some(BackendKind::Iterm2) => {
-            if let Some((pid, start)) = in_process::recorded_pid(member) {
-                in_process::terminate_group(pid, start, KILL_GRACE);
-            }
+            stop_recorded_process(member);
             if member.tmux_pane_id.is_empty() {
                 return Ok(());
             }
             Iterm2Backend::for_ops(Arc::new(SystemExec)).kill(&PaneId(member.tmux_pane_id.clone()))
         }
         Some(BackendKind::InProcess) => {
-            if let Some((pid, start)) = in_process::recorded_pid(member) {
-                in_process::terminate_group(pid, start, KILL_GRACE);
-            }
+            stop_recorded_process(member);
             Ok(())
         }
         None => Ok(()),
+    }
+}
+
+/// Stops the process group swarm recorded for `member`, if the record still names it; a record
+/// swarm cannot trust is reported, never signalled.
+fn stop_recorded_process(member: &Member) {
+    let Some(record) = PidRecord::of_member(member) else {
+        return;
+    };
+    match terminate_group(&record, KILL_GRACE) {
+        Ok(()) | Err(Refusal::Gone) => {}
+        Err(why) => eprintln!(
+            "swarm: warning: not signalling {}'s recorded pid {}: {why}",
+            member.name, record.pid
+        ),
     }
 }
 

@@ -5,6 +5,9 @@
 //! happen here and nowhere else, so every way swarm can touch a process it did not start is in
 //! one place to audit and test.
 
+pub mod exec;
+pub mod group;
+pub mod pid;
 pub mod signals;
 
 /// Runs `future` to completion on a single-threaded tokio runtime: the event loop of a

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use super::{BackendKind, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState, Started};
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, ShutdownReply};
+use crate::process::pid::PidRecord;
 use crate::store::fsio;
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
@@ -30,17 +31,11 @@ use crate::store::roster::{Member, Roster};
 
 /// The `tmuxPaneId` of every in-process member (PROTOCOL.md section 5).
 pub const PANE_ID: &str = "in-process";
-pub const PID_FIELD: &str = "swarmPid";
-pub const PID_START_FIELD: &str = "swarmPidStart";
 pub const EXIT_FIELD: &str = "swarmExit";
 
-/// Records `pid` (and, on Linux, its start time) on a member.
+/// Records `pid` (with its start time) on a member that was just started.
 pub fn record_pid(member: &mut Member, pid: u32) {
-    member.extra.insert(PID_FIELD.into(), Value::from(pid));
-    match start_time(pid) {
-        Some(t) => member.extra.insert(PID_START_FIELD.into(), Value::from(t)),
-        None => member.extra.remove(PID_START_FIELD),
-    };
+    PidRecord::of(pid).save(member);
     member.extra.remove(EXIT_FIELD);
 }
 
@@ -52,71 +47,12 @@ fn exit_json(status: ExitStatus) -> Value {
     }
 }
 
-/// The recorded pid of a member, if its process is still that process.
-pub fn recorded_pid(member: &Member) -> Option<(u32, Option<u64>)> {
-    let pid = member.extra.get(PID_FIELD)?.as_u64()? as u32;
-    let start = member.extra.get(PID_START_FIELD).and_then(Value::as_u64);
-    Some((pid, start))
-}
-
-/// Process start time in clock ticks since boot (`/proc/<pid>/stat` field 22); Linux only.
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace()
-                .next()
-                .map(|st| st == "Z" || st == "X")
-        })
-        .unwrap_or(false)
-}
-
-/// Whether `pid` is alive and is the process that started at `start` (when known).
-pub fn pid_alive(pid: u32, start: Option<u64>) -> bool {
-    if pid == 0 {
-        return false;
+/// Signals the group of a child this process started and still holds (so its pid cannot have
+/// been recycled).
+fn killpg(pgid: u32, signal: rustix::process::Signal) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pgid as i32).filter(|_| pgid > 1) {
+        let _ = rustix::process::kill_process_group(pid, signal);
     }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let exists = unsafe { libc::kill(pid as i32, 0) } == 0
-        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    if !exists || is_zombie(pid) {
-        return false;
-    }
-    match (start, start_time(pid)) {
-        (Some(want), Some(got)) => want == got,
-        _ => true,
-    }
-}
-
-fn killpg(pgid: u32, signal: i32) {
-    // SAFETY: plain syscall; ESRCH (group gone) is fine.
-    unsafe {
-        libc::killpg(pgid as i32, signal);
-    }
-}
-
-/// SIGTERM to the process group led by `pid`, up to `grace` to go, then SIGKILL. A process that
-/// is gone, or whose pid now belongs to another process, is left alone.
-pub fn terminate_group(pid: u32, start: Option<u64>, grace: Duration) {
-    if !pid_alive(pid, start) {
-        return;
-    }
-    killpg(pid, libc::SIGTERM);
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        if !pid_alive(pid, start) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    killpg(pid, libc::SIGKILL);
 }
 
 /// A member's process state from its recorded pid and exit (for in-process and iTerm2 members).
@@ -127,8 +63,10 @@ pub fn pid_state(member: &Member) -> PaneState {
             signal: exit.get("signal").and_then(Value::as_i64).map(|s| s as i32),
         };
     }
-    match recorded_pid(member) {
-        Some((pid, start)) if pid_alive(pid, start) => PaneState::Alive { pid: Some(pid) },
+    match PidRecord::of_member(member) {
+        Some(record) if record.alive() => PaneState::Alive {
+            pid: Some(record.pid),
+        },
         Some(_) => PaneState::Dead {
             code: None,
             signal: None,
@@ -387,11 +325,11 @@ impl InProcessBackend {
                     }
                     match (c.stop_at, c.terminated_at) {
                         (Some(at), None) if now >= at || signals > 1 => {
-                            killpg(c.child.id(), libc::SIGTERM);
+                            killpg(c.child.id(), rustix::process::Signal::TERM);
                             c.terminated_at = Some(now);
                         }
                         (_, Some(t)) if now.duration_since(t) >= opts.grace || signals > 2 => {
-                            killpg(c.child.id(), libc::SIGKILL);
+                            killpg(c.child.id(), rustix::process::Signal::KILL);
                         }
                         _ => {}
                     }
@@ -435,7 +373,7 @@ impl InProcessBackend {
                 }
             }
             // Whatever the teammate left running in its group goes with it.
-            killpg(c.child.id(), libc::SIGTERM);
+            killpg(c.child.id(), rustix::process::Signal::TERM);
             let _ = roster.update_member(&c.name, |m| {
                 m.extra.insert(EXIT_FIELD.into(), exit_json(status));
             });
@@ -553,7 +491,7 @@ impl PaneBackend for InProcessBackend {
     /// Kills the most recently started child (used to roll back a failed spawn).
     fn kill(&mut self, _pane: &PaneId) -> Result<()> {
         if let Some(mut c) = self.children.pop() {
-            killpg(c.child.id(), libc::SIGKILL);
+            killpg(c.child.id(), rustix::process::Signal::KILL);
             let _ = c.child.wait();
         }
         Ok(())
@@ -577,60 +515,5 @@ impl PaneBackend for InProcessBackend {
                 },
             })
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_recorded_pid_is_alive_only_while_it_is_the_same_process() {
-        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
-        let pid = child.id();
-        let start = start_time(pid);
-        assert!(pid_alive(pid, start));
-        if let Some(s) = start {
-            assert!(
-                !pid_alive(pid, Some(s + 1)),
-                "a different start time is another process"
-            );
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(!pid_alive(pid, start));
-    }
-
-    #[test]
-    fn terminate_group_kills_the_whole_group() {
-        let child = Command::new("sh")
-            .args(["-c", "sleep 30 & sleep 30 & wait"])
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        std::thread::sleep(Duration::from_millis(100));
-        let mut child = child;
-        terminate_group(pid, start_time(pid), Duration::from_secs(2));
-        let status = child.wait().unwrap();
-        assert!(!status.success());
-        // Killed members may linger as zombies until init reaps them; none may still run.
-        let running_in_group = || {
-            std::fs::read_dir("/proc")
-                .unwrap()
-                .flatten()
-                .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-                .filter(|stat| {
-                    let rest = &stat[stat.rfind(')').unwrap() + 1..];
-                    let f: Vec<&str> = rest.split_whitespace().collect();
-                    f[2] == pid.to_string() && f[0] != "Z" && f[0] != "X"
-                })
-                .count()
-        };
-        assert_eq!(
-            running_in_group(),
-            0,
-            "the sleeps in the group are gone too"
-        );
     }
 }

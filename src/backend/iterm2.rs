@@ -255,7 +255,7 @@ pub fn pane_exec(spec_path: &Path) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::testing::Recorder;
+    use crate::process::exec::testing::Recorder;
 
     #[test]
     fn split_output_is_parsed_in_both_shapes() {

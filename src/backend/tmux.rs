@@ -570,7 +570,7 @@ impl PaneBackend for TmuxBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::testing::Recorder;
+    use crate::process::exec::testing::Recorder;
 
     fn backend(rec: &Arc<Recorder>, placement: Placement) -> TmuxBackend {
         let mut b = TmuxBackend::on_server(rec.clone(), TmuxServer::Name("sock".into()));

@@ -1,0 +1,113 @@
+//! Pid records: which process swarm started for a member, and whether it is still that one.
+//!
+//! A pid alone is not an identity: pids are recycled, and a roster can be edited. So swarm
+//! records a member's pid together with its start time (`swarmPid`, `swarmPidStart` in the
+//! member's roster entry; PROTOCOL.md section 5 allows extra fields) and only believes the pid
+//! while the process with that pid started at that time.
+
+use serde_json::Value;
+
+use crate::store::roster::Member;
+
+pub const PID_FIELD: &str = "swarmPid";
+pub const PID_START_FIELD: &str = "swarmPidStart";
+
+/// A process swarm recorded: its pid and, where the platform tells, its start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidRecord {
+    pub pid: u32,
+    pub start: Option<u64>,
+}
+
+impl PidRecord {
+    /// The record of a process swarm just started (its start time read now).
+    pub fn of(pid: u32) -> PidRecord {
+        PidRecord {
+            pid,
+            start: start_time(pid),
+        }
+    }
+
+    /// The record kept on a member, if any.
+    pub fn of_member(member: &Member) -> Option<PidRecord> {
+        let pid = u32::try_from(member.extra.get(PID_FIELD)?.as_u64()?).ok()?;
+        let start = member.extra.get(PID_START_FIELD).and_then(Value::as_u64);
+        Some(PidRecord { pid, start })
+    }
+
+    /// Stores the record on a member.
+    pub fn save(&self, member: &mut Member) {
+        member.extra.insert(PID_FIELD.into(), Value::from(self.pid));
+        match self.start {
+            Some(t) => member.extra.insert(PID_START_FIELD.into(), Value::from(t)),
+            None => member.extra.remove(PID_START_FIELD),
+        };
+    }
+
+    /// Whether the recorded process is alive and is the one that started at `start` (when
+    /// known). A zombie is not alive.
+    pub fn alive(&self) -> bool {
+        let Some(pid) = rustix::process::Pid::from_raw(self.pid as i32) else {
+            return false;
+        };
+        // Signal 0 only checks for existence; EPERM means it exists but is someone else's.
+        let exists = match rustix::process::test_kill_process(pid) {
+            Ok(()) => true,
+            Err(e) => e == rustix::io::Errno::PERM,
+        };
+        if !exists || is_zombie(self.pid) {
+            return false;
+        }
+        match (self.start, start_time(self.pid)) {
+            (Some(want), Some(got)) => want == got,
+            _ => true,
+        }
+    }
+}
+
+/// Fields after the command name in `/proc/<pid>/stat` (the name may contain spaces and `)`).
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// Process start time in clock ticks since boot (`/proc/<pid>/stat` field 22); Linux only.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat_fields(pid)?.get(19)?.parse().ok()
+}
+
+fn is_zombie(pid: u32) -> bool {
+    stat_fields(pid)
+        .and_then(|f| f.first().map(|st| st == "Z" || st == "X"))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_pid_is_alive_only_while_it_is_the_same_process() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let record = PidRecord::of(child.id());
+        assert!(record.start.is_some(), "Linux has /proc start times");
+        assert!(record.alive());
+        let wrong = PidRecord {
+            start: record.start.map(|t| t + 1),
+            ..record
+        };
+        assert!(!wrong.alive(), "another start time is another process");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!record.alive());
+        assert!(!PidRecord {
+            pid: 0,
+            start: None
+        }
+        .alive());
+    }
+}

@@ -87,9 +87,6 @@ pub enum Error {
     #[error("gave up waiting for the lock on {path} after {waited_ms} ms; if no swarm or claude process is writing there, remove the directory {path}")]
     LockTimeout { path: PathBuf, waited_ms: u128 },
 
-    #[error("timed out after {0} s")]
-    Timeout(u64),
-
     #[error("{program} failed: {detail}")]
     Command { program: String, detail: String },
 

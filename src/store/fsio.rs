@@ -19,6 +19,11 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+/// `O_NOFOLLOW` for `OpenOptionsExt::custom_flags`: opening a symlink fails instead of following
+/// it, so a link planted in the store cannot redirect a read or write.
+pub const NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
+const O_NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -131,7 +136,7 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
     }
     let mut file = match OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(NOFOLLOW | O_NONBLOCK)
         .open(path)
     {
         Ok(f) => f,
@@ -279,11 +284,6 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, S
         }
         Err(e) => Err(e.to_string()),
     }
-}
-
-/// Sets mode 0600 on a file swarm created through a path it does not control the mode of.
-pub fn restrict(path: &Path) -> Result<()> {
-    fs::set_permissions(path, fs::Permissions::from_mode(0o600)).map_err(Error::io("chmod", path))
 }
 
 #[cfg(test)]

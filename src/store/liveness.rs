@@ -44,7 +44,7 @@ impl AliveLock {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(fsio::NOFOLLOW)
             .open(&path)
             .map_err(Error::io("open", &path))?;
         if !FileExt::try_lock_exclusive(&file).map_err(Error::io("lock", &path))? {
@@ -80,7 +80,7 @@ impl ReapGate {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(fsio::NOFOLLOW)
             .open(&path)
             .map_err(Error::io("open", &path))?;
         FileExt::lock_exclusive(&file).map_err(Error::io("lock", &path))?;
@@ -93,7 +93,7 @@ pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Livene
     let path = store.alive_path(team, agent);
     let file = match OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(fsio::NOFOLLOW)
         .open(&path)
     {
         Ok(f) => f,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use fs4::fs_std::FileExt;
 
 use crate::error::{Error, Result};
-use crate::store::fsio::now_ms;
+use crate::store::fsio::{self, now_ms};
 
 /// Claude Code's staleness rule for a lock directory with no owner file.
 const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -114,7 +114,7 @@ fn take_gate(target: &Path, start: Instant) -> Result<File> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(fsio::NOFOLLOW)
         .open(&path)
         .map_err(Error::io("open lock gate", &path))?;
     if FileExt::try_lock_exclusive(&gate).map_err(Error::io("lock", &path))? {

@@ -12,7 +12,6 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -24,7 +23,6 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{timestamp_now, Payload, Protocol};
 use crate::store::roster::Roster;
-use crate::store::watcher::DirWatcher;
 
 /// Largest `text` one message may carry.
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
@@ -193,25 +191,6 @@ impl<'a> Mailbox<'a> {
         Ok(changed)
     }
 
-    /// Waits until `agent` has an undelivered message or `deadline` passes; returns the unread
-    /// messages (empty on timeout).
-    pub fn wait_unread(
-        &self,
-        agent: &AgentName,
-        deadline: Option<Instant>,
-    ) -> Result<Vec<InboxMessage>> {
-        let dir = self.store.inboxes_dir(self.team);
-        fsio::ensure_dir(&dir)?;
-        let watcher = DirWatcher::new(&dir)?;
-        loop {
-            let unread = self.read(agent, true)?;
-            if !unread.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(unread);
-            }
-            watcher.wait(deadline);
-        }
-    }
-
     fn compact_and_write(
         &self,
         agent: &AgentName,
@@ -365,7 +344,7 @@ fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> {
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(fsio::NOFOLLOW)
         .open(path)
         .map_err(Error::io("open", path))?;
     f.write_all(&buf).map_err(Error::io("append to", path))?;

@@ -264,10 +264,6 @@ impl<'a> Roster<'a> {
         })
     }
 
-    pub fn set_active(&self, name: &AgentName, active: bool) -> Result<()> {
-        self.update_member(name, |m| m.is_active = Some(active))
-    }
-
     /// The member called `name`, or a clear error. Used to refuse messages to strangers.
     pub fn require_member(&self, name: &str) -> Result<Member> {
         let config = self.load()?;

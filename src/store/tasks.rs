@@ -6,100 +6,21 @@
 //!
 //! Lock order is always list lock, then task lock, so creators and claimers cannot deadlock.
 
+mod claim;
+mod task;
+
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Map;
 
-use crate::error::{ClaimFailure, Error, Result};
+pub use task::{NewTask, Task, TaskOutcome, TaskPatch, TaskStatus, SWARM_FAILED};
+
+use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::lock::FileLock;
-use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::names::{TaskId, TeamName};
 use crate::store::paths::Store;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    Pending,
-    InProgress,
-    Completed,
-}
-
-impl TaskStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Pending => "pending",
-            TaskStatus::InProgress => "in_progress",
-            TaskStatus::Completed => "completed",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Task {
-    pub id: TaskId,
-    pub subject: String,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub active_form: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    pub status: TaskStatus,
-    #[serde(default)]
-    pub blocks: Vec<TaskId>,
-    #[serde(default)]
-    pub blocked_by: Vec<TaskId>,
-    #[serde(default)]
-    pub metadata: Map<String, Value>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-impl Task {
-    /// A teammate runtime failed this task and parked it (metadata `swarmFailed: true`): it is
-    /// pending but not offered to claimers until the lead clears the flag with
-    /// `swarm task update ID --metadata '{"swarmFailed": null}'`.
-    pub fn parked(&self) -> bool {
-        self.metadata.get(SWARM_FAILED) == Some(&Value::Bool(true))
-    }
-}
-
-/// Metadata key of a task a teammate failed; see [`Task::parked`].
-pub const SWARM_FAILED: &str = "swarmFailed";
-
-/// How a teammate's turn on a task ended, for [`TaskList::finish`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum TaskOutcome {
-    Completed,
-    Failed { reason: String },
-}
-
-/// What `update` changes; `None` leaves a field alone.
-#[derive(Debug, Default, Clone)]
-pub struct TaskPatch {
-    pub subject: Option<String>,
-    pub description: Option<String>,
-    pub active_form: Option<String>,
-    pub status: Option<TaskStatus>,
-    /// `Some(None)` clears the owner.
-    pub owner: Option<Option<String>>,
-    /// Merged into `metadata`; a `null` value deletes the key.
-    pub metadata: Map<String, Value>,
-}
-
-/// A task to create.
-#[derive(Debug, Default, Clone)]
-pub struct NewTask {
-    pub subject: String,
-    pub description: String,
-    pub active_form: Option<String>,
-    pub blocked_by: Vec<TaskId>,
-    pub metadata: Map<String, Value>,
-}
-
 pub struct TaskList<'a> {
     store: &'a Store,
     team: &'a TeamName,
@@ -370,224 +291,6 @@ impl<'a> TaskList<'a> {
         }
         Ok(task)
     }
-
-    /// Whether every task `task` waits for is completed (or gone).
-    fn unblocked(&self, task: &Task) -> Result<bool> {
-        for dep in &task.blocked_by {
-            if let Some(d) = self.get_opt(dep)? {
-                if d.status != TaskStatus::Completed {
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
-    }
-
-    /// Claims `id` for `agent`: owner and `in_progress` in one write. With `busy_check`, refused
-    /// while the agent owns another unfinished task.
-    pub fn claim(&self, id: &TaskId, agent: &AgentName, busy_check: bool) -> Result<Task> {
-        if busy_check {
-            let _list = self.list_lock()?;
-            self.claim_locked(id, agent, BusyCheck::Scan)
-        } else {
-            self.claim_locked(id, agent, BusyCheck::Off)
-        }
-    }
-
-    /// `claim` once the caller holds the list lock (unless `busy` is `Off`).
-    fn claim_locked(&self, id: &TaskId, agent: &AgentName, busy: BusyCheck) -> Result<Task> {
-        let _lock = self.task_lock(id)?;
-        let mut task = self.get(id)?;
-        if task.status == TaskStatus::Completed {
-            return Err(self.refused(id, ClaimFailure::AlreadyResolved));
-        }
-        match task.owner.as_deref() {
-            Some(owner) if owner == agent.as_str() => {}
-            Some(_) => return Err(self.refused(id, ClaimFailure::AlreadyClaimed)),
-            None => {}
-        }
-        if !self.unblocked(&task)? {
-            return Err(self.refused(id, ClaimFailure::Blocked));
-        }
-        let owns_another = |t: &Task| {
-            &t.id != id
-                && t.owner.as_deref() == Some(agent.as_str())
-                && t.status != TaskStatus::Completed
-        };
-        let busy = match busy {
-            BusyCheck::Off => false,
-            BusyCheck::Scan => self.list()?.iter().any(owns_another),
-            BusyCheck::Snapshot(tasks) => tasks.iter().any(owns_another),
-        };
-        if busy {
-            return Err(self.refused(id, ClaimFailure::AgentBusy));
-        }
-        task.owner = Some(agent.to_string());
-        task.status = TaskStatus::InProgress;
-        self.write(&task)?;
-        Ok(task)
-    }
-
-    fn refused(&self, id: &TaskId, reason: ClaimFailure) -> Error {
-        Error::ClaimRefused {
-            id: id.to_string(),
-            reason,
-        }
-    }
-
-    /// Ends `agent`'s work on `id` under the task lock: completed, or back to pending with no
-    /// owner and parked (`swarmFailed`, `failureReason`, `failedBy` in metadata) so it is not
-    /// retried forever and its dependents stay blocked. A task the agent already marked
-    /// completed itself is left completed. `None` (nothing written) when the task is gone or no
-    /// longer `agent`'s, e.g. the lead released it meanwhile.
-    pub fn finish(
-        &self,
-        id: &TaskId,
-        agent: &AgentName,
-        outcome: &TaskOutcome,
-    ) -> Result<Option<Task>> {
-        if self.get_opt(id)?.is_none() {
-            return Ok(None);
-        }
-        let result = self.edit(id, |t| {
-            if t.owner.as_deref() != Some(agent.as_str()) {
-                return Ok(None);
-            }
-            match t.status {
-                TaskStatus::Completed => return Ok(Some(t.clone())),
-                TaskStatus::Pending => return Ok(None),
-                TaskStatus::InProgress => {}
-            }
-            match outcome {
-                TaskOutcome::Completed => t.status = TaskStatus::Completed,
-                TaskOutcome::Failed { reason } => {
-                    t.status = TaskStatus::Pending;
-                    t.owner = None;
-                    t.metadata.insert(SWARM_FAILED.into(), Value::Bool(true));
-                    t.metadata
-                        .insert("failureReason".into(), Value::from(reason.as_str()));
-                    t.metadata
-                        .insert("failedBy".into(), Value::from(agent.as_str()));
-                }
-            }
-            Ok(Some(t.clone()))
-        });
-        match result {
-            Err(Error::NoSuchTask { .. }) => Ok(None),
-            other => other,
-        }
-    }
-
-    /// Tasks anyone may claim now: pending, no owner, not parked by a failure, nothing
-    /// unfinished before them.
-    pub fn available(&self) -> Result<Vec<Task>> {
-        Ok(available_in(&self.list()?).cloned().collect())
-    }
-
-    /// Claims the lowest-numbered available task; `None` when there is none. Losing a race for
-    /// one task moves on to the next.
-    ///
-    /// Every task file is read at most once per call (this is the hot path of idle teammates):
-    /// with the busy check, one `list` under the list lock serves as both the busy check and
-    /// the candidates; without it, ids are walked upwards and the walk stops at the first task
-    /// that can be claimed. Either way each candidate is checked again under its own lock.
-    pub fn claim_next(&self, agent: &AgentName, busy_check: bool) -> Result<Option<Task>> {
-        if busy_check {
-            let _list = self.list_lock()?;
-            let tasks = self.list()?;
-            for task in available_in(&tasks) {
-                match self.claim_outcome(self.claim_locked(
-                    &task.id,
-                    agent,
-                    BusyCheck::Snapshot(&tasks),
-                ))? {
-                    Some(claimed) => return Ok(claimed),
-                    None => continue,
-                }
-            }
-            return Ok(None);
-        }
-        for id in self.ids()? {
-            let Some(task) = self.read_listed(&id)? else {
-                continue;
-            };
-            if task.status != TaskStatus::Pending || task.owner.is_some() || task.parked() {
-                continue;
-            }
-            if !self.unblocked(&task)? {
-                continue;
-            }
-            match self.claim_outcome(self.claim_locked(&id, agent, BusyCheck::Off))? {
-                Some(claimed) => return Ok(claimed),
-                None => continue,
-            }
-        }
-        Ok(None)
-    }
-
-    /// What one attempt of `claim_next` means: `Some(result)` ends the search (a claim, or
-    /// `None` for a busy agent), `None` moves on to the next candidate.
-    fn claim_outcome(&self, attempt: Result<Task>) -> Result<Option<Option<Task>>> {
-        match attempt {
-            Ok(t) => Ok(Some(Some(t))),
-            Err(Error::ClaimRefused {
-                reason: ClaimFailure::AgentBusy,
-                ..
-            }) => Ok(Some(None)),
-            Err(Error::ClaimRefused { .. } | Error::NoSuchTask { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Returns every unfinished task of `agent` to pending with no owner; gives their ids.
-    pub fn release_agent(&self, agent: &str) -> Result<Vec<TaskId>> {
-        let mut released = Vec::new();
-        for task in self.list()? {
-            if task.owner.as_deref() != Some(agent) || task.status == TaskStatus::Completed {
-                continue;
-            }
-            let changed = self.edit(&task.id, |t| {
-                if t.owner.as_deref() == Some(agent) && t.status != TaskStatus::Completed {
-                    t.owner = None;
-                    t.status = TaskStatus::Pending;
-                    return Ok(true);
-                }
-                Ok(false)
-            })?;
-            if changed {
-                released.push(task.id);
-            }
-        }
-        Ok(released)
-    }
-}
-
-/// How a claim decides whether the agent already owns an unfinished task.
-enum BusyCheck<'t> {
-    /// No busy check.
-    Off,
-    /// Read every task now (the caller holds the list lock).
-    Scan,
-    /// Use tasks read under the list lock the caller still holds.
-    Snapshot(&'t [Task]),
-}
-
-/// The tasks of `tasks` anyone may claim: pending, no owner, every blocker completed or gone.
-fn available_in(tasks: &[Task]) -> impl Iterator<Item = &Task> {
-    let done: HashSet<&TaskId> = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .map(|t| &t.id)
-        .collect();
-    let exists: HashSet<&TaskId> = tasks.iter().map(|t| &t.id).collect();
-    tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Pending && t.owner.is_none() && !t.parked())
-        .filter(move |t| {
-            t.blocked_by
-                .iter()
-                .all(|d| done.contains(d) || !exists.contains(d))
-        })
 }
 
 fn push_unique(v: &mut Vec<TaskId>, id: &TaskId) {
@@ -607,6 +310,9 @@ fn dedup(v: Vec<TaskId>) -> Vec<TaskId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ClaimFailure;
+    use crate::store::names::AgentName;
+    use serde_json::Value;
 
     fn list() -> (tempfile::TempDir, Store, TeamName) {
         let dir = tempfile::tempdir().unwrap();

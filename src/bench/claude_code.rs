@@ -19,14 +19,14 @@ use serde_json::Value;
 use crate::store::mailbox::InboxMessage;
 
 /// `proper-lockfile`'s default staleness.
-pub const STALE_AFTER: Duration = Duration::from_secs(10);
+const STALE_AFTER: Duration = Duration::from_secs(10);
 /// Claude Code's inbox lock options: `retries: 10, minTimeout: 5, maxTimeout: 100` (factor 2).
-pub const RETRIES: u32 = 10;
+const RETRIES: u32 = 10;
 const MIN_TIMEOUT_MS: u64 = 5;
 const MAX_TIMEOUT_MS: u64 = 100;
 
 /// The wait before attempt `n + 1` (n from 0), as the `retry` package computes it unrandomized.
-pub fn backoff(n: u32) -> Duration {
+fn backoff(n: u32) -> Duration {
     Duration::from_millis(
         MIN_TIMEOUT_MS
             .saturating_mul(1 << n.min(20))
@@ -35,13 +35,13 @@ pub fn backoff(n: u32) -> Duration {
 }
 
 /// A held `F.lock` directory; removed on drop.
-pub struct DirLock {
+struct DirLock {
     dir: PathBuf,
 }
 
 impl DirLock {
     /// Takes the lock on `target` or gives up after the last retry (`Ok(None)`).
-    pub fn acquire(target: &Path) -> io::Result<Option<DirLock>> {
+    fn acquire(target: &Path) -> io::Result<Option<DirLock>> {
         let mut dir = target.as_os_str().to_owned();
         dir.push(".lock");
         let dir = PathBuf::from(dir);
@@ -95,7 +95,7 @@ fn try_mkdir(dir: &Path, check_stale: bool) -> io::Result<bool> {
 
 /// Appends `message` the Claude Code way. `Ok(false)`: the lock was not had in 11 tries and
 /// the message was dropped (Claude Code reports the send as failed).
-pub fn append(inbox: &Path, message: &InboxMessage) -> io::Result<bool> {
+pub(crate) fn append(inbox: &Path, message: &InboxMessage) -> io::Result<bool> {
     match OpenOptions::new().write(true).create_new(true).open(inbox) {
         Ok(mut f) => f.write_all(b"[]")?,
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
@@ -113,7 +113,7 @@ pub fn append(inbox: &Path, message: &InboxMessage) -> io::Result<bool> {
 
 /// Claude Code's `readMailbox`: the parsed array, or empty when the file is missing or does not
 /// parse (which is how a torn read turns into a lost inbox on the next write).
-pub fn read(inbox: &Path) -> Vec<Value> {
+pub(crate) fn read(inbox: &Path) -> Vec<Value> {
     fs::read(inbox)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())

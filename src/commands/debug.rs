@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use super::{agent, Context};
 use crate::bench::claude_code;
+use crate::bench::worker::message_text;
 use crate::commands::cli::{DebugAppendArgs, DebugCommand};
 use crate::error::{Error, Result};
 use crate::output;
@@ -20,7 +21,7 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::tasks::{TaskList, TaskPatch, TaskStatus};
 
-pub fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
     match cmd {
         DebugCommand::HoldLock { file } => {
             let _lock = crate::store::lock::FileLock::acquire(&file)?;
@@ -38,11 +39,6 @@ pub fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             max,
         } => claim_loop(ctx, &agent(&name)?, !no_busy_check, max).map(|()| 0),
     }
-}
-
-/// The text of message `seq` from `writer`; the fault suite and the benchmarks parse it back.
-pub fn message_text(writer: &str, seq: u64) -> String {
-    format!("{writer}:{seq}")
 }
 
 fn ack(seq: u64, started: Instant, timings: bool) -> Result<()> {

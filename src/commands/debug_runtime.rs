@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::Context;
+use crate::bench::rng::Jitter;
+use crate::bench::stats::{self, quantile, sorted};
 use crate::commands::cli::DebugRuntimeCommand;
 use crate::error::{Error, Result};
 use crate::output;
@@ -31,7 +33,7 @@ use crate::store::watcher::DirWatcher;
 /// How long one message may take before the measurement gives up.
 const MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub fn run(ctx: &Context, cmd: DebugRuntimeCommand) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, cmd: DebugRuntimeCommand) -> Result<i32> {
     match cmd {
         DebugRuntimeCommand::Latency {
             to,
@@ -57,28 +59,26 @@ pub fn run(ctx: &Context, cmd: DebugRuntimeCommand) -> Result<i32> {
     }
 }
 
-/// Milliseconds, summarised.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Stats {
-    pub n: usize,
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-    pub mean_ms: f64,
+/// Milliseconds, summarised; zero, not NaN, when there are no samples (JSON has no NaN).
+#[derive(Debug, Serialize)]
+struct Stats {
+    n: usize,
+    p50_ms: f64,
+    p90_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+    mean_ms: f64,
 }
 
 impl Stats {
-    pub fn of(samples: &[Duration]) -> Stats {
-        let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-        ms.sort_by(f64::total_cmp);
-        let pick = |p: f64| -> f64 {
+    fn of(samples: &[Duration]) -> Stats {
+        let ms = sorted(samples.iter().map(|d| stats::ms(*d)).collect());
+        let pick = |q: f64| -> f64 {
             if ms.is_empty() {
-                return 0.0;
+                0.0
+            } else {
+                quantile(&ms, q)
             }
-            // Nearest rank: the smallest sample with at least p of them at or below it.
-            let rank = (p * ms.len() as f64).ceil() as usize;
-            ms[rank.clamp(1, ms.len()) - 1]
         };
         Stats {
             n: ms.len(),
@@ -275,7 +275,7 @@ fn streamed(
             }
         })
     };
-    let mut rng = fsio::now_ms() | 1;
+    let jitter = Jitter::seeded();
     let mut sends = Vec::new();
     for i in 0..count {
         let text = text(i);
@@ -286,10 +286,7 @@ fn streamed(
             .insert(text.clone(), start);
         send(ctx, team, to, &text)?;
         sends.push(start.elapsed());
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let gap = min_gap + rng % (max_gap - min_gap + 1);
+        let gap = jitter.between(min_gap, max_gap + 1);
         std::thread::sleep(Duration::from_millis(gap));
     }
     sending.store(false, Ordering::SeqCst);

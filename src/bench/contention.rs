@@ -1,0 +1,227 @@
+//! Benchmark 2, contention: 16 writer processes appending 500 messages each into one inbox,
+//! swarm's locked append against Claude Code's `mkdir` lock that gives up after 11 tries. It
+//! counts what the claims are about (sends that failed, messages lost after their ack,
+//! duplicates, torn reads seen by a concurrent reader) as well as the rate.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::claude_code;
+use super::harness::{load_1m, Bench};
+use super::report::{fmt_int, fmt_ratio, Section, Table};
+use super::worker::{spawn, writer_seq, Impl};
+use crate::error::Result;
+
+/// The texts of an inbox file's entries, read the way Claude Code reads (no lock).
+fn inbox_texts(path: &Path) -> Vec<String> {
+    claude_code::read(path)
+        .iter()
+        .filter_map(|m| m["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Acknowledged and failed sequence numbers per writer, from `debug append` output.
+#[derive(Default)]
+struct Acks {
+    acked: BTreeMap<String, Vec<u64>>,
+    failed: u64,
+}
+
+impl Acks {
+    fn add(&mut self, writer: &str, lines: &[String]) {
+        for line in lines {
+            if line.starts_with("fail ") {
+                self.failed += 1;
+            } else if let Some(seq) = line.split_whitespace().next().and_then(|s| s.parse().ok()) {
+                self.acked.entry(writer.to_string()).or_default().push(seq);
+            }
+        }
+    }
+
+    fn count(&self) -> u64 {
+        self.acked.values().map(|v| v.len() as u64).sum()
+    }
+
+    /// Acknowledged messages missing from `texts`, and messages present more than once.
+    fn lost_and_duplicated(&self, texts: &[String]) -> (u64, u64) {
+        let mut present: HashMap<(String, u64), u64> = HashMap::new();
+        for t in texts {
+            if let Some(k) = writer_seq(t) {
+                *present.entry(k).or_default() += 1;
+            }
+        }
+        let lost = self
+            .acked
+            .iter()
+            .flat_map(|(w, seqs)| seqs.iter().map(move |s| (w.clone(), *s)))
+            .filter(|k| !present.contains_key(k))
+            .count() as u64;
+        let duplicated = present.values().filter(|c| **c > 1).count() as u64;
+        (lost, duplicated)
+    }
+}
+
+/// Reads `path` every 2 ms until stopped; counts reads and reads that did not parse.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<(u64, u64)>,
+}
+
+impl Sampler {
+    fn start(path: PathBuf) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let (mut reads, mut torn) = (0, 0);
+            while !flag.load(Ordering::SeqCst) {
+                if let Ok(bytes) = std::fs::read(&path) {
+                    reads += 1;
+                    if serde_json::from_slice::<Vec<Value>>(&bytes).is_err() {
+                        torn += 1;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            (reads, torn)
+        });
+        Sampler { stop, handle }
+    }
+
+    fn finish(self) -> (u64, u64) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// One implementation's contention run.
+struct ContentionRun {
+    imp: Impl,
+    acked: u64,
+    failed: u64,
+    lost: u64,
+    duplicated: u64,
+    reads: u64,
+    torn: u64,
+    wall: Duration,
+    load: String,
+}
+
+impl ContentionRun {
+    fn rate(&self) -> f64 {
+        self.acked as f64 / self.wall.as_secs_f64()
+    }
+}
+
+/// 16 writer processes x 500 messages into one inbox, swarm's append against Claude Code's.
+pub(crate) fn contention(b: &Bench) -> Result<Section> {
+    let writers = b.size(16, 4);
+    let per = b.size(500, 20);
+    let mut results = Vec::new();
+    for imp in [Impl::ClaudeCode, Impl::Swarm] {
+        let (store, team) = b.team(&format!("contention-{}", imp.command()), &["coder"])?;
+        let inbox = store.inbox_path(&team, &"coder".parse()?);
+        let sampler = Sampler::start(inbox.clone());
+        let load_start = load_1m();
+        let started = Instant::now();
+        let children = (0..writers)
+            .map(|w| {
+                spawn(
+                    b.swarm(&store)
+                        .args(["debug", imp.command(), "--to", "coder"])
+                        .args(["--count", &per.to_string(), "--writer", &format!("w{w}")])
+                        .stdout(Stdio::piped()),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut acks = Acks::default();
+        for (w, child) in children.into_iter().enumerate() {
+            let lines = child.finish(&format!("writer w{w}"))?;
+            acks.add(&format!("w{w}"), &lines);
+        }
+        let wall = started.elapsed();
+        let (reads, torn) = sampler.finish();
+        let texts = inbox_texts(&inbox);
+        let (lost, duplicated) = acks.lost_and_duplicated(&texts);
+        results.push(ContentionRun {
+            imp,
+            acked: acks.count(),
+            failed: acks.failed,
+            lost,
+            duplicated,
+            reads,
+            torn,
+            wall,
+            load: format!("{load_start} -> {}", load_1m()),
+        });
+    }
+    let baseline_rate = results
+        .iter()
+        .find(|r| r.imp == Impl::ClaudeCode)
+        .map_or(f64::NAN, ContentionRun::rate);
+    let mut table = Table::new(&[
+        "implementation",
+        "delivered",
+        "failed sends",
+        "lost after ack",
+        "duplicated",
+        "torn reads / sampled",
+        "wall s",
+        "delivered/s",
+        "vs Claude Code",
+        "load 1m",
+    ]);
+    for r in &results {
+        table.row(vec![
+            r.imp.name().into(),
+            fmt_int(r.acked),
+            fmt_int(r.failed),
+            r.lost.to_string(),
+            r.duplicated.to_string(),
+            format!("{} / {}", r.torn, r.reads),
+            format!("{:.1}", r.wall.as_secs_f64()),
+            format!("{:.0}", r.rate()),
+            fmt_ratio(r.rate() / baseline_rate),
+            r.load.clone(),
+        ]);
+    }
+    Ok(Section {
+        name: "contention",
+        title: format!(
+            "2. Contention: {writers} writer processes x {per} messages into one inbox"
+        ),
+        table,
+        notes: vec![
+            "Each writer is one process appending in a loop (`swarm debug append` = `Mailbox::send`, as `swarm send` does; `swarm debug cc-append` = Claude Code's append). Nobody reads the inbox, so it grows to every message and each append rewrites all of it, for both.".into(),
+            "A failed send is Claude Code giving up after 11 lock attempts (about 0.66 s of backoff); the message is dropped and the sender told. swarm waits in a kernel queue instead (30 s limit). Lost after ack: acknowledged, yet absent from the final file.".into(),
+            "Torn reads: a reader thread read the file every 2 ms during the run; a read that does not parse is what a Claude Code poller treats as an empty inbox.".into(),
+            "The Claude Code run goes first; if the load average moved between the two (last column), so did the ratio.".into(),
+        ],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_and_duplicated_are_counted_against_acks() {
+        let mut acks = Acks::default();
+        acks.add(
+            "w0",
+            &["0".into(), "1".into(), "fail 2".into(), "3 120".into()],
+        );
+        let texts: Vec<String> = ["w0:0", "w0:1", "w0:1", "other"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(acks.count(), 3);
+        assert_eq!(acks.failed, 1);
+        assert_eq!(acks.lost_and_duplicated(&texts), (1, 1));
+    }
+}

@@ -5,13 +5,14 @@
 //! missing tmux or it2 all fail here with exit 2 and nothing half-registered; `--dry-run` prints
 //! its [`Prepared::dry_run`]. [`Prepared::execute`] then creates the team, seeds the tasks and
 //! spawns each teammate in the order of PROTOCOL.md section 10, rolling back a spawn that
-//! fails; [`Launched::supervise`] keeps in-process teammates.
+//! fails; `Launched::supervise` keeps in-process teammates.
 //!
 //! The wing: `plan` (what to launch), `swarmfile` (the file that fills a plan in), `program`
-//! and `command_line` (section 10's argv and environment), `prepare`, `dry_run`, `spawn`
-//! (with rollback), `running` (the backend and the running team), `worktree` (a teammate's
-//! own git worktree).
+//! and `command_line` (section 10's argv and environment), `prepare` with its `checks`,
+//! `dry_run`, `spawn` (with rollback), `running` (the backend and the running team),
+//! `worktree` (a teammate's own git worktree).
 
+mod checks;
 mod command_line;
 mod dry_run;
 mod plan;

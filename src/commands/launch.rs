@@ -16,23 +16,13 @@ use crate::launch::{
 use crate::output;
 use crate::store::names::AgentName;
 
-pub fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
     let (file_team, mut parts) = match &args.file {
         Some(path) => {
             let loaded = swarmfile::load(path)?;
             (loaded.team, loaded.plan)
         }
-        None => (
-            None,
-            LaunchPlanParts {
-                description: String::new(),
-                agent: None,
-                cwd: None,
-                worktree: false,
-                teammates: vec![],
-                tasks: vec![],
-            },
-        ),
+        None => (None, LaunchPlanParts::default()),
     };
     let team = match file_team {
         Some(t) => t,

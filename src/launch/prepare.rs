@@ -4,7 +4,7 @@
 //! touched: the teammate names (unique ignoring case, not already on the roster), the inherited
 //! flags, the backend, each teammate (its directory, worktree, environment, permission mode,
 //! model and program) and the task dependencies. What comes out, a [`Prepared`], is exactly
-//! what [`Prepared::execute`](super::spawn) runs and what `--dry-run` prints.
+//! what `Prepared::execute` (in `spawn`) runs and what `--dry-run` prints.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +21,7 @@ use crate::store::colour::Colour;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster, TeamConfig};
-use crate::teammate::args::{PromptVia, TeammateArgs};
+use crate::teammate::args::{BuiltinAgent, PromptVia, TeammateArgs};
 
 /// Swarm-only roster field: the agent kind a member was launched with.
 pub(crate) const AGENT_FIELD: &str = "swarmAgent";
@@ -291,7 +291,7 @@ impl Shared<'_> {
                         let program = resolve_program(&words[0], &what, opts)?;
                         args.command = command_line::agent_command(&program, &words[1..], flags);
                     }
-                    _ => args.agent = Some(crate::teammate::args::BuiltinAgent::Shell),
+                    _ => args.agent = Some(BuiltinAgent::Shell),
                 }
                 let (argv, env) =
                     command_line::runtime(&opts.swarm_exe, &args, &self.root, self.backend);

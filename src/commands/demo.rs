@@ -26,7 +26,7 @@ use crate::store::roster::Roster;
 use crate::store::tasks::{Task, TaskList, TaskStatus};
 use crate::store::watcher::DirWatcher;
 
-pub const TEAMMATES: [&str; 3] = ["alice", "bob", "carol"];
+pub(crate) const TEAMMATES: [&str; 3] = ["alice", "bob", "carol"];
 
 /// The demo's DAG: (subject, shell command, indexes of the tasks it waits for).
 const TASKS: [(&str, &str, &[usize]); 6] = [
@@ -43,35 +43,35 @@ const TASKS: [(&str, &str, &[usize]); 6] = [
 ];
 
 #[derive(Debug, Clone)]
-pub struct DemoOptions {
-    pub backend: BackendChoice,
+pub(crate) struct DemoOptions {
+    pub(crate) backend: BackendChoice,
     /// Give up (and shut down) after this long.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 /// What the demo did, for `--json` and the closing lines.
 #[derive(Debug, Serialize)]
-pub struct DemoReport {
-    pub team: String,
-    pub backend: String,
-    pub completed: bool,
+pub(crate) struct DemoReport {
+    pub(crate) team: String,
+    pub(crate) backend: String,
+    pub(crate) completed: bool,
     #[serde(rename = "seconds")]
-    pub elapsed: f64,
+    pub(crate) elapsed: f64,
     /// Task id -> who did it.
-    pub done_by: HashMap<String, String>,
-    pub files: DemoFiles,
+    pub(crate) done_by: HashMap<String, String>,
+    pub(crate) files: DemoFiles,
 }
 
 #[derive(Debug, Serialize)]
-pub struct DemoFiles {
-    pub config: PathBuf,
-    pub lead_inbox: PathBuf,
-    pub tasks: PathBuf,
-    pub report: PathBuf,
+pub(crate) struct DemoFiles {
+    pub(crate) config: PathBuf,
+    pub(crate) lead_inbox: PathBuf,
+    pub(crate) tasks: PathBuf,
+    pub(crate) report: PathBuf,
 }
 
 /// Runs the demo; `say` receives the progress lines.
-pub fn run(
+pub(crate) fn run(
     store: &Store,
     team: &TeamName,
     opts: &DemoOptions,

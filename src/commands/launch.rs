@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::Context;
 use crate::backend::in_process::SuperviseOptions;
 use crate::backend::{display_argv, shell_quote, BackendKind};
@@ -12,35 +10,19 @@ use crate::commands::cli::LaunchArgs;
 use crate::error::{Error, Result};
 use crate::launch::swarmfile::{self, LaunchPlanParts};
 use crate::launch::{
-    self, AgentKind, Inherited, LaunchOptions, Prepared, TaskRef, TeammatePlan, DEFAULT_GRACE,
+    self, AgentKind, CommandLine, DryRun, Inherited, LaunchOptions, TaskRef, TeammatePlan,
+    DEFAULT_GRACE,
 };
 use crate::output;
 use crate::store::names::AgentName;
 
-/// Values of these variables are not printed by `--dry-run`.
-fn is_secret(key: &str) -> bool {
-    ["API_KEY", "TOKEN", "SECRET", "PASSWORD"]
-        .iter()
-        .any(|s| key.to_ascii_uppercase().contains(s))
-}
-
-pub fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
     let (file_team, mut parts) = match &args.file {
         Some(path) => {
             let loaded = swarmfile::load(path)?;
             (loaded.team, loaded.plan)
         }
-        None => (
-            None,
-            LaunchPlanParts {
-                description: String::new(),
-                agent: None,
-                cwd: None,
-                worktree: false,
-                teammates: vec![],
-                tasks: vec![],
-            },
-        ),
+        None => (None, LaunchPlanParts::default()),
     };
     let team = match file_team {
         Some(t) => t,
@@ -87,7 +69,7 @@ pub fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         prepared.backend.kind, prepared.backend.why
     );
     if args.dry_run {
-        return dry_run(ctx, &prepared).map(|()| 0);
+        return print_dry_run(ctx.json, &prepared.dry_run()).map(|()| 0);
     }
     let json = ctx.json;
     let mut progress = |line: &str| {
@@ -100,9 +82,9 @@ pub fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
     let mut launched = prepared.execute(&ctx.store, &mut progress)?;
     if json {
         if launched.backend == BackendKind::InProcess {
-            output::json_line(&launched.to_json())?;
+            output::json_line(&launched)?;
         } else {
-            output::json(&launched.to_json())?;
+            output::json(&launched)?;
         }
     } else {
         output::line(format!(
@@ -150,54 +132,38 @@ pub fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
-fn dry_run(ctx: &Context, prepared: &Prepared) -> Result<()> {
-    let mut doc = prepared.to_json();
-    redact(&mut doc);
-    if ctx.json {
-        return output::json(&doc);
+/// Prints the dry run: the document itself for `--json`, readable lines from it otherwise.
+fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
+    if json {
+        return output::json(doc);
     }
     output::line(format!(
         "team {} ({}), backend {}, lead session {}",
-        prepared.team,
-        if prepared.new_team {
+        doc.team,
+        if doc.new_team {
             "new"
         } else {
             "existing: teammates are added"
         },
-        prepared.backend.kind,
-        prepared.lead_session_id
+        doc.backend,
+        doc.lead_session_id
     ))?;
-    let show = |title: String, v: &Value| -> Result<()> {
+    let show = |title: String, c: &CommandLine| -> Result<()> {
         output::line(title)?;
-        output::line(format!("  cwd   {}", v["cwd"].as_str().unwrap_or_default()))?;
-        let env: Vec<String> = v["env"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| format!("{k}={}", shell_quote(v.as_str().unwrap_or_default())))
-                    .collect()
-            })
-            .unwrap_or_default();
+        output::line(format!("  cwd   {}", c.cwd.display()))?;
+        let env: Vec<String> = c
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+            .collect();
         output::line(format!("  env   {}", env.join(" ")))?;
-        let argv: Vec<String> = v["argv"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|w| w.as_str().unwrap_or_default().to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        output::line(format!("  argv  {}", display_argv(&argv)))
+        output::line(format!("  argv  {}", display_argv(&c.argv)))
     };
-    if !doc["lead"].is_null() {
-        show("lead console (first pane)".into(), &doc["lead"])?;
+    if let Some(lead) = &doc.lead {
+        show("lead console (first pane)".into(), lead)?;
     }
-    for (t, v) in prepared
-        .teammates
-        .iter()
-        .zip(doc["teammates"].as_array().into_iter().flatten())
-    {
-        show(format!("{} ({}, {})", t.name, t.color, t.agent.label()), v)?;
+    for t in &doc.teammates {
+        show(format!("{} ({}, {})", t.name, t.color, t.agent), &t.command)?;
         if let Some(wt) = &t.worktree {
             output::line(format!(
                 "  worktree {} on branch {} (from {})",
@@ -206,8 +172,8 @@ fn dry_run(ctx: &Context, prepared: &Prepared) -> Result<()> {
                 &wt.base[..wt.base.len().min(12)]
             ))?;
         }
-        if let Some(log) = &t.launch.log {
-            output::line(format!("  log   {}", log.display()))?;
+        if let Some(log) = &t.log {
+            output::line(format!("  log   {log}"))?;
         }
         if !t.prompt.is_empty() {
             output::line(format!(
@@ -216,9 +182,9 @@ fn dry_run(ctx: &Context, prepared: &Prepared) -> Result<()> {
             ))?;
         }
     }
-    if !prepared.tasks.is_empty() {
+    if !doc.tasks.is_empty() {
         output::line("tasks")?;
-        for (i, t) in prepared.tasks.iter().enumerate() {
+        for (i, t) in doc.tasks.iter().enumerate() {
             let deps: Vec<String> = t
                 .blocked_by
                 .iter()
@@ -239,22 +205,4 @@ fn dry_run(ctx: &Context, prepared: &Prepared) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn redact(doc: &mut Value) {
-    fn redact_env(env: Option<&mut Value>) {
-        if let Some(map) = env.and_then(Value::as_object_mut) {
-            for (k, v) in map.iter_mut() {
-                if is_secret(k) {
-                    *v = Value::from("<redacted>");
-                }
-            }
-        }
-    }
-    redact_env(doc.get_mut("lead").and_then(|l| l.get_mut("env")));
-    if let Some(ts) = doc.get_mut("teammates").and_then(Value::as_array_mut) {
-        for t in ts {
-            redact_env(t.get_mut("env"));
-        }
-    }
 }

@@ -88,20 +88,20 @@ struct SwarmFile {
 
 /// A parsed swarm file; `team` is `None` when the file leaves it to `--team`.
 #[derive(Debug)]
-pub struct Loaded {
-    pub team: Option<TeamName>,
-    pub plan: LaunchPlanParts,
+pub(crate) struct Loaded {
+    pub(crate) team: Option<TeamName>,
+    pub(crate) plan: LaunchPlanParts,
 }
 
 /// Everything of a [`LaunchPlan`] but the team.
-#[derive(Debug)]
-pub struct LaunchPlanParts {
-    pub description: String,
-    pub agent: Option<AgentKind>,
-    pub cwd: Option<PathBuf>,
-    pub worktree: bool,
-    pub teammates: Vec<TeammatePlan>,
-    pub tasks: Vec<TaskPlan>,
+#[derive(Debug, Default)]
+pub(crate) struct LaunchPlanParts {
+    pub(crate) description: String,
+    pub(crate) agent: Option<AgentKind>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) worktree: bool,
+    pub(crate) teammates: Vec<TeammatePlan>,
+    pub(crate) tasks: Vec<TaskPlan>,
 }
 
 impl LaunchPlanParts {
@@ -120,7 +120,7 @@ impl LaunchPlanParts {
 
 /// Reads a swarm file (`-` is standard input); relative paths in it are taken from its
 /// directory.
-pub fn load(path: &Path) -> Result<Loaded> {
+pub(crate) fn load(path: &Path) -> Result<Loaded> {
     let (bytes, base) = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
@@ -139,7 +139,7 @@ pub fn load(path: &Path) -> Result<Loaded> {
 }
 
 /// Parses swarm-file bytes; `base` resolves a relative `cwd`, `what` names the file in errors.
-pub fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
+pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
     let file: SwarmFile = serde_json::from_slice(bytes)
         .map_err(|e| Error::usage(format!("swarm file {what} is invalid: {e}")))?;
     let team = file.team.as_deref().map(str::parse).transpose()?;

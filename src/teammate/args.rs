@@ -2,13 +2,14 @@
 //!
 //! The launcher writes this command line into every pane and `swarm teammate` parses it, so
 //! both ends use this one struct (PROTOCOL.md section 10 names the flags, which match a real
-//! `claude` teammate's).
+//! `claude` teammate's). [`TeammateArgs::to_argv`] is the launcher's end; a round-trip test
+//! keeps it in step with what clap parses.
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
 pub struct TeammateArgs {
     /// NAME@TEAM; must agree with --agent-name and --team-name.
     #[arg(long, value_name = "NAME@TEAM")]
@@ -42,6 +43,56 @@ pub struct TeammateArgs {
     pub command: Vec<String>,
 }
 
+impl TeammateArgs {
+    /// The identity flags, in section 10's order. A `claude` teammate gets the same ones.
+    pub(crate) fn identity_argv(&self) -> Vec<String> {
+        let mut argv = vec![
+            "--agent-id".to_string(),
+            self.agent_id.clone(),
+            "--agent-name".into(),
+            self.agent_name.clone(),
+            "--team-name".into(),
+            self.team_name.clone(),
+            "--agent-color".into(),
+            self.agent_color.clone(),
+            "--parent-session-id".into(),
+            self.parent_session_id.clone(),
+        ];
+        if self.plan_mode_required {
+            argv.push("--plan-mode-required".into());
+        }
+        argv
+    }
+
+    /// Every flag after `swarm teammate`, so that parsing them gives these arguments back.
+    pub(crate) fn to_argv(&self) -> Vec<String> {
+        let mut argv = self.identity_argv();
+        if let Some(cwd) = &self.cwd {
+            argv.extend(["--cwd".into(), cwd.display().to_string()]);
+        }
+        if self.prompt_via != PromptVia::Arg {
+            argv.extend(["--prompt-via".into(), value_name(self.prompt_via)]);
+        }
+        if let Some(agent) = self.agent {
+            argv.extend(["--agent".into(), value_name(agent)]);
+        }
+        if !self.command.is_empty() {
+            argv.push("--".into());
+            argv.extend(self.command.iter().cloned());
+        }
+        argv
+    }
+}
+
+/// The word clap accepts for `value`.
+fn value_name(value: impl ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .expect("no value is hidden")
+        .get_name()
+        .to_string()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PromptVia {
     Arg,
@@ -51,4 +102,81 @@ pub enum PromptVia {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BuiltinAgent {
     Shell,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Parsed {
+        #[command(flatten)]
+        args: TeammateArgs,
+    }
+
+    fn round_trip(args: &TeammateArgs) -> TeammateArgs {
+        let argv = std::iter::once("swarm".to_string()).chain(args.to_argv());
+        Parsed::try_parse_from(argv).unwrap().args
+    }
+
+    fn args() -> TeammateArgs {
+        TeammateArgs {
+            agent_id: "coder@t".into(),
+            agent_name: "coder".into(),
+            team_name: "t".into(),
+            agent_color: "green".into(),
+            parent_session_id: "sid".into(),
+            plan_mode_required: false,
+            cwd: None,
+            prompt_via: PromptVia::Arg,
+            agent: Some(BuiltinAgent::Shell),
+            command: vec![],
+        }
+    }
+
+    #[test]
+    fn the_launchers_argv_parses_back_to_the_same_arguments() {
+        let shell = args();
+        assert_eq!(round_trip(&shell), shell);
+        let command = TeammateArgs {
+            plan_mode_required: true,
+            cwd: Some("/work dir".into()),
+            prompt_via: PromptVia::Stdin,
+            agent: None,
+            command: vec!["codex".into(), "--model".into(), "-x".into(), "--".into()],
+            parent_session_id: String::new(),
+            ..args()
+        };
+        assert_eq!(round_trip(&command), command);
+    }
+
+    #[test]
+    fn the_argv_is_section_10s_order() {
+        let a = TeammateArgs {
+            plan_mode_required: true,
+            cwd: Some("/w".into()),
+            ..args()
+        };
+        assert_eq!(
+            a.to_argv(),
+            [
+                "--agent-id",
+                "coder@t",
+                "--agent-name",
+                "coder",
+                "--team-name",
+                "t",
+                "--agent-color",
+                "green",
+                "--parent-session-id",
+                "sid",
+                "--plan-mode-required",
+                "--cwd",
+                "/w",
+                "--agent",
+                "shell"
+            ]
+        );
+    }
 }

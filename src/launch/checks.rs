@@ -1,0 +1,137 @@
+//! The refusals of [`prepare`](super::prepare): input that would fail later, or half-way
+//! through spawning, is turned away here with exit 2 and a message that says how to fix it.
+//!
+//! Teammate names are unique ignoring case and new to the team; environment variable names are
+//! letters, digits and `_` with values free of NUL; model and agent-type words are non-empty
+//! with no control characters; permission modes are single alphanumeric words, as claude's
+//! are; a task depends only on an earlier task of the plan or on a task already in the list.
+
+use std::collections::HashSet;
+
+use super::{Inherited, LaunchPlan, TaskRef, TeammatePlan};
+use crate::error::{Error, Result};
+use crate::store::names::AgentName;
+use crate::store::paths::Store;
+use crate::store::roster::TeamConfig;
+use crate::store::tasks::TaskList;
+
+/// At least one teammate; names unique ignoring case and not already on the team.
+pub(super) fn check_names(plan: &LaunchPlan, existing: Option<&TeamConfig>) -> Result<()> {
+    if plan.teammates.is_empty() {
+        return Err(Error::usage(
+            "no teammates to launch: give a swarm file with teammates[] or --teammate NAME=PROMPT",
+        ));
+    }
+    let mut seen: HashSet<String> = HashSet::new();
+    for t in &plan.teammates {
+        if !seen.insert(t.name.as_str().to_ascii_lowercase()) {
+            return Err(Error::usage(format!(
+                "duplicate teammate name {:?} (names are unique ignoring case); rename one",
+                t.name.as_str()
+            )));
+        }
+        if let Some(config) = existing {
+            if config.members.iter().any(|m| t.name.same_as(&m.name)) {
+                return Err(Error::usage(format!(
+                    "team {} already has a member named {:?}; rename the teammate or `swarm shutdown {}` and `swarm team remove {}` first",
+                    plan.team, t.name.as_str(), t.name, t.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn check_inherited(inh: &Inherited) -> Result<()> {
+    if let Some(m) = &inh.permission_mode {
+        check_permission_mode(m)?;
+    }
+    if let Some(m) = &inh.model {
+        check_word("--model", m)?;
+    }
+    if let Some(t) = &inh.agent_type {
+        check_word("--agent-type", t)?;
+    }
+    Ok(())
+}
+
+/// The teammate's own settings: environment names and values, permission mode, model.
+pub(super) fn check_teammate(t: &TeammatePlan) -> Result<()> {
+    for (k, v) in &t.env {
+        check_env_key(&t.name, k, v)?;
+    }
+    if let Some(m) = &t.permission_mode {
+        check_permission_mode(m)?;
+    }
+    if let Some(m) = &t.model {
+        check_word(&format!("teammate {}: model", t.name), m)?;
+    }
+    Ok(())
+}
+
+fn check_env_key(who: &AgentName, key: &str, value: &str) -> Result<()> {
+    let mut chars = key.chars();
+    let ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(Error::usage(format!(
+            "teammate {who}: environment variable name {key:?} is invalid; use letters, digits and '_', not starting with a digit"
+        )));
+    }
+    if value.contains('\0') {
+        return Err(Error::usage(format!(
+            "teammate {who}: the value of {key} contains a NUL byte"
+        )));
+    }
+    Ok(())
+}
+
+fn check_word(what: &str, value: &str) -> Result<()> {
+    if value.is_empty() || value.chars().any(char::is_control) {
+        return Err(Error::usage(format!(
+            "{what} {value:?} is empty or contains control characters"
+        )));
+    }
+    Ok(())
+}
+
+fn check_permission_mode(value: &str) -> Result<()> {
+    if value.is_empty() || !value.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(Error::usage(format!(
+            "permission mode {value:?} is invalid; use one of claude's modes such as default, acceptEdits, plan or bypassPermissions"
+        )));
+    }
+    Ok(())
+}
+
+/// Each dependency is an earlier task of the plan or a task already in the team's list.
+pub(super) fn check_tasks(store: &Store, plan: &LaunchPlan, team_exists: bool) -> Result<()> {
+    let list = TaskList::new(store, &plan.team);
+    for (i, task) in plan.tasks.iter().enumerate() {
+        if task.subject.trim().is_empty() {
+            return Err(Error::usage(format!("task {i} has no subject")));
+        }
+        for dep in &task.blocked_by {
+            match dep {
+                TaskRef::Index(j) if *j < i => {}
+                TaskRef::Index(j) => {
+                    return Err(Error::usage(format!(
+                        "task {i} ({:?}) is blocked by task {j}, which is not an earlier task of the file; list blockers first (indexes are 0-based)",
+                        task.subject
+                    )))
+                }
+                TaskRef::Id(id) => {
+                    if !team_exists || list.get(id).is_err() {
+                        return Err(Error::usage(format!(
+                            "task {i} ({:?}) is blocked by #{id}, which is not in team {}'s task list",
+                            task.subject, plan.team
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! A teammate's exact command line and environment, as PROTOCOL.md section 10 writes them.
+//!
+//! A `claude` teammate gets `claude` with the identity flags, then the flags it inherits from
+//! the launch; every other kind runs under swarm's teammate runtime, `<swarm exe> teammate`
+//! with the same identity flags built from [`TeammateArgs`] (the struct `swarm teammate` parses,
+//! so the two ends cannot drift) and the agent's own command after `--`. The environment is
+//! layered: what the agent kind needs, then [`FORWARDED_ENV`], then the teammate's own; a later
+//! value replaces an earlier one in place, so the order stays readable in `--dry-run`.
+
+use std::path::{Path, PathBuf};
+
+use super::Inherited;
+use crate::backend::{BackendKind, Launch};
+use crate::store::names::{TeamName, LEAD};
+use crate::teammate::args::TeammateArgs;
+
+/// The permission mode a `claude` teammate gets when nobody chose one. Section 10: claude's own
+/// default (`auto`) refuses tools when `ANTHROPIC_BASE_URL` points at another server, so swarm
+/// always passes a mode; `default` asks before risky tools (the request goes to the lead) and
+/// grants nothing the user did not ask for.
+pub(crate) const DEFAULT_PERMISSION_MODE: &str = "default";
+
+/// Environment forwarded to every teammate when set in the launcher's (section 10).
+pub const FORWARDED_ENV: &[&str] = &[
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CONFIG_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "DISABLE_TELEMETRY",
+];
+
+/// An environment in the order it is built; keys are unique.
+pub(crate) type Env = Vec<(String, String)>;
+
+/// Sets `key` (replacing an earlier value in place).
+fn set_env(env: &mut Env, key: &str, value: &str) {
+    match env.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value.to_string(),
+        None => env.push((key.to_string(), value.to_string())),
+    }
+}
+
+/// The flags a teammate's agent inherits from the launch, in section 10's order: `--agent-type`
+/// and the permission flag, then `--model`, `--settings` and the arguments after `--`.
+#[derive(Debug, Clone)]
+pub(super) struct AgentFlags {
+    first: Vec<String>,
+    rest: Vec<String>,
+    /// The permission mode the flags set, if any.
+    mode: Option<String>,
+}
+
+impl AgentFlags {
+    /// The teammate's own permission mode wins over `--dangerously-skip-permissions`, which wins
+    /// over the inherited `--permission-mode`.
+    pub(super) fn new(
+        own_mode: Option<&str>,
+        inherited: &Inherited,
+        agent_type: Option<&str>,
+        model: Option<&str>,
+        settings: Option<&str>,
+    ) -> AgentFlags {
+        let mut first = Vec::new();
+        if let Some(at) = agent_type {
+            first.extend(["--agent-type".into(), at.to_string()]);
+        }
+        let mode = match (
+            own_mode,
+            inherited.dangerously_skip_permissions,
+            inherited.permission_mode.as_deref(),
+        ) {
+            (Some(m), _, _) | (None, false, Some(m)) => {
+                first.extend(["--permission-mode".into(), m.to_string()]);
+                Some(m.to_string())
+            }
+            (None, true, _) => {
+                first.push("--dangerously-skip-permissions".into());
+                Some("bypassPermissions".into())
+            }
+            (None, false, None) => None,
+        };
+        let mut rest = Vec::new();
+        if let Some(m) = model {
+            rest.extend(["--model".into(), m.to_string()]);
+        }
+        if let Some(s) = settings {
+            rest.extend(["--settings".into(), s.to_string()]);
+        }
+        rest.extend(inherited.extra.iter().cloned());
+        AgentFlags { first, rest, mode }
+    }
+
+    /// The mode the teammate runs in, as the roster records it.
+    pub(super) fn mode(&self) -> &str {
+        self.mode.as_deref().unwrap_or(DEFAULT_PERMISSION_MODE)
+    }
+
+    /// The flags as given to a CLI agent.
+    fn words(&self) -> impl Iterator<Item = String> + '_ {
+        self.first.iter().chain(&self.rest).cloned()
+    }
+
+    /// The flags as given to `claude`, which always gets a permission mode.
+    fn claude_words(&self) -> impl Iterator<Item = String> + '_ {
+        let default_mode = self.mode.is_none().then(|| {
+            [
+                "--permission-mode".to_string(),
+                DEFAULT_PERMISSION_MODE.into(),
+            ]
+        });
+        self.first
+            .iter()
+            .cloned()
+            .chain(default_mode.into_iter().flatten())
+            .chain(self.rest.iter().cloned())
+    }
+}
+
+/// A `claude` teammate: `claude`, the identity flags, the inherited flags.
+pub(super) fn claude(
+    bin: &Path,
+    identity: &TeammateArgs,
+    flags: &AgentFlags,
+) -> (Vec<String>, Env) {
+    let mut argv = vec![bin.display().to_string()];
+    argv.extend(identity.identity_argv());
+    argv.extend(flags.claude_words());
+    let env = vec![
+        ("CLAUDECODE".into(), "1".into()),
+        ("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".into(), "1".into()),
+    ];
+    (argv, env)
+}
+
+/// The agent command a CLI teammate runs each turn: the program, its words, the inherited flags.
+pub(super) fn agent_command(program: &Path, words: &[String], flags: &AgentFlags) -> Vec<String> {
+    let mut command = vec![program.display().to_string()];
+    command.extend(words.iter().cloned());
+    command.extend(flags.words());
+    command
+}
+
+/// Any other teammate: `<swarm exe> teammate ARGS`, told where the store is and who it is.
+pub(super) fn runtime(
+    swarm_exe: &Path,
+    args: &TeammateArgs,
+    root: &Path,
+    backend: BackendKind,
+) -> (Vec<String>, Env) {
+    let mut argv = vec![swarm_exe.display().to_string(), "teammate".to_string()];
+    argv.extend(args.to_argv());
+    let env = vec![
+        ("SWARM_ROOT".into(), root.display().to_string()),
+        ("SWARM_TEAM".into(), args.team_name.clone()),
+        ("SWARM_AGENT_NAME".into(), args.agent_name.clone()),
+        ("SWARM_AGENT_ID".into(), args.agent_id.clone()),
+        ("SWARM_BACKEND".into(), backend.as_str().into()),
+    ];
+    (argv, env)
+}
+
+/// Layers the launcher's forwarded variables, then `CLAUDE_CONFIG_DIR` (a claude teammate
+/// finds the team under its config dir, so it points at the store), then the teammate's own.
+pub(super) fn layer_env(
+    mut env: Env,
+    launcher: impl Fn(&str) -> Option<String>,
+    config_dir: Option<&Path>,
+    own: &[(String, String)],
+) -> Env {
+    for key in FORWARDED_ENV {
+        if let Some(v) = launcher(key) {
+            set_env(&mut env, key, &v);
+        }
+    }
+    if let Some(dir) = config_dir {
+        set_env(&mut env, "CLAUDE_CONFIG_DIR", &dir.display().to_string());
+    }
+    for (k, v) in own {
+        set_env(&mut env, k, v);
+    }
+    env
+}
+
+/// The lead console in the first tmux pane: `<swarm exe> lead --team T`.
+pub(super) fn lead(swarm_exe: &Path, root: &Path, team: &TeamName, cwd: PathBuf) -> Launch {
+    Launch {
+        argv: vec![
+            swarm_exe.display().to_string(),
+            "lead".into(),
+            "--team".into(),
+            team.to_string(),
+        ],
+        env: vec![
+            ("SWARM_ROOT".into(), root.display().to_string()),
+            ("SWARM_TEAM".into(), team.to_string()),
+            ("SWARM_AGENT_NAME".into(), LEAD.into()),
+            ("SWARM_AGENT_ID".into(), format!("{LEAD}@{team}")),
+            ("SWARM_BACKEND".into(), BackendKind::Tmux.as_str().into()),
+        ],
+        cwd,
+        log: None,
+    }
+}

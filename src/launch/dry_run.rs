@@ -1,0 +1,110 @@
+//! `swarm launch --dry-run`: what a prepared launch would run, as one value.
+//!
+//! [`DryRun`] is built from a [`Prepared`] and serializes to the `--json` document (keys in the
+//! order users and tests read them); the text output is printed from the same value, so the two
+//! cannot disagree. Values of secret-looking variables (`*API_KEY*`, `*TOKEN*`, ...) are
+//! redacted here, once, for both.
+
+use std::path::PathBuf;
+
+use serde::{Serialize, Serializer};
+
+use super::command_line::Env;
+use super::worktree::Worktree;
+use super::{Prepared, TaskPlan};
+use crate::backend::{BackendKind, Launch};
+
+/// The dry-run document.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DryRun {
+    pub(crate) team: String,
+    pub(crate) new_team: bool,
+    pub(crate) backend: BackendKind,
+    pub(crate) why: String,
+    pub(crate) lead_session_id: String,
+    pub(crate) lead: Option<CommandLine>,
+    pub(crate) teammates: Vec<DryRunTeammate>,
+    pub(crate) tasks: Vec<TaskPlan>,
+}
+
+/// A command exactly as it would start, secrets redacted.
+#[derive(Debug, Serialize)]
+pub(crate) struct CommandLine {
+    pub(crate) argv: Vec<String>,
+    #[serde(serialize_with = "as_map")]
+    pub(crate) env: Env,
+    pub(crate) cwd: PathBuf,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct DryRunTeammate {
+    #[serde(flatten)]
+    pub(crate) command: CommandLine,
+    pub(crate) name: String,
+    pub(crate) color: String,
+    pub(crate) agent: String,
+    pub(crate) worktree: Option<Worktree>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) log: Option<String>,
+    /// The first inbox message; the text output shows its first line.
+    #[serde(skip)]
+    pub(crate) prompt: String,
+}
+
+/// Values of these variables are not printed by `--dry-run`.
+fn is_secret(key: &str) -> bool {
+    ["API_KEY", "TOKEN", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|s| key.to_ascii_uppercase().contains(s))
+}
+
+fn as_map<S: Serializer>(env: &Env, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(env.iter().map(|(k, v)| (k, v)))
+}
+
+impl CommandLine {
+    fn of(launch: &Launch) -> CommandLine {
+        let env = launch
+            .env
+            .iter()
+            .map(|(k, v)| {
+                let shown = if is_secret(k) { "<redacted>" } else { v };
+                (k.clone(), shown.to_string())
+            })
+            .collect();
+        CommandLine {
+            argv: launch.argv.clone(),
+            env,
+            cwd: launch.cwd.clone(),
+        }
+    }
+}
+
+impl Prepared {
+    /// The dry-run document: each teammate's exact argv and env, and the tasks.
+    pub(crate) fn dry_run(&self) -> DryRun {
+        DryRun {
+            team: self.team.to_string(),
+            new_team: self.new_team,
+            backend: self.backend.kind,
+            why: self.backend.why.clone(),
+            lead_session_id: self.lead_session_id.clone(),
+            lead: self.lead.as_ref().map(CommandLine::of),
+            teammates: self
+                .teammates
+                .iter()
+                .map(|t| DryRunTeammate {
+                    command: CommandLine::of(&t.launch),
+                    name: t.name.to_string(),
+                    color: t.color.clone(),
+                    agent: t.agent.label(),
+                    worktree: t.worktree.clone(),
+                    log: t.launch.log.as_ref().map(|l| l.display().to_string()),
+                    prompt: t.prompt.clone(),
+                })
+                .collect(),
+            tasks: self.tasks.clone(),
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! What to launch and how: the plan types a swarm file or `swarm launch`'s flags fill in.
+//!
+//! A [`LaunchPlan`] is the team (its teammates and starting tasks, each with `None` for "inherit
+//! from the launch"); [`LaunchOptions`] is everything beyond the plan: the backend choice, the
+//! flags every teammate inherits ([`Inherited`]) and this process's surroundings (its exe,
+//! environment, tmux and iTerm2), captured once so [`super::prepare`] can be tested without
+//! touching the real environment.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::backend::tmux::TmuxEnv;
+use crate::backend::{BackendChoice, DetectEnv, Exec, SystemExec};
+use crate::error::{Error, Result};
+use crate::store::names::{AgentName, TaskId, TeamName};
+
+/// What runs in a teammate's pane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AgentKind {
+    /// A native Claude Code teammate.
+    Claude,
+    /// swarm's built-in shell agent (under the teammate runtime).
+    Shell,
+    /// Any other CLI agent: program and arguments, run under the teammate runtime.
+    Command(Vec<String>),
+}
+
+impl AgentKind {
+    /// `claude`, `shell`, or a command line split into words (no shell, no quoting).
+    pub(crate) fn parse(s: &str) -> Result<AgentKind> {
+        AgentKind::from_words(s.split_whitespace().map(str::to_string).collect())
+    }
+
+    pub(crate) fn from_words(words: Vec<String>) -> Result<AgentKind> {
+        match words.as_slice() {
+            [] => Err(Error::usage(
+                "the agent is empty; use claude, shell or a command such as \"codex --full-auto\"",
+            )),
+            [one] if one == "claude" => Ok(AgentKind::Claude),
+            [one] if one == "shell" => Ok(AgentKind::Shell),
+            _ => {
+                if words.iter().any(|w| w.contains('\0')) {
+                    return Err(Error::usage("the agent command contains a NUL byte"));
+                }
+                Ok(AgentKind::Command(words))
+            }
+        }
+    }
+
+    pub(crate) fn label(&self) -> String {
+        match self {
+            AgentKind::Claude => "claude".into(),
+            AgentKind::Shell => "shell".into(),
+            AgentKind::Command(words) => words.join(" "),
+        }
+    }
+}
+
+/// One teammate to launch; `None` fields inherit from the launch.
+#[derive(Debug, Clone)]
+pub(crate) struct TeammatePlan {
+    pub(crate) name: AgentName,
+    pub(crate) prompt: String,
+    pub(crate) agent: Option<AgentKind>,
+    pub(crate) agent_type: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) permission_mode: Option<String>,
+    pub(crate) plan_mode_required: Option<bool>,
+    pub(crate) worktree: Option<bool>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) cwd: Option<PathBuf>,
+}
+
+impl TeammatePlan {
+    pub(crate) fn new(name: AgentName, prompt: impl Into<String>) -> TeammatePlan {
+        TeammatePlan {
+            name,
+            prompt: prompt.into(),
+            agent: None,
+            agent_type: None,
+            model: None,
+            permission_mode: None,
+            plan_mode_required: None,
+            worktree: None,
+            env: vec![],
+            cwd: None,
+        }
+    }
+}
+
+/// A task's dependency in a plan: an earlier task of the same plan (0-based index) or a task
+/// already in the team's list. Serialized as the swarm file writes it: a number or an id string.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
+pub(crate) enum TaskRef {
+    Index(usize),
+    Id(TaskId),
+}
+
+/// A task to seed; serialized as the dry run shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TaskPlan {
+    pub(crate) subject: String,
+    pub(crate) description: String,
+    pub(crate) blocked_by: Vec<TaskRef>,
+}
+
+/// A team to launch.
+#[derive(Debug, Clone)]
+pub(crate) struct LaunchPlan {
+    pub(crate) team: TeamName,
+    pub(crate) description: String,
+    /// Default agent kind for teammates (the options' `agent` wins over it).
+    pub(crate) agent: Option<AgentKind>,
+    /// Base directory (default: the current directory); teammates' `cwd` is relative to it.
+    pub(crate) cwd: Option<PathBuf>,
+    /// Default for teammates' `worktree`.
+    pub(crate) worktree: bool,
+    pub(crate) teammates: Vec<TeammatePlan>,
+    pub(crate) tasks: Vec<TaskPlan>,
+}
+
+/// Flags given to `swarm launch` that every teammate inherits unless it sets its own.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Inherited {
+    pub(crate) model: Option<String>,
+    pub(crate) permission_mode: Option<String>,
+    pub(crate) dangerously_skip_permissions: bool,
+    pub(crate) settings: Option<String>,
+    pub(crate) agent_type: Option<String>,
+    pub(crate) plan_mode_required: bool,
+    /// Everything after `--`.
+    pub(crate) extra: Vec<String>,
+}
+
+/// How to launch, beyond the plan.
+#[derive(Debug, Clone)]
+pub(crate) struct LaunchOptions {
+    pub(crate) backend: BackendChoice,
+    /// tmux: split the current window instead of opening a new one.
+    pub(crate) split: bool,
+    /// tmux: run the lead console in the first pane of a new window or session.
+    pub(crate) lead_pane: bool,
+    /// Overrides the plan's default agent kind.
+    pub(crate) agent: Option<AgentKind>,
+    pub(crate) inherited: Inherited,
+    /// `<swarm exe>`, for the teammate runtime and the lead console.
+    pub(crate) swarm_exe: PathBuf,
+    /// The launcher's environment, for forwarding (section 10).
+    pub(crate) environ: Vec<(String, String)>,
+    pub(crate) detect: DetectEnv,
+    pub(crate) tmux_env: TmuxEnv,
+    pub(crate) exec: Arc<dyn Exec>,
+}
+
+impl LaunchOptions {
+    /// Options from this process: its exe, environment, tmux and iTerm2 surroundings.
+    pub(crate) fn from_process() -> Result<LaunchOptions> {
+        let exec: Arc<dyn Exec> = Arc::new(SystemExec);
+        let swarm_exe = std::env::current_exe()
+            .map_err(|e| Error::Backend(format!("cannot find the swarm executable: {e}")))?;
+        Ok(LaunchOptions {
+            backend: BackendChoice::Auto,
+            split: false,
+            lead_pane: true,
+            agent: None,
+            inherited: Inherited::default(),
+            swarm_exe,
+            environ: std::env::vars().collect(),
+            detect: DetectEnv::from_process(exec.as_ref()),
+            tmux_env: TmuxEnv::from_process(),
+            exec,
+        })
+    }
+
+    /// The launcher's value of `key`; an empty value counts as unset.
+    pub(crate) fn env_var(&self, key: &str) -> Option<&str> {
+        self.environ
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+#[cfg(test)]
+impl LaunchOptions {
+    /// In-process options for tests: a recording exec and `environ` as the whole environment.
+    pub(crate) fn for_test(environ: Vec<(String, String)>) -> LaunchOptions {
+        LaunchOptions {
+            backend: BackendChoice::InProcess,
+            split: false,
+            lead_pane: true,
+            agent: None,
+            inherited: Inherited::default(),
+            swarm_exe: "/opt/swarm".into(),
+            environ,
+            detect: DetectEnv::default(),
+            tmux_env: TmuxEnv::default(),
+            exec: Arc::new(crate::process::exec::testing::Recorder::default()),
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! Validating a plan and building every command line, without writing anything.
+//!
+//! [`prepare`] is a list of small steps, each refusing bad input with exit 2 before the store is
+//! touched: the teammate names (unique ignoring case, not already on the roster), the inherited
+//! flags, the backend, each teammate (its directory, worktree, environment, permission mode,
+//! model and program) and the task dependencies. What comes out, a [`Prepared`], is exactly
+//! what `Prepared::execute` (in `spawn`) runs and what `--dry-run` prints.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
+use super::command_line::{self, AgentFlags};
+use super::program::{resolve_claude, resolve_program};
+use super::worktree::{self, Worktree};
+use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
+use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
+use crate::error::{Error, Result};
+use crate::store::colour::Colour;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::roster::{Member, Roster, TeamConfig};
+use crate::teammate::args::{BuiltinAgent, PromptVia, TeammateArgs};
+
+/// Swarm-only roster field: the agent kind a member was launched with.
+pub(crate) const AGENT_FIELD: &str = "swarmAgent";
+
+/// One teammate, validated and with its command line built.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedTeammate {
+    pub(super) name: AgentName,
+    pub(super) prompt: String,
+    pub(super) agent: AgentKind,
+    pub(super) color: String,
+    pub(super) launch: Launch,
+    pub(super) worktree: Option<Worktree>,
+    pub(super) member: Member,
+}
+
+/// A launch that passed validation; nothing is written yet.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    pub(super) team: TeamName,
+    pub(super) description: String,
+    pub(super) new_team: bool,
+    pub(super) lead_session_id: String,
+    pub(super) base_cwd: PathBuf,
+    pub(crate) backend: Detected,
+    pub(super) split: bool,
+    /// The lead console's command, when it gets a pane.
+    pub(super) lead: Option<Launch>,
+    pub(super) teammates: Vec<PreparedTeammate>,
+    pub(super) tasks: Vec<TaskPlan>,
+    pub(super) root: PathBuf,
+    pub(super) opts: LaunchOptions,
+}
+
+/// What every teammate of one launch shares, worked out once.
+struct Shared<'a> {
+    store: &'a Store,
+    opts: &'a LaunchOptions,
+    team: &'a TeamName,
+    root: PathBuf,
+    backend: BackendKind,
+    base_cwd: PathBuf,
+    lead_session_id: String,
+    /// `--settings` as teammates get it: a file relative to the base directory made absolute.
+    settings: Option<String>,
+    default_agent: AgentKind,
+    default_worktree: bool,
+    /// Teammates already on the roster; colours continue after them.
+    already: usize,
+    /// `claude`, looked up at the first claude teammate.
+    claude_bin: Option<PathBuf>,
+}
+
+/// Validates a plan and builds every command line. Writes nothing.
+pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> Result<Prepared> {
+    let roster = Roster::new(store, &plan.team);
+    let existing: Option<TeamConfig> = if roster.exists() {
+        Some(roster.load()?)
+    } else {
+        None
+    };
+    check_names(&plan, existing.as_ref())?;
+    check_inherited(&opts.inherited)?;
+    let backend = choose_backend(opts)?;
+    let base_cwd = absolute(&match &plan.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(Error::io("read", "the current directory"))?,
+    });
+    let mut shared = Shared {
+        store,
+        opts,
+        team: &plan.team,
+        root: absolute(store.root()),
+        backend: backend.kind,
+        lead_session_id: lead_session_id(existing.as_ref()),
+        settings: settings_arg(&opts.inherited, &base_cwd),
+        default_agent: opts
+            .agent
+            .clone()
+            .or_else(|| plan.agent.clone())
+            .unwrap_or(AgentKind::Claude),
+        default_worktree: plan.worktree,
+        already: existing.as_ref().map_or(0, |c| c.teammates().count()),
+        claude_bin: None,
+        base_cwd,
+    };
+    let teammates = plan
+        .teammates
+        .iter()
+        .enumerate()
+        .map(|(i, t)| shared.teammate(i, t))
+        .collect::<Result<Vec<_>>>()?;
+    check_tasks(store, &plan, existing.is_some())?;
+    let lead =
+        (backend.kind == BackendKind::Tmux && opts.lead_pane && !opts.split && existing.is_none())
+            .then(|| {
+                command_line::lead(
+                    &opts.swarm_exe,
+                    &shared.root,
+                    &plan.team,
+                    shared.base_cwd.clone(),
+                )
+            });
+    let Shared {
+        root,
+        base_cwd,
+        lead_session_id,
+        ..
+    } = shared;
+    Ok(Prepared {
+        team: plan.team,
+        description: plan.description,
+        new_team: existing.is_none(),
+        lead_session_id,
+        base_cwd,
+        backend,
+        split: opts.split,
+        lead,
+        teammates,
+        tasks: plan.tasks,
+        root,
+        opts: opts.clone(),
+    })
+}
+
+/// The backend section 10's detection picks; `--split` needs tmux.
+fn choose_backend(opts: &LaunchOptions) -> Result<Detected> {
+    let backend = detect(opts.backend, &opts.detect)?;
+    if opts.split && backend.kind != BackendKind::Tmux {
+        return Err(Error::usage(format!(
+            "--split only applies to tmux, and the backend is {}",
+            backend.kind
+        )));
+    }
+    Ok(backend)
+}
+
+/// An existing team keeps its lead session; a new one gets a fresh id.
+fn lead_session_id(existing: Option<&TeamConfig>) -> String {
+    existing
+        .map(|c| c.lead_session_id.clone())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+/// `--settings` is JSON or a file; a file that exists under the base directory is passed by its
+/// absolute path, since teammates may start elsewhere.
+fn settings_arg(inh: &Inherited, base_cwd: &Path) -> Option<String> {
+    inh.settings.as_ref().map(|s| {
+        let p = base_cwd.join(s);
+        if !s.trim_start().starts_with('{') && p.is_file() {
+            p.display().to_string()
+        } else {
+            s.clone()
+        }
+    })
+}
+
+impl Shared<'_> {
+    /// The `i`th teammate of the plan, checked and with its command line built.
+    fn teammate(&mut self, i: usize, t: &TeammatePlan) -> Result<PreparedTeammate> {
+        let name = &t.name;
+        let agent = t
+            .agent
+            .clone()
+            .unwrap_or_else(|| self.default_agent.clone());
+        let color = Colour::nth(self.already + i).name.to_string();
+        let (cwd, worktree) = self.teammate_cwd(t)?;
+        check_teammate(t)?;
+        let inh = &self.opts.inherited;
+        let model = t.model.clone().or_else(|| inh.model.clone());
+        let agent_type = t.agent_type.clone().or_else(|| inh.agent_type.clone());
+        let flags = AgentFlags::new(
+            t.permission_mode.as_deref(),
+            inh,
+            agent_type.as_deref(),
+            model.as_deref(),
+            self.settings.as_deref(),
+        );
+        let identity = TeammateArgs {
+            agent_id: name.agent_id(self.team),
+            agent_name: name.to_string(),
+            team_name: self.team.to_string(),
+            agent_color: color.clone(),
+            parent_session_id: self.lead_session_id.clone(),
+            plan_mode_required: t.plan_mode_required.unwrap_or(inh.plan_mode_required),
+            cwd: Some(cwd.clone()),
+            prompt_via: PromptVia::Arg,
+            agent: None,
+            command: vec![],
+        };
+        let launch = self.launch(t, &agent, &identity, &flags, cwd.clone())?;
+        let mut member = Member::teammate(self.team, name, &color, &cwd.display().to_string());
+        member.agent_type = agent_type.unwrap_or_else(|| "general-purpose".into());
+        member.model = model;
+        member.prompt = Some(t.prompt.clone());
+        member.plan_mode_required = Some(identity.plan_mode_required);
+        member.backend_type = Some(self.backend.as_str().into());
+        member.is_active = Some(false);
+        member.mode = Some(flags.mode().to_string());
+        member
+            .extra
+            .insert(AGENT_FIELD.into(), Value::from(agent.label()));
+        if let Some(wt) = &worktree {
+            member.extra.insert(worktree::FIELD.into(), wt.to_json());
+        }
+        Ok(PreparedTeammate {
+            name: name.clone(),
+            prompt: t.prompt.clone(),
+            agent,
+            color,
+            launch,
+            worktree,
+            member,
+        })
+    }
+
+    /// The teammate's directory (which must exist), or its worktree's.
+    fn teammate_cwd(&self, t: &TeammatePlan) -> Result<(PathBuf, Option<Worktree>)> {
+        let cwd = match &t.cwd {
+            Some(dir) => absolute(&self.base_cwd.join(dir)),
+            None => self.base_cwd.clone(),
+        };
+        if !cwd.is_dir() {
+            return Err(Error::usage(format!(
+                "teammate {}: working directory {} does not exist",
+                t.name,
+                cwd.display()
+            )));
+        }
+        if !t.worktree.unwrap_or(self.default_worktree) {
+            return Ok((cwd, None));
+        }
+        let wt = Worktree::plan(&cwd, self.team, &t.name)?;
+        Ok((wt.cwd.clone(), Some(wt)))
+    }
+
+    /// The section-10 command line for the teammate's agent kind.
+    fn launch(
+        &mut self,
+        t: &TeammatePlan,
+        agent: &AgentKind,
+        identity: &TeammateArgs,
+        flags: &AgentFlags,
+        cwd: PathBuf,
+    ) -> Result<Launch> {
+        let opts = self.opts;
+        let (argv, env, config_dir) = match agent {
+            AgentKind::Claude => {
+                let bin = match &self.claude_bin {
+                    Some(bin) => bin.clone(),
+                    None => self.claude_bin.insert(resolve_claude(opts)?).clone(),
+                };
+                let (argv, env) = command_line::claude(&bin, identity, flags);
+                let default_root = opts
+                    .env_var("HOME")
+                    .map(|h| absolute(&Path::new(h).join(".claude")));
+                let config_dir = (default_root.as_deref() != Some(self.root.as_path()))
+                    .then_some(self.root.as_path());
+                (argv, env, config_dir)
+            }
+            AgentKind::Shell | AgentKind::Command(_) => {
+                let mut args = identity.clone();
+                match agent {
+                    AgentKind::Command(words) => {
+                        let what = format!("teammate {}: agent command", t.name);
+                        let program = resolve_program(&words[0], &what, opts)?;
+                        args.command = command_line::agent_command(&program, &words[1..], flags);
+                    }
+                    _ => args.agent = Some(BuiltinAgent::Shell),
+                }
+                let (argv, env) =
+                    command_line::runtime(&opts.swarm_exe, &args, &self.root, self.backend);
+                (argv, env, None)
+            }
+        };
+        let env = command_line::layer_env(
+            env,
+            |key| opts.env_var(key).map(str::to_string),
+            config_dir,
+            &t.env,
+        );
+        let log = (self.backend == BackendKind::InProcess)
+            .then(|| absolute(&self.store.log_path(self.team, &t.name)));
+        Ok(Launch {
+            argv,
+            env,
+            cwd,
+            log,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::TaskRef;
+
+    fn opts(dir: &Path) -> LaunchOptions {
+        let bin = dir.join("claude");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        LaunchOptions::for_test(vec![
+            ("PATH".into(), dir.display().to_string()),
+            ("HOME".into(), "/home/u".into()),
+            ("ANTHROPIC_BASE_URL".into(), "http://proxy".into()),
+        ])
+    }
+
+    fn plan(names: &[&str]) -> LaunchPlan {
+        LaunchPlan {
+            team: "t".parse().unwrap(),
+            description: String::new(),
+            agent: None,
+            cwd: Some("/".into()),
+            worktree: false,
+            teammates: names
+                .iter()
+                .map(|n| TeammatePlan::new(AgentName::teammate(n).unwrap(), "go"))
+                .collect(),
+            tasks: vec![],
+        }
+    }
+
+    #[test]
+    fn claude_argv_and_env_follow_section_10() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("root"));
+        let mut o = opts(dir.path());
+        o.inherited.model = Some("sonnet".into());
+        o.inherited.extra = vec!["--verbose".into()];
+        let mut p = plan(&["coder", "tester"]);
+        p.teammates[1].permission_mode = Some("acceptEdits".into());
+        p.teammates[1].plan_mode_required = Some(true);
+        let prepared = prepare(&store, p, &o).unwrap();
+        let sid = prepared.lead_session_id.clone();
+        let claude = dir.path().join("claude").display().to_string();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            prepared.teammates[0].launch.argv,
+            s(&[
+                &claude,
+                "--agent-id",
+                "coder@t",
+                "--agent-name",
+                "coder",
+                "--team-name",
+                "t",
+                "--agent-color",
+                "blue",
+                "--parent-session-id",
+                &sid,
+                "--permission-mode",
+                "default",
+                "--model",
+                "sonnet",
+                "--verbose"
+            ])
+        );
+        assert_eq!(
+            prepared.teammates[1].launch.argv[8..],
+            s(&[
+                "green",
+                "--parent-session-id",
+                &sid,
+                "--plan-mode-required",
+                "--permission-mode",
+                "acceptEdits",
+                "--model",
+                "sonnet",
+                "--verbose"
+            ])
+        );
+        let root = absolute(&dir.path().join("root")).display().to_string();
+        assert_eq!(
+            prepared.teammates[0].launch.env,
+            vec![
+                ("CLAUDECODE".to_string(), "1".to_string()),
+                ("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".into(), "1".into()),
+                ("ANTHROPIC_BASE_URL".into(), "http://proxy".into()),
+                ("CLAUDE_CONFIG_DIR".into(), root),
+            ]
+        );
+    }
+
+    #[test]
+    fn runtime_teammates_get_the_fixed_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("root"));
+        let mut o = opts(dir.path());
+        o.agent = Some(AgentKind::Shell);
+        o.inherited.dangerously_skip_permissions = true;
+        let mut p = plan(&["sh1", "cli"]);
+        p.teammates[1].agent = Some(AgentKind::parse("claude --print").unwrap());
+        let prepared = prepare(&store, p, &o).unwrap();
+        let a = &prepared.teammates[0].launch;
+        assert_eq!(a.argv[..2], ["/opt/swarm", "teammate"]);
+        assert_eq!(
+            a.argv[a.argv.len() - 4..],
+            ["--cwd", "/", "--agent", "shell"]
+        );
+        let b = &prepared.teammates[1].launch;
+        let dash = b.argv.iter().position(|w| w == "--").unwrap();
+        assert_eq!(
+            b.argv[dash + 1..],
+            [
+                dir.path().join("claude").display().to_string(),
+                "--print".into(),
+                "--dangerously-skip-permissions".into()
+            ]
+        );
+        assert!(b
+            .env
+            .contains(&("SWARM_BACKEND".into(), "in-process".into())));
+        assert!(b.env.contains(&("SWARM_AGENT_ID".into(), "cli@t".into())));
+    }
+
+    #[test]
+    fn bad_input_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("root"));
+        let o = opts(dir.path());
+        let e = prepare(&store, plan(&["a", "A"]), &o).unwrap_err();
+        assert!(e.to_string().contains("duplicate teammate name"), "{e}");
+        let mut p = plan(&["a"]);
+        p.teammates[0].env = vec![("BAD-KEY".into(), "x".into())];
+        assert_eq!(prepare(&store, p, &o).unwrap_err().exit_code(), 2);
+        let mut p = plan(&["a"]);
+        p.agent = Some(AgentKind::parse("no-such-agent-binary --x").unwrap());
+        let e = prepare(&store, p, &o).unwrap_err();
+        assert!(e.to_string().contains("not found on PATH"), "{e}");
+        let mut no_claude = opts(dir.path());
+        no_claude.environ = vec![("PATH".into(), "/nonexistent".into())];
+        let e = prepare(&store, plan(&["a"]), &no_claude).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("claude was not found: looked in PATH (/nonexistent)"),
+            "{e}"
+        );
+        let mut p = plan(&["a"]);
+        p.tasks = vec![TaskPlan {
+            subject: "x".into(),
+            description: String::new(),
+            blocked_by: vec![TaskRef::Index(0)],
+        }];
+        assert!(prepare(&store, p, &o).is_err());
+        assert!(!dir.path().join("root").exists());
+    }
+}

@@ -1,0 +1,118 @@
+//! The backend a launch runs on, and the running team it hands back.
+//!
+//! Every pane backend is driven through [`PaneBackend`]; only the in-process one is kept by
+//! kind, because its children belong to this process and [`Launched::supervise`] must wait for
+//! them. Both the choice of backend ([`make_backend`]) and the call into the supervisor live
+//! here, in one small place, so they can move to the backend factory and the launch supervisor
+//! without touching spawn or rollback.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::Prepared;
+use crate::backend::in_process::{ChildExit, Event, InProcessBackend, SuperviseOptions};
+use crate::backend::iterm2::Iterm2Backend;
+use crate::backend::tmux::TmuxBackend;
+use crate::backend::{absolute, BackendKind, PaneBackend};
+use crate::error::Result;
+use crate::store::names::{TaskId, TeamName};
+use crate::store::paths::Store;
+
+/// Default grace between SIGTERM and SIGKILL for in-process teammates.
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(3);
+
+/// The backend of one launch, kept by kind so the in-process children can be supervised.
+pub(super) enum AnyBackend {
+    Tmux(TmuxBackend),
+    Iterm2(Iterm2Backend),
+    InProcess(InProcessBackend),
+}
+
+impl AnyBackend {
+    pub(super) fn as_dyn(&mut self) -> &mut dyn PaneBackend {
+        match self {
+            AnyBackend::Tmux(b) => b,
+            AnyBackend::Iterm2(b) => b,
+            AnyBackend::InProcess(b) => b,
+        }
+    }
+
+    /// The children to supervise, when they are this process's.
+    pub(super) fn into_children(self) -> Option<InProcessBackend> {
+        match self {
+            AnyBackend::InProcess(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// The backend the prepared launch detected, set up for its team.
+pub(super) fn make_backend(prepared: &Prepared, store: &Store) -> Result<AnyBackend> {
+    let opts = &prepared.opts;
+    Ok(match prepared.backend.kind {
+        BackendKind::Tmux => AnyBackend::Tmux(TmuxBackend::for_launch(
+            opts.exec.clone(),
+            prepared.team.as_str(),
+            prepared.split,
+            &opts.tmux_env,
+        )?),
+        BackendKind::Iterm2 => AnyBackend::Iterm2(Iterm2Backend::new(
+            opts.exec.clone(),
+            opts.detect.iterm_session_id.as_deref().unwrap_or_default(),
+            opts.swarm_exe.clone(),
+            absolute(&store.spawn_dir(&prepared.team)),
+            prepared.root.clone(),
+            prepared.team.to_string(),
+        )),
+        BackendKind::InProcess => AnyBackend::InProcess(InProcessBackend::new()),
+    })
+}
+
+/// One spawned teammate.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LaunchedTeammate {
+    pub(crate) name: String,
+    pub(crate) color: String,
+    pub(crate) agent: String,
+    #[serde(rename = "paneId")]
+    pub(crate) pane_id: String,
+    pub(crate) cwd: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) worktree: Option<PathBuf>,
+}
+
+/// A running team, as `swarm launch --json` prints it. For in-process teammates, call
+/// [`Launched::supervise`].
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Launched {
+    pub(crate) team: TeamName,
+    pub(crate) backend: BackendKind,
+    pub(crate) lead_pane: Option<String>,
+    pub(crate) teammates: Vec<LaunchedTeammate>,
+    pub(crate) tasks: Vec<TaskId>,
+    #[serde(rename = "attach")]
+    pub(crate) attach_hint: Option<String>,
+    #[serde(skip)]
+    pub(super) in_process: Option<InProcessBackend>,
+}
+
+impl Launched {
+    /// For in-process teammates: stays until all have exited, shutting them down gracefully on
+    /// SIGINT/SIGTERM. Returns at once for pane backends.
+    pub(crate) fn supervise(
+        &mut self,
+        store: &Store,
+        opts: &SuperviseOptions,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Vec<ChildExit>> {
+        match &mut self.in_process {
+            Some(backend) => backend.supervise(store, &self.team, opts, on_event),
+            None => Ok(vec![]),
+        }
+    }
+}

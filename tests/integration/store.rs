@@ -676,7 +676,7 @@ fn an_inbox_that_is_a_symlink_is_refused() {
 #[test]
 fn an_idle_follower_does_not_spin() {
     let env = Env::with_team(&["coder"]);
-    let (mut follower, texts) = follower(&env, &[]);
+    let (mut follower, texts) = follower(env.swarm(["--json", "inbox", "coder", "--follow"]));
     env.swarm(["send", "--to", "coder", "wake up once"]).ok();
     expect_text(&texts, "wake up once", Duration::from_secs(10));
     std::thread::sleep(Duration::from_secs(2));

@@ -430,13 +430,10 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Starts `swarm inbox coder --follow --unread --json` and returns it with a channel of texts.
-pub fn follower(env: &Env, vars: &[(&str, &str)]) -> (KillOnDrop, mpsc::Receiver<String>) {
-    let mut cmd = env.swarm(["--json", "inbox", "coder", "--follow", "--unread"]);
-    for (k, v) in vars {
-        cmd = cmd.env(k, v);
-    }
-    let mut child = cmd.spawn();
+/// Starts `follow`, a `swarm --json inbox NAME --follow ...` command, and returns it with a
+/// channel of the texts it prints.
+pub fn follower(follow: Swarm) -> (KillOnDrop, mpsc::Receiver<String>) {
+    let mut child = follow.spawn();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

@@ -5,6 +5,11 @@ use std::time::{Duration, Instant};
 
 use crate::support::*;
 
+/// `swarm inbox coder --follow --unread --json`.
+fn unread_of_coder(env: &Env) -> Swarm {
+    env.swarm(["--json", "inbox", "coder", "--follow", "--unread"])
+}
+
 /// Waits until `pid` has used no CPU for a second: it has drained whatever it was processing.
 fn wait_until_idle(pid: u32) {
     let until = Instant::now() + Duration::from_secs(60);
@@ -35,7 +40,7 @@ fn a_20000_file_burst_overflowing_the_event_queue_loses_no_message() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(16_384);
     let files = 20_000usize.max(queue / 4 + 1000);
-    let (follower, rx) = follower(&env, &[("SWARM_RESCAN_MS", "600000")]);
+    let (follower, rx) = follower(unread_of_coder(&env).env("SWARM_RESCAN_MS", "600000"));
     env.swarm(["send", "--to", "coder", "before"]).ok();
     expect_text(&rx, "before", Duration::from_secs(30));
 
@@ -61,8 +66,9 @@ fn a_20000_file_burst_overflowing_the_event_queue_loses_no_message() {
 fn with_file_events_off_the_rescan_timer_still_delivers() {
     let env = Env::with_team(&["coder"]);
     let (_follower, rx) = follower(
-        &env,
-        &[("SWARM_NO_FS_EVENTS", "1"), ("SWARM_RESCAN_MS", "300")],
+        unread_of_coder(&env)
+            .env("SWARM_NO_FS_EVENTS", "1")
+            .env("SWARM_RESCAN_MS", "300"),
     );
     for text in ["one", "two", "three"] {
         env.swarm(["send", "--to", "coder", text]).ok();

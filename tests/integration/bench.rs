@@ -70,6 +70,5 @@ fn bench_quick_runs_every_benchmark_and_reports_no_loss() {
     // The scratch stores are removed afterwards.
     assert_eq!(std::fs::read_dir(env.root()).unwrap().count(), 0);
     env.swarm(["bench", "nonsense"])
-        .code(2)
-        .stderr_has("unknown benchmark \"nonsense\"");
+        .refused("unknown benchmark \"nonsense\"");
 }

@@ -1,11 +1,11 @@
-//! One integration-test binary: every test drives the real `swarm` binary.
+//! One integration-test binary: every test drives the real `swarm` binary in a temp root and
+//! reads what it prints (`--json`) or the files PROTOCOL.md documents, never the library.
 
 mod support;
 
 mod bench;
 mod demo;
 mod faults;
-mod faults_runtime;
 mod launch;
 mod lead;
 mod store;

@@ -1,14 +1,18 @@
 //! A small builder for running the real `swarm` binary against a temp root, plus a private tmux
 //! server per test. Tests read like sentences:
-//! `env.swarm(["send", "--to", "coder", "hi"]).ok();`
-
-#![allow(dead_code)]
+//! `env.swarm(["send", "--to", "coder", "hi"]).ok();`,
+//! `env.swarm(["team", "add", "a/b"]).refused("invalid agent name");`.
+//!
+//! Every command a test starts goes through [`clean_command`], which drops the caller's own
+//! session (`SWARM_*`, `TMUX*` and a few more), so a developer running the suite inside tmux or
+//! inside a team gets the same results as CI and never has panes placed on their own server.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -16,19 +20,38 @@ use tempfile::TempDir;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_swarm");
 
-/// Environment variables that would leak the developer's own session into a test.
+/// Inherited variables starting with these are removed from every command: swarm reads its
+/// session from `SWARM_*`, and tmux finds the caller's server through `TMUX*` (`TMUX`,
+/// `TMUX_PANE`, `TMUX_TMPDIR`).
+const SCRUBBED_PREFIXES: &[&str] = &["SWARM_", "TMUX"];
+
+/// Further variables that would leak the developer's own session into a test: the Claude Code
+/// store, the terminal (iTerm2 detection) and the teammate command override.
 const SCRUBBED: &[&str] = &[
-    "SWARM_ROOT",
-    "SWARM_TEAM",
-    "SWARM_AGENT_NAME",
-    "SWARM_AGENT_ID",
     "CLAUDE_CONFIG_DIR",
-    "TMUX",
-    "TMUX_PANE",
     "TERM_PROGRAM",
     "ITERM_SESSION_ID",
     "CLAUDE_CODE_TEAMMATE_COMMAND",
 ];
+
+/// How long a command that must be refused may take: a refusal is quick, and one that blocks
+/// (on a FIFO, a lock) has to fail the test rather than hang it.
+pub const REFUSAL_LIMIT: Duration = Duration::from_secs(30);
+
+/// `program` with the caller's session variables removed (see [`SCRUBBED_PREFIXES`]).
+pub fn clean_command(program: impl AsRef<OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy();
+        if SCRUBBED_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            cmd.env_remove(&key);
+        }
+    }
+    for var in SCRUBBED {
+        cmd.env_remove(var);
+    }
+    cmd
+}
 
 /// A temp root for one test.
 pub struct Env {
@@ -84,36 +107,47 @@ impl Env {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut cmd = Command::new(BIN);
-        for var in SCRUBBED {
-            cmd.env_remove(var);
-        }
+        let mut cmd = clean_command(BIN);
         cmd.env("SWARM_ROOT", self.root())
             .env("SWARM_TEAM", "t")
             .args(args);
-        Swarm { cmd, stdin: None }
+        Swarm {
+            cmd,
+            stdin: None,
+            root: self.root().to_path_buf(),
+            context: None,
+        }
     }
 
     /// A `swarm debug hold-lock FILE` process that holds the store lock on `file` once this
     /// returns; SIGKILL it to leave the lock behind as a crash would.
-    pub fn hold_lock(&self, file: &Path) -> std::process::Child {
-        use std::io::BufRead;
+    pub fn hold_lock(&self, file: &Path) -> Child {
         let mut holder = self
             .swarm([OsStr::new("debug"), "hold-lock".as_ref(), file.as_os_str()])
             .spawn();
         let mut line = String::new();
-        std::io::BufReader::new(holder.stdout.as_mut().unwrap())
+        BufReader::new(holder.stdout.as_mut().unwrap())
             .read_line(&mut line)
             .unwrap();
         assert_eq!(line, "locked\n");
         holder
     }
 
-    /// Every file under the root with its bytes: compare before and after to prove a refused
-    /// command changed nothing.
-    pub fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+    /// Every file under the root with its bytes: compare before and after to prove a command
+    /// changed nothing (see [`Swarm::refused`]).
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::of(self.root())
+    }
+}
+
+/// Every path under a directory with its contents (a symlink's target, `<dir>` for a directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot(BTreeMap<PathBuf, Vec<u8>>);
+
+impl Snapshot {
+    pub fn of(root: &Path) -> Snapshot {
         let mut out = BTreeMap::new();
-        let mut stack = vec![self.root().to_path_buf()];
+        let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
                 let entry = entry.unwrap();
@@ -138,13 +172,63 @@ impl Env {
                 }
             }
         }
-        out
+        Snapshot(out)
+    }
+
+    /// Forgets `path` on this side of a comparison (a file the command was meant to change).
+    pub fn without(mut self, path: &Path) -> Snapshot {
+        self.0.remove(path);
+        self
+    }
+
+    /// What differs from `earlier`, one line a path; empty when nothing does.
+    pub fn changes_since(&self, earlier: &Snapshot) -> Vec<String> {
+        let mut changes = Vec::new();
+        for (path, bytes) in &earlier.0 {
+            match self.0.get(path) {
+                None => changes.push(format!("removed {}", path.display())),
+                Some(now) if now != bytes => changes.push(format!("changed {}", path.display())),
+                Some(_) => {}
+            }
+        }
+        for path in self.0.keys().filter(|p| !earlier.0.contains_key(*p)) {
+            changes.push(format!("added {}", path.display()));
+        }
+        changes
+    }
+
+    /// Asserts nothing differs from `earlier`.
+    #[track_caller]
+    pub fn assert_unchanged_since(&self, earlier: &Snapshot, what: &str) {
+        let changes = self.changes_since(earlier);
+        assert!(
+            changes.is_empty(),
+            "{what} changed the root:\n{}",
+            changes.join("\n")
+        );
+    }
+
+    /// This snapshot without the lock gates that are new since `earlier`: empty hidden files
+    /// `.F.gate` beside a file `F`, which a lock on `F` creates once and leaves (src/store/lock.rs).
+    /// They hold nothing, so a command that took a lock before refusing has still changed
+    /// nothing; any other new file, and any change to an existing gate, still counts.
+    fn without_new_lock_gates(mut self, earlier: &Snapshot) -> Snapshot {
+        self.0.retain(|path, bytes| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            let gate = name.starts_with('.') && name.ends_with(".gate") && bytes.is_empty();
+            !gate || earlier.0.contains_key(path)
+        });
+        self
     }
 }
 
 pub struct Swarm {
     pub cmd: Command,
     stdin: Option<Vec<u8>>,
+    /// The root [`Swarm::refused`] checks.
+    root: PathBuf,
+    /// Said in failure messages, e.g. which row of a table this is.
+    context: Option<String>,
 }
 
 impl Swarm {
@@ -168,7 +252,33 @@ impl Swarm {
         self
     }
 
-    pub fn run(mut self) -> Out {
+    /// Names the case in failure messages (a row of a table of inputs).
+    pub fn context(mut self, context: impl Into<String>) -> Swarm {
+        self.context = Some(context.into());
+        self
+    }
+
+    /// The command line and context, for failure messages.
+    fn describe(&self) -> String {
+        let args: Vec<String> = self
+            .cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        match &self.context {
+            Some(c) => format!("{c}: swarm {args:?}"),
+            None => format!("swarm {args:?}"),
+        }
+    }
+
+    pub fn run(self) -> Out {
+        self.run_within(None)
+    }
+
+    /// Runs with a hang guard: a command still running after `limit` fails the test.
+    #[track_caller]
+    pub fn run_within(mut self, limit: impl Into<Option<Duration>>) -> Out {
+        let what = self.describe();
         self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         self.cmd.stdin(if self.stdin.is_some() {
             Stdio::piped()
@@ -182,30 +292,54 @@ impl Swarm {
                 let _ = stdin.write_all(&bytes);
             });
         }
-        Out::from(child.wait_with_output().expect("wait for swarm"))
+        match limit.into() {
+            Some(limit) => wait_bounded(child, limit, &what),
+            None => Out::from(child.wait_with_output().expect("wait for swarm")),
+        }
     }
 
     /// Runs and asserts exit 0.
     #[track_caller]
     pub fn ok(self) -> Out {
-        let out = self.run();
-        assert_eq!(
-            out.code, 0,
-            "expected success\nstdout: {}\nstderr: {}",
-            out.stdout, out.stderr
-        );
-        out
+        self.code(0)
     }
 
     /// Runs and asserts the exit code.
     #[track_caller]
     pub fn code(self, code: i32) -> Out {
+        let what = self.describe();
         let out = self.run();
         assert_eq!(
             out.code, code,
-            "expected exit {code}\nstdout: {}\nstderr: {}",
+            "expected exit {code} from {what}\nstdout: {}\nstderr: {}",
             out.stdout, out.stderr
         );
+        out
+    }
+
+    /// Runs a command that must be refused: exit 2 within [`REFUSAL_LIMIT`], `message` on
+    /// stderr, and every file under the root exactly as it was (a new empty lock gate aside, see
+    /// [`Snapshot::without_new_lock_gates`]). Returns the output, so a test can also pin the
+    /// whole message with [`Out::stderr_is`].
+    #[track_caller]
+    pub fn refused(self, message: &str) -> Out {
+        let what = self.describe();
+        let root = self.root.clone();
+        let before = Snapshot::of(&root);
+        let out = self.run_within(REFUSAL_LIMIT);
+        assert_eq!(
+            out.code, 2,
+            "expected {what} to be refused (exit 2)\nstdout: {}\nstderr: {}",
+            out.stdout, out.stderr
+        );
+        assert!(
+            out.stderr.contains(message),
+            "{what}: stderr lacks {message:?}: {}",
+            out.stderr
+        );
+        Snapshot::of(&root)
+            .without_new_lock_gates(&before)
+            .assert_unchanged_since(&before, &format!("the refused {what}"));
         out
     }
 
@@ -217,15 +351,14 @@ impl Swarm {
             .stdin(Stdio::piped());
         let mut child = self.cmd.spawn().expect("spawn swarm");
         let stdin = child.stdin.take();
-        let (tx, lines) = std::sync::mpsc::channel();
+        let (tx, lines) = mpsc::channel();
         for stream in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
             Box::new(child.stderr.take().unwrap()),
         ] {
             let tx = tx.clone();
             std::thread::spawn(move || {
-                use std::io::BufRead;
-                for line in std::io::BufReader::new(stream).lines() {
+                for line in BufReader::new(stream).lines() {
                     let Ok(line) = line else { break };
                     if tx.send(line).is_err() {
                         break;
@@ -242,7 +375,7 @@ impl Swarm {
     }
 
     /// Starts in the background with piped stdout.
-    pub fn spawn(mut self) -> std::process::Child {
+    pub fn spawn(mut self) -> Child {
         self.cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -251,11 +384,85 @@ impl Swarm {
     }
 }
 
+/// Reads a pipe to the end on its own thread.
+pub fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    })
+}
+
+/// Waits for `child` (stdout and stderr piped, or already taken), failing the test if it runs
+/// longer than `limit`: a command that blocks on a FIFO must show up as a failure, not a hang.
+#[track_caller]
+pub fn wait_bounded(mut child: Child, limit: Duration, what: &str) -> Out {
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} still running after {limit:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Out {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Kills (SIGKILL, which also ends a stopped process) and reaps the child on drop.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `follow`, a `swarm --json inbox NAME --follow ...` command, and returns it with a
+/// channel of the texts it prints.
+pub fn follower(follow: Swarm) -> (KillOnDrop, mpsc::Receiver<String>) {
+    let mut child = follow.spawn();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            let m: Value = serde_json::from_str(&line).unwrap();
+            let _ = tx.send(m["text"].as_str().unwrap().to_string());
+        }
+    });
+    (KillOnDrop(child), rx)
+}
+
+#[track_caller]
+pub fn expect_text(rx: &mpsc::Receiver<String>, text: &str, within: Duration) {
+    let until = Instant::now() + within;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(t) if t == text => return,
+            Ok(_) => continue,
+            Err(_) => panic!("{text:?} was not delivered within {within:?}"),
+        }
+    }
+}
+
 /// A running `swarm` process: type lines into it, wait for lines out of it; killed on drop.
 pub struct Live {
-    pub child: std::process::Child,
+    pub child: Child,
     stdin: Option<std::process::ChildStdin>,
-    lines: std::sync::mpsc::Receiver<String>,
+    lines: mpsc::Receiver<String>,
     pub seen: Vec<String>,
 }
 
@@ -266,18 +473,10 @@ impl Live {
         stdin.flush().unwrap();
     }
 
-    pub fn close_stdin(&mut self) {
-        self.stdin = None;
-    }
-
     /// Waits for an output line (stdout or stderr) containing `needle`; returns it.
     #[track_caller]
     pub fn expect(&mut self, needle: &str) -> String {
-        self.expect_within(needle, Duration::from_secs(20))
-    }
-
-    #[track_caller]
-    pub fn expect_within(&mut self, needle: &str, timeout: Duration) -> String {
+        let timeout = Duration::from_secs(20);
         if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
             return line.clone();
         }
@@ -352,12 +551,42 @@ impl Out {
         );
         self
     }
+
+    /// Asserts the whole of stderr, to the last newline.
+    #[track_caller]
+    pub fn stderr_is(&self, expected: &str) -> &Out {
+        assert_eq!(self.stderr, expected, "stderr");
+        self
+    }
 }
 
 #[track_caller]
 pub fn read_json(path: &Path) -> Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+/// The member called `name` in a roster or a `swarm status --json` document.
+#[track_caller]
+pub fn member<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in roster: {doc}"))
+}
+
+/// CPU time (user + system, in clock ticks of 1/100 s) a process has used so far.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 /// Polls `f` until it returns `Some` or `timeout` passes (then panics with `what`).
@@ -391,11 +620,10 @@ impl Tmux {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let out = Command::new("tmux")
+        let out = clean_command("tmux")
             .arg("-L")
             .arg(&self.socket)
             .args(args)
-            .env_remove("TMUX")
             .output()
             .expect("tmux is installed (scripts/test installs it)");
         Out::from(out)
@@ -404,7 +632,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
+        let _ = clean_command("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -1,4 +1,4 @@
-//! Fault suite, runtime half (issue 5): claimers that are killed while they work.
+//! Claimers that are killed while they work (issue 5, the runtime half of the fault suite).
 //!
 //! Real `swarm teammate --agent shell` processes claim tasks from one list while the test
 //! SIGKILLs one of them every 100 ms and starts it again under the same name; `swarm lead
@@ -10,7 +10,11 @@
 //! (kills every 100 ms as in the issue, aimed at claimers that hold a task, at most 150 of them,
 //! most of which strand a task), so the test finishes in about a minute with a debug build on two busy cores.
 //! Timing is only bounded generously (see [`RELEASE_BOUND`]); the measured figures are printed
-//! (`cargo test --test integration faults_runtime -- --nocapture`).
+//! (`cargo test --test integration faults::claimers -- --nocapture`).
+//!
+//! The monitor polls task files directly (their format is PROTOCOL.md section 8, and they are
+//! written by rename, so a read never sees half a file): a `swarm task list` process every few
+//! milliseconds would load the two cores it measures.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -20,11 +24,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use swarm::store::names::{TaskId, TeamName};
-use swarm::store::paths::Store;
-use swarm::store::roster::Roster;
-use swarm::store::tasks::{NewTask, TaskList, TaskStatus};
 
+use super::Rng;
 use crate::support::*;
 
 const CLAIMERS: usize = 12;
@@ -54,7 +55,7 @@ struct Kill {
     victim: String,
     /// Tasks the victim was working on when it died, with the time from the SIGKILL until each
     /// was pending or owned by someone else (`None`: not within the monitor's deadline).
-    stranded: Vec<(TaskId, Option<Duration>)>,
+    stranded: Vec<(String, Option<Duration>)>,
 }
 
 /// One run of a task's command, from the shared log.
@@ -64,10 +65,6 @@ struct Run {
     agent: String,
     start: usize,
     end: Option<usize>,
-}
-
-fn team() -> TeamName {
-    "t".parse().unwrap()
 }
 
 fn spawn_claimer(env: &Env, name: &str) -> Child {
@@ -95,12 +92,36 @@ fn spawn_claimer(env: &Env, name: &str) -> Child {
     s.cmd.spawn().expect("spawn swarm teammate")
 }
 
-/// xorshift64: enough randomness to pick victims; the seed is printed.
-fn next(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
+/// Task `id` as its file holds it.
+fn task_file(env: &Env, id: &str) -> Value {
+    read_json(&env.path(&format!("tasks/t/{id}.json")))
+}
+
+/// Every task, from its file.
+fn task_files(env: &Env) -> Vec<Value> {
+    std::fs::read_dir(env.path("tasks/t"))
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let id = name.strip_suffix(".json")?;
+            id.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| task_file(env, id))
+        })
+        .collect()
+}
+
+/// The tasks in progress, as (owner, id).
+fn working(env: &Env) -> Vec<(String, String)> {
+    task_files(env)
+        .into_iter()
+        .filter(|t| t["status"] == "in_progress")
+        .filter_map(|t| Some((t["owner"].as_str()?.to_string(), text(&t["id"]))))
+        .collect()
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap().to_string()
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -209,25 +230,28 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
     for n in &names {
         env.swarm(["team", "add", n]).ok();
     }
-    let store = Store::new(env.root());
-    let team = team();
     let log = env.path("work.log");
-    let tasks = TaskList::new(&store, &team);
     for i in 0..TASKS {
         let id = i + 1; // ids of a fresh list start at 1
-        tasks
-            .create(NewTask {
-                subject: format!("job {id}"),
-                description: format!(
-                    "echo \"start {id} $SWARM_AGENT_NAME $$\" >> '{log}'; sleep 0.3; \
-                     echo \"end {id} $SWARM_AGENT_NAME $$\" >> '{log}'",
-                    log = log.display()
-                ),
-                ..Default::default()
-            })
-            .unwrap();
+        let description = format!(
+            "echo \"start {id} $SWARM_AGENT_NAME $$\" >> '{log}'; sleep 0.3; \
+             echo \"end {id} $SWARM_AGENT_NAME $$\" >> '{log}'",
+            log = log.display()
+        );
+        let created = env
+            .swarm([
+                "--json",
+                "task",
+                "create",
+                &format!("job {id}"),
+                "--description",
+                &description,
+            ])
+            .ok()
+            .json();
+        assert_eq!(created["id"], id.to_string());
     }
-    assert_eq!(tasks.list().unwrap().len(), TASKS);
+    assert_eq!(task_files(&env).len(), TASKS);
 
     // The reaper.
     let lead_out = File::create(env.path("lead.out")).unwrap();
@@ -248,39 +272,22 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
             .collect(),
     );
     let kills: Mutex<Vec<Kill>> = Mutex::new(Vec::new());
-    let mut seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    eprintln!("faults_runtime: seed {seed}");
-    let all_done = |store: &Store| {
-        TaskList::new(store, &team)
-            .list()
-            .unwrap()
-            .iter()
-            .all(|t| t.status == TaskStatus::Completed)
-    };
+    let mut rng = Rng::new("claimers");
+    let all_done = || task_files(&env).iter().all(|t| t["status"] == "completed");
 
     let started = Instant::now();
     std::thread::scope(|scope| {
         // Kill a random running claimer every 100 ms until every task is done. The interval is
         // the fault rate under test, not a wait for something.
         let mut fired = 0;
-        while !all_done(&store) && started.elapsed() < RUN_LIMIT {
+        while !all_done() && started.elapsed() < RUN_LIMIT {
             std::thread::sleep(KILL_EVERY);
             if fired == MAX_KILLS {
                 continue; // let the rest finish
             }
             // Victims are claimers with a task in hand when there are any: killing one that is
             // starting up tests little.
-            let working: Vec<(String, TaskId)> = tasks
-                .list()
-                .unwrap()
-                .into_iter()
-                .filter(|t| t.status == TaskStatus::InProgress)
-                .filter_map(|t| Some((t.owner?, t.id)))
-                .collect();
+            let working = working(&env);
             let victim = {
                 let mut slots = slots.lock().unwrap();
                 let running: Vec<usize> = (0..slots.len())
@@ -295,11 +302,11 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
                 if pool.is_empty() {
                     continue;
                 }
-                let i = pool[(next(&mut seed) % pool.len() as u64) as usize];
+                let i = pool[rng.below(pool.len() as u64) as usize];
                 (i, slots[i].name.clone(), slots[i].child.take().unwrap())
             };
             let (slot, name, mut child) = victim;
-            let candidates: Vec<TaskId> = working
+            let candidates: Vec<String> = working
                 .into_iter()
                 .filter(|(o, _)| *o == name)
                 .map(|(_, id)| id)
@@ -309,13 +316,12 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
             // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child.
             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
             child.wait().unwrap();
-            let (env, store, team, slots, kills) = (&env, &store, &team, &slots, &kills);
+            let (env, slots, kills) = (&env, &slots, &kills);
             scope.spawn(move || {
-                let tasks = TaskList::new(store, team);
                 // A task it completed just before the kill was not stranded.
-                let mut stranded: Vec<(TaskId, Option<Duration>)> = candidates
+                let mut stranded: Vec<(String, Option<Duration>)> = candidates
                     .into_iter()
-                    .filter(|id| tasks.get(id).unwrap().status != TaskStatus::Completed)
+                    .filter(|id| task_file(env, id)["status"] != "completed")
                     .map(|id| (id, None))
                     .collect();
                 let deadline = killed_at + RELEASE_BOUND + Duration::from_secs(10);
@@ -323,10 +329,8 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
                 // can do that: the victim is dead), then start the claimer again.
                 while Instant::now() < deadline {
                     for (id, released) in stranded.iter_mut().filter(|(_, r)| r.is_none()) {
-                        let t = tasks.get(id).unwrap();
-                        if !(t.status == TaskStatus::InProgress
-                            && t.owner.as_deref() == Some(name.as_str()))
-                        {
+                        let t = task_file(env, id);
+                        if !(t["status"] == "in_progress" && t["owner"] == name.as_str()) {
                             *released = Some(killed_at.elapsed());
                         }
                     }
@@ -345,21 +349,21 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
         }
     });
     let wall = started.elapsed();
-    let finished = all_done(&store);
+    let finished = all_done();
 
     // Every claimer still running must be (or, if it started a moment ago, soon be) an active
     // member: one that came back after being retired has to be counted in again, or its next
     // death would never be reaped.
     let inactive_but_running = {
         let check = || -> Vec<String> {
-            let config = Roster::new(&store, &team).load().unwrap();
+            let config = read_json(&env.path("teams/t/config.json"));
             slots
                 .lock()
                 .unwrap()
                 .iter_mut()
                 .filter_map(|s| {
                     let running = s.child.as_mut()?.try_wait().unwrap().is_none();
-                    let active = config.member(&s.name).unwrap().active();
+                    let active = member(&config, &s.name)["isActive"] != false;
                     (running && !active).then(|| s.name.clone())
                 })
                 .collect()
@@ -394,7 +398,8 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
         }
     }
     latencies.sort();
-    let all_tasks = tasks.list().unwrap();
+    let all_tasks = env.swarm(["--json", "task", "list"]).ok().json();
+    let all_tasks = all_tasks.as_array().unwrap();
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
     let runs = runs(&log_text);
     let mut ends: BTreeMap<&str, usize> = BTreeMap::new();
@@ -407,7 +412,7 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
         .filter(|d| **d > Duration::from_secs(2))
         .count();
     eprintln!(
-        "faults_runtime: {CLAIMERS} claimers, {TASKS} tasks, {} kills in {:.1} s; {} runs \
+        "claimers: {CLAIMERS} claimers, {TASKS} tasks, {} kills in {:.1} s; {} runs \
          started, {} finished, {rerun} tasks ran to the end twice or more (killed between the \
          command's end and the task's completion); {} stranded tasks back in p50 {:?}, p99 {:?}, \
          max {:?} ({slow} over 2 s)",
@@ -428,8 +433,8 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
     );
     let not_done: Vec<String> = all_tasks
         .iter()
-        .filter(|t| t.status != TaskStatus::Completed)
-        .map(|t| format!("#{} {:?} {:?}", t.id, t.status, t.owner))
+        .filter(|t| t["status"] != "completed")
+        .map(|t| format!("#{} {} {}", t["id"], t["status"], t["owner"]))
         .collect();
     assert!(
         finished,
@@ -467,12 +472,11 @@ fn claimers_killed_every_100ms_finish_every_task_once_and_their_tasks_come_back_
         found.join("\n")
     );
     let notices = resolved_notices(&env);
-    for t in &all_tasks {
-        let owner = t
-            .owner
-            .as_deref()
+    for t in all_tasks {
+        let owner = t["owner"]
+            .as_str()
             .expect("a completed task keeps its owner");
-        let id = t.id.to_string();
+        let id = text(&t["id"]);
         assert!(
             runs.iter()
                 .any(|r| r.task == id && r.agent == owner && r.end.is_some()),

@@ -1,0 +1,97 @@
+//! Launches that must be refused before anything is written: bad teammate names and flags,
+//! missing programs, a swarm file with a typo, a name already on the roster.
+
+use super::fake_agent;
+use crate::support::*;
+
+/// `message` as the whole of stderr, the way swarm prints an error.
+fn error(message: &str) -> String {
+    format!("swarm: error: {message}\n")
+}
+
+#[test]
+fn bad_launches_exit_2_and_write_nothing() {
+    let env = Env::new();
+    let agent = fake_agent(&env, "exit 0");
+    let launch = |args: &[&str]| {
+        let mut full = vec!["launch", "--backend", "in-process"];
+        full.extend_from_slice(args);
+        env.swarm(full).env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    };
+    launch(&["--teammate", "coder=a", "--teammate", "Coder=b"])
+        .refused("duplicate teammate name")
+        .stderr_is(&error(
+            "duplicate teammate name \"Coder\" (names are unique ignoring case); rename one",
+        ));
+    launch(&["--teammate", "a;rm -rf ~=x"])
+        .refused("invalid agent name")
+        .stderr_is(&error(
+            "invalid agent name \"a;rm -rf ~\": use letters, digits, '-' and '_', starting with \
+             a letter or digit (at most 64)",
+        ));
+    launch(&["--teammate", "team-lead=x"])
+        .refused("reserved")
+        .stderr_is(&error(
+            "invalid agent name \"team-lead\": team-lead, user, system, main are reserved; pick \
+             another name",
+        ));
+    launch(&["--teammate", "noequals"])
+        .refused("use NAME=PROMPT")
+        .stderr_is(&error(
+            "--teammate \"noequals\": use NAME=PROMPT, e.g. --teammate coder=\"Fix the parser\"",
+        ));
+    launch(&[])
+        .refused("no teammates to launch")
+        .stderr_is(&error(
+            "no teammates to launch: give a swarm file with teammates[] or --teammate \
+             NAME=PROMPT",
+        ));
+    launch(&["--agent", "no-such-agent-cli --flag", "--teammate", "a=x"])
+        .env("PATH", "/usr/bin:/bin")
+        .refused("no-such-agent-cli was not found on PATH")
+        .stderr_is(&error(
+            "teammate a: agent command: no-such-agent-cli was not found on PATH (/usr/bin:/bin); \
+             install it or give its full path",
+        ));
+    launch(&["--teammate", "a=x", "--permission-mode", "a b"])
+        .refused("permission mode")
+        .stderr_is(&error(
+            "permission mode \"a b\" is invalid; use one of claude's modes such as default, \
+             acceptEdits, plan or bypassPermissions",
+        ));
+    let home = env.path("home");
+    env.swarm(["launch", "--teammate", "a=x", "--backend", "in-process"])
+        .env_remove("CLAUDE_CODE_TEAMMATE_COMMAND")
+        .env("PATH", "/nonexistent")
+        .env("HOME", &home)
+        .refused("claude was not found: looked in PATH (/nonexistent)")
+        .stderr_is(&error(&format!(
+            "claude was not found: looked in PATH (/nonexistent), {home}/.claude/local/claude, \
+             {home}/.local/bin/claude; install Claude Code or set CLAUDE_CODE_TEAMMATE_COMMAND \
+             to its path",
+            home = home.display()
+        )));
+    let empty = env.path("empty");
+    env.swarm(["launch", "--teammate", "a=x", "--backend", "tmux"])
+        .env("PATH", &empty)
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+        .refused("--backend tmux: tmux is not installed")
+        .stderr_is(&error(&format!(
+            "--backend tmux: tmux is not installed (looked on PATH: {}); install it (e.g. \
+             apt-get install tmux) or pick --backend in-process",
+            empty.display()
+        )));
+    let file = env.path("bad.json");
+    std::fs::write(
+        &file,
+        r#"{"team": "t", "teammates": [{"name": "a", "promt": "typo"}]}"#,
+    )
+    .unwrap();
+    env.swarm(["launch", file.to_str().unwrap()])
+        .refused("unknown field `promt`");
+
+    // Joining an existing team: a name already on the roster is refused.
+    env.swarm(["team", "create", "t"]).ok();
+    env.add_member("t", "coder");
+    launch(&["--teammate", "CODER=x"]).refused("already has a member named");
+}

@@ -1,0 +1,217 @@
+//! `swarm launch --dry-run`: the exact command line and environment each teammate would get
+//! (PROTOCOL.md section 10), for claude teammates and for the `swarm teammate` runtime that runs
+//! shell and other CLI agents, without writing anything.
+
+use serde_json::json;
+
+use super::{without_forwarded_env, write_script};
+use crate::support::*;
+
+#[test]
+fn dry_run_argv_for_claude_matches_section_10_exactly() {
+    let env = Env::new();
+    env.swarm(["team", "create", "t"]).ok();
+    let sid = read_json(&env.path("teams/t/config.json"))["leadSessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let claude = write_script(&env.path("claude"), "#!/bin/sh\n");
+    std::fs::write(env.path("settings.json"), "{}").unwrap();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        json!({"team": "t", "cwd": ".", "teammates": [
+            {"name": "coder", "prompt": "p"},
+            {"name": "planner", "prompt": "p", "permissionMode": "plan", "model": "haiku",
+             "env": {"EXTRA": "1"}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let before = env.snapshot();
+    let cmd = env.swarm([
+        "--json",
+        "launch",
+        file.to_str().unwrap(),
+        "--backend",
+        "in-process",
+        "--model",
+        "opus",
+        "--settings",
+        "settings.json",
+        "--agent-type",
+        "reviewer",
+        "--plan-mode-required",
+        "--dry-run",
+        "--",
+        "--verbose",
+    ]);
+    let out = without_forwarded_env(cmd)
+        .env("PATH", format!("{}:/usr/bin:/bin", env.root().display()))
+        .env("ANTHROPIC_BASE_URL", "http://gateway:8080")
+        .env("HTTPS_PROXY", "http://proxy:3128")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("ANTHROPIC_API_KEY", "sk-secret")
+        .ok();
+    out.stderr_has("swarm: backend in-process: --backend in-process");
+    let doc = out.json();
+    env.snapshot().assert_unchanged_since(&before, "--dry-run");
+    let claude = claude.display().to_string();
+    let settings = env.path("settings.json").display().to_string();
+    let identity = |name: &str, color: &str| {
+        vec![
+            claude.clone(),
+            "--agent-id".into(),
+            format!("{name}@t"),
+            "--agent-name".into(),
+            name.into(),
+            "--team-name".into(),
+            "t".into(),
+            "--agent-color".into(),
+            color.into(),
+            "--parent-session-id".into(),
+            sid.clone(),
+            "--plan-mode-required".into(),
+            "--agent-type".into(),
+            "reviewer".into(),
+        ]
+    };
+    let mut coder = identity("coder", "blue");
+    coder.extend(
+        [
+            "--permission-mode",
+            "default",
+            "--model",
+            "opus",
+            "--settings",
+            &settings,
+            "--verbose",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(doc["teammates"][0]["argv"], json!(coder));
+    let mut planner = identity("planner", "green");
+    planner.extend(
+        [
+            "--permission-mode",
+            "plan",
+            "--model",
+            "haiku",
+            "--settings",
+            &settings,
+            "--verbose",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(doc["teammates"][1]["argv"], json!(planner));
+    let root = env.root().display().to_string();
+    assert_eq!(
+        doc["teammates"][0]["env"],
+        json!({"CLAUDECODE": "1", "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
+               "ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": "<redacted>",
+               "HTTPS_PROXY": "http://proxy:3128", "DISABLE_TELEMETRY": "1",
+               "CLAUDE_CONFIG_DIR": root})
+    );
+    assert_eq!(doc["teammates"][1]["env"]["EXTRA"], "1");
+    assert_eq!(doc["leadSessionId"], sid.as_str());
+
+    // --dangerously-skip-permissions takes the permission mode's place.
+    let out = env
+        .swarm([
+            "launch",
+            "--teammate",
+            "coder=p",
+            "--backend",
+            "in-process",
+            "--dangerously-skip-permissions",
+            "--dry-run",
+        ])
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude)
+        .ok();
+    assert!(
+        out.stdout.contains(&format!(
+            "--parent-session-id {sid} --dangerously-skip-permissions\n"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("--permission-mode"));
+}
+
+#[test]
+fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
+    let env = Env::new();
+    let out = env
+        .swarm([
+            "--json",
+            "launch",
+            "--agent",
+            "shell",
+            "--teammate",
+            "sh1=look around",
+            "--backend",
+            "in-process",
+            "--plan-mode-required",
+            "--model",
+            "m1",
+            "--dry-run",
+        ])
+        .current_dir(env.root())
+        .ok()
+        .json();
+    let sid = out["leadSessionId"].as_str().unwrap();
+    let root = env.root().display().to_string();
+    assert_eq!(
+        out["teammates"][0]["argv"],
+        json!([
+            BIN,
+            "teammate",
+            "--agent-id",
+            "sh1@t",
+            "--agent-name",
+            "sh1",
+            "--team-name",
+            "t",
+            "--agent-color",
+            "blue",
+            "--parent-session-id",
+            sid,
+            "--plan-mode-required",
+            "--cwd",
+            root,
+            "--agent",
+            "shell"
+        ])
+    );
+    let e = &out["teammates"][0]["env"];
+    assert_eq!(e["SWARM_ROOT"], root.as_str());
+    assert_eq!(e["SWARM_TEAM"], "t");
+    assert_eq!(e["SWARM_AGENT_NAME"], "sh1");
+    assert_eq!(e["SWARM_AGENT_ID"], "sh1@t");
+    assert_eq!(e["SWARM_BACKEND"], "in-process");
+    assert!(e.get("CLAUDECODE").is_none());
+
+    // Any other CLI agent is wrapped after `--`, resolved to a path, with the inherited flags.
+    let out = env
+        .swarm([
+            "--json",
+            "launch",
+            "--agent",
+            "sh -x",
+            "--teammate",
+            "cli=go",
+            "--backend",
+            "in-process",
+            "--model",
+            "m1",
+            "--dry-run",
+            "--",
+            "--extra",
+        ])
+        .current_dir(env.root())
+        .ok()
+        .json();
+    let argv: Vec<String> = serde_json::from_value(out["teammates"][0]["argv"].clone()).unwrap();
+    let dash = argv.iter().position(|w| w == "--").unwrap();
+    assert!(argv[dash + 1].ends_with("/sh"), "{argv:?}");
+    assert_eq!(argv[dash + 2..], ["-x", "--model", "m1", "--extra"]);
+}

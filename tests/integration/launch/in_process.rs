@@ -1,0 +1,154 @@
+//! In-process teammates: children of a foreground `swarm launch` in their own process groups,
+//! shut down on Ctrl-C (asked first, then killed), and a launch that returns once every
+//! teammate has exited.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{answer_shutdown, fake_agent, wait_for_file, without_forwarded_env};
+use crate::support::*;
+
+#[test]
+fn in_process_teammates_are_children_and_ctrl_c_shuts_them_down() {
+    let env = Env::new();
+    let agent = fake_agent(
+        &env,
+        &format!(
+            r#"echo "$$" > "$out/$name.pid"
+case "$name" in
+  polite) {approve} ;;
+  *) trap 'echo got TERM' TERM; while true; do sleep 0.2; done ;;
+esac"#,
+            approve = answer_shutdown("approve"),
+        ),
+    );
+    let cmd = env
+        .swarm([
+            "launch",
+            "--backend",
+            "in-process",
+            "--shutdown-timeout",
+            "2",
+            "--teammate",
+            "polite=go",
+            "--teammate",
+            "stubborn=go",
+        ])
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent);
+    let mut child = without_forwarded_env(cmd).spawn();
+    wait_for_file(&env.path("out/polite.pid"));
+    wait_for_file(&env.path("out/stubborn.pid"));
+    // The child can write its pid file before the launcher has recorded its pid in the roster.
+    let config = eventually(Duration::from_secs(20), "both pids in the roster", || {
+        let config = read_json(&env.path("teams/t/config.json"));
+        ["polite", "stubborn"]
+            .iter()
+            .all(|n| member(&config, n)["swarmPid"].is_u64())
+            .then_some(config)
+    });
+    for n in ["polite", "stubborn"] {
+        let m = member(&config, n);
+        assert_eq!(m["backendType"], "in-process");
+        assert_eq!(m["tmuxPaneId"], "in-process");
+        assert_eq!(m["isActive"], true);
+        let recorded = m["swarmPid"].as_u64().unwrap();
+        let fake_pid: u64 = std::fs::read_to_string(env.path(&format!("out/{n}.pid")))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(recorded, fake_pid, "the roster has the teammate's own pid");
+        // Its own process group, so the terminal's Ctrl-C reaches only the launcher.
+        // SAFETY: getpgid on a pid we started.
+        assert_eq!(unsafe { libc::getpgid(recorded as i32) }, recorded as i32);
+    }
+    let status = env.swarm(["--json", "status"]).ok().json();
+    assert_eq!(member(&status, "polite")["pane"]["state"], "alive");
+
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let started = Instant::now();
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the launcher did not exit after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = Out::from(child.wait_with_output().unwrap());
+    assert_eq!(
+        code,
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        out.stdout,
+        out.stderr
+    );
+    for want in [
+        "polite: running (pid",
+        "shutting down",
+        "polite: approved the shutdown",
+        "polite: exited with status 0",
+        "stubborn: no answer in time",
+        "stubborn: killed by signal 9",
+        "stubborn: marked inactive",
+    ] {
+        assert!(
+            out.stdout.contains(want),
+            "{want:?} missing:\n{}",
+            out.stdout
+        );
+    }
+    let config = read_json(&env.path("teams/t/config.json"));
+    assert_eq!(member(&config, "polite")["isActive"], false);
+    assert_eq!(member(&config, "polite")["swarmExit"], json!({"code": 0}));
+    assert_eq!(
+        member(&config, "stubborn")["swarmExit"],
+        json!({"signal": 9})
+    );
+    let log = std::fs::read_to_string(env.path("teams/t/logs/stubborn.log")).unwrap();
+    assert!(log.contains("fake agent stubborn says hello"), "{log}");
+    assert!(log.contains("got TERM"), "SIGTERM came first: {log}");
+    let logs = env.swarm(["logs", "polite"]).ok();
+    assert!(logs.stdout.contains("fake agent polite says hello"));
+    let status = env.swarm(["status"]).ok().stdout;
+    assert!(status.contains("inactive, dead (signal 9)"), "{status}");
+}
+
+#[test]
+fn an_in_process_launch_returns_when_every_teammate_has_exited() {
+    let env = Env::new();
+    let agent = fake_agent(&env, r#"[ "$name" = bad ] && exit 4; exit 0"#);
+    let out = env
+        .swarm([
+            "launch",
+            "--backend",
+            "in-process",
+            "--teammate",
+            "good=go",
+            "--teammate",
+            "bad=go",
+        ])
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+        .code(1);
+    assert!(
+        out.stdout.contains("bad: exited with status 4"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("good: exited with status 0"),
+        "{}",
+        out.stdout
+    );
+    let lead = env.swarm(["--json", "inbox", "team-lead"]).ok().json();
+    assert!(lead.as_array().unwrap().iter().any(|m| m["text"]
+        .as_str()
+        .unwrap()
+        .contains("bad is no longer active (its process exited with status 4)")));
+}

@@ -1,0 +1,294 @@
+//! Operating a launched team: `swarm status` on teammates that were killed or crashed and on a
+//! team's tasks, messages and permissions, the `swarm shutdown` handshake (approve, reject,
+//! silence, `--force`), and `swarm attach` putting a terminal on a teammate's pane.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{answer_shutdown, fake_agent, pane_field, swarm_on, wait_for_file};
+use crate::support::*;
+
+#[test]
+fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(
+        &env,
+        r#"if [ "$name" = crasher ]; then exit 3; fi; sleep 300"#,
+    );
+    swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &[
+            "launch",
+            "--no-lead-pane",
+            "--teammate",
+            "victim=go",
+            "--teammate",
+            "crasher=go",
+            "--teammate",
+            "survivor=go",
+        ],
+    )
+    .ok();
+    wait_for_file(&env.path("out/victim.cwd"));
+    let config = read_json(&env.path("teams/t/config.json"));
+    let pane = member(&config, "victim")["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pid: i32 = pane_field(&tmux, &pane, "#{pane_pid}").parse().unwrap();
+    // SAFETY: signalling a process this test started (through tmux).
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    let status = eventually(Duration::from_secs(20), "victim and crasher dead", || {
+        let s = env
+            .swarm(["--json", "status"])
+            .env("SWARM_TMUX_SOCKET", &tmux.socket)
+            .ok()
+            .json();
+        let dead = |n: &str| member(&s, n)["dead"] == true;
+        (dead("victim") && dead("crasher")).then_some(s)
+    });
+    assert_eq!(
+        member(&status, "victim")["pane"],
+        json!({"state": "dead", "signal": 9})
+    );
+    assert_eq!(
+        member(&status, "crasher")["pane"],
+        json!({"state": "dead", "code": 3})
+    );
+    assert_eq!(member(&status, "survivor")["dead"], false);
+    assert_eq!(member(&status, "survivor")["pane"]["state"], "alive");
+    assert_eq!(member(&status, "survivor")["unread"], 1);
+    let text = env
+        .swarm(["status"])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok()
+        .stdout;
+    assert!(text.contains("dead (signal 9)"), "{text}");
+    assert!(text.contains("dead (exit 3)"), "{text}");
+    // The crashed teammate's last output stays on its pane.
+    let crasher = member(&config, "crasher")["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(tmux
+        .cmd(["capture-pane", "-p", "-S", "-", "-t", &crasher])
+        .stdout
+        .contains("fake agent crasher says hello"));
+}
+
+#[test]
+fn shutdown_handshake_end_to_end() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(
+        &env,
+        &format!(
+            r#"case "$name" in
+  polite) {approve} ;;
+  grumpy) {reject} ;;
+  *) sleep 300 ;;
+esac"#,
+            approve = answer_shutdown("approve"),
+            reject = answer_shutdown("reject"),
+        ),
+    );
+    swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &[
+            "launch",
+            "--no-lead-pane",
+            "--teammate",
+            "polite=go",
+            "--teammate",
+            "grumpy=go",
+            "--teammate",
+            "silent=go",
+        ],
+    )
+    .ok();
+    for n in ["polite", "grumpy", "silent"] {
+        wait_for_file(&env.path(&format!("out/{n}.cwd")));
+    }
+    env.swarm(["task", "create", "parser"]).ok();
+    env.swarm(["task", "claim", "1", "--agent", "polite"]).ok();
+
+    let started = Instant::now();
+    let out = env
+        .swarm(["--json", "shutdown", "--all", "--timeout", "4"])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .code(1);
+    let elapsed = started.elapsed();
+    let outcomes = out.json();
+    let by = |n: &str| {
+        outcomes
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by("polite")["result"], "approved");
+    assert_eq!(by("polite")["killed"], true);
+    assert_eq!(by("polite")["released"], json!(["1"]));
+    assert_eq!(by("grumpy")["result"], "rejected");
+    assert_eq!(by("grumpy")["reason"], "busy");
+    assert_eq!(by("grumpy")["killed"], false);
+    assert_eq!(by("silent")["result"], "timed_out");
+    assert_eq!(by("silent")["killed"], true);
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "the timeout bounds the wait: {elapsed:?}"
+    );
+    let request = read_json(&env.path("teams/t/inboxes/polite.json"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["text"].as_str().unwrap().contains("shutdown_request"))
+        .cloned()
+        .unwrap();
+    let text: Value = serde_json::from_str(request["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["type"], "shutdown_request");
+    assert_eq!(text["from"], "team-lead");
+    assert!(text["requestId"].as_str().unwrap().starts_with("shutdown-"));
+    assert!(text["requestId"].as_str().unwrap().ends_with("@polite"));
+
+    let config = read_json(&env.path("teams/t/config.json"));
+    assert_eq!(member(&config, "polite")["isActive"], false);
+    assert_eq!(member(&config, "silent")["isActive"], false);
+    assert_eq!(member(&config, "grumpy")["isActive"], true);
+    let panes = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title}"]).stdout;
+    assert_eq!(panes.trim(), "grumpy", "only the rejecter's pane is left");
+    let task = env.swarm(["--json", "task", "show", "1"]).ok().json();
+    assert_eq!(task["status"], "pending");
+    assert!(task.get("owner").is_none() || task["owner"].is_null());
+    let lead = read_json(&env.path("teams/t/inboxes/team-lead.json"));
+    let notices: Vec<&str> = lead
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["from"] == "system")
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|t| t.contains("polite") && t.contains("#1") && t.contains("shutdown approved")),
+        "{notices:?}"
+    );
+    assert!(notices.iter().any(|t| t.contains("silent")), "{notices:?}");
+
+    // --force stops the one that said no.
+    let out = env
+        .swarm(["shutdown", "grumpy", "--force", "--timeout", "4"])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    assert!(
+        out.stdout
+            .contains("grumpy: rejected the shutdown (busy); stopped"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        member(&read_json(&env.path("teams/t/config.json")), "grumpy")["isActive"],
+        false
+    );
+    env.swarm(["team", "delete"]).ok();
+}
+
+#[test]
+fn attach_puts_a_terminal_on_the_teammates_pane() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(&env, "sleep 300");
+    swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &[
+            "launch",
+            "--no-lead-pane",
+            "--teammate",
+            "coder=a",
+            "--teammate",
+            "tester=b",
+        ],
+    )
+    .ok();
+    let config = read_json(&env.path("teams/t/config.json"));
+    let tester = member(&config, "tester")["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // `script` gives `swarm attach` (and so `tmux attach`) a terminal.
+    let mut attached = clean_command("script")
+        .args(["-qc", &format!("'{BIN}' attach tester"), "/dev/null"])
+        .env("SWARM_ROOT", env.root())
+        .env("SWARM_TEAM", "t")
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("script (util-linux) is installed");
+    let client = eventually(Duration::from_secs(20), "a client on swarm-t", || {
+        let out = tmux
+            .cmd(["list-clients", "-F", "#{session_name} #{pane_id}"])
+            .stdout;
+        (!out.trim().is_empty()).then(|| out.trim().to_string())
+    });
+    assert_eq!(client, format!("swarm-t {tester}"));
+    tmux.cmd(["detach-client", "-s", "swarm-t"]);
+    let started = Instant::now();
+    while attached.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "attach did not return"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    env.swarm(["attach", "nobody"])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .refused("not a member");
+}
+
+#[test]
+fn status_lists_tasks_unread_pending_permissions_and_quarantined_files() {
+    let env = Env::with_team(&["coder"]);
+    env.swarm(["task", "create", "parser"]).ok();
+    env.swarm(["task", "claim", "1", "--agent", "coder"]).ok();
+    env.swarm(["send", "--to", "coder", "hi"]).ok();
+    env.swarm([
+        "permission",
+        "request",
+        "--tool",
+        "Bash",
+        "--from",
+        "coder",
+        "--description",
+        "make",
+    ])
+    .ok();
+    std::fs::write(env.path("teams/t/inboxes/coder.json.corrupt-1"), "x").unwrap();
+    let s = env.swarm(["--json", "status"]).ok().json();
+    let coder = member(&s, "coder");
+    assert_eq!(coder["task"], json!({"id": "1", "subject": "parser"}));
+    assert_eq!(coder["unread"], 1);
+    assert_eq!(s["pendingPermissions"][0]["toolName"], "Bash");
+    assert_eq!(
+        s["quarantined"],
+        json!(["teams/t/inboxes/coder.json.corrupt-1"])
+    );
+    let text = env.swarm(["status"]).ok().stdout;
+    assert!(text.contains("#1 parser"), "{text}");
+    assert!(text.contains("pending permissions: 1"), "{text}");
+    assert!(text.contains("coder.json.corrupt-1"), "{text}");
+}

@@ -1,0 +1,375 @@
+//! Teammates in tmux panes: titles, colours, flags and env on a private server, a window of the
+//! caller's own session when the launch runs inside tmux (or a split of it), and a pane that
+//! fails to start rolled back without touching the ones that started.
+
+use std::process::Command;
+
+use serde_json::json;
+
+use super::{
+    fake_agent, lines, pane_field, swarm_on, wait_for_file, without_forwarded_env, write_script,
+};
+use crate::support::*;
+
+#[test]
+fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(&env, "sleep 300");
+    let work = env.path("work");
+    std::fs::create_dir_all(work.join("sub")).unwrap();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        json!({"team": "t", "description": "three", "cwd": "work", "teammates": [
+            {"name": "coder", "prompt": "Fix the parser", "env": {"FOO": "bar baz"}},
+            {"name": "tester", "prompt": "Test it", "model": "haiku", "cwd": "sub"},
+            {"name": "docs", "prompt": "Write it up"}],
+         "tasks": [{"subject": "design"}, {"subject": "build", "blockedBy": [0]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &[
+            "launch",
+            file.to_str().unwrap(),
+            "--model",
+            "sonnet",
+            "--permission-mode",
+            "acceptEdits",
+            "--",
+            "--verbose",
+        ],
+    )
+    .env("ANTHROPIC_BASE_URL", "http://gateway")
+    .ok();
+    out.stderr_has("swarm: backend tmux: tmux is on PATH (not inside tmux)");
+    for name in ["coder", "tester", "docs"] {
+        assert!(out.stdout.contains(&format!("{name} (")), "{}", out.stdout);
+        wait_for_file(&env.path(&format!("out/{name}.cwd")));
+    }
+    let config = read_json(&env.path("teams/t/config.json"));
+    let panes = tmux.cmd([
+        "list-panes",
+        "-t",
+        "=swarm-t",
+        "-F",
+        "#{pane_id} #{pane_title} #{@swarm_color} #{remain-on-exit}",
+    ]);
+    let panes: Vec<Vec<String>> = panes
+        .stdout
+        .lines()
+        .map(|l| l.split(' ').map(str::to_string).collect())
+        .collect();
+    assert_eq!(panes.len(), 4, "lead + 3 teammates: {panes:?}");
+    let lead_pane = member(&config, "team-lead")["tmuxPaneId"].as_str().unwrap();
+    for (name, colour) in [
+        ("team-lead", "red"),
+        ("coder", "blue"),
+        ("tester", "green"),
+        ("docs", "yellow"),
+    ] {
+        let pane_id = member(&config, name)["tmuxPaneId"].as_str().unwrap();
+        let row = panes
+            .iter()
+            .find(|p| p[0] == pane_id)
+            .unwrap_or_else(|| panic!("{name}'s pane {pane_id} missing: {panes:?}"));
+        assert_eq!(row[1], name);
+        assert_eq!(row[2], colour);
+        assert_eq!(row[3], "on", "remain-on-exit for {name}");
+    }
+    assert_eq!(
+        tmux.cmd([
+            "show-options",
+            "-w",
+            "-v",
+            "-t",
+            lead_pane,
+            "pane-border-status"
+        ])
+        .stdout
+        .trim(),
+        "top"
+    );
+    // The lead console is the first pane, started as `swarm lead --team t`.
+    assert_eq!(
+        pane_field(&tmux, lead_pane, "#{pane_start_command}").replace('"', ""),
+        format!("{BIN} lead --team t")
+    );
+
+    let coder = member(&config, "coder");
+    assert_eq!(coder["backendType"], "tmux");
+    assert_eq!(coder["isActive"], true);
+    assert_eq!(coder["color"], "blue");
+    assert_eq!(coder["model"], "sonnet");
+    assert_eq!(coder["mode"], "acceptEdits");
+    assert!(coder["swarmTmuxSocket"]
+        .as_str()
+        .unwrap()
+        .ends_with(&tmux.socket));
+    assert_eq!(member(&config, "tester")["model"], "haiku");
+
+    let argv = lines(&env.path("out/coder.argv"));
+    let sid = config["leadSessionId"].as_str().unwrap();
+    assert_eq!(
+        argv,
+        [
+            "--agent-id",
+            "coder@t",
+            "--agent-name",
+            "coder",
+            "--team-name",
+            "t",
+            "--agent-color",
+            "blue",
+            "--parent-session-id",
+            sid,
+            "--permission-mode",
+            "acceptEdits",
+            "--model",
+            "sonnet",
+            "--verbose"
+        ]
+    );
+    assert!(lines(&env.path("out/tester.argv")).contains(&"haiku".to_string()));
+    let coder_env = lines(&env.path("out/coder.env"));
+    for want in [
+        "CLAUDECODE=1",
+        "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1",
+        "ANTHROPIC_BASE_URL=http://gateway",
+        "FOO=bar baz",
+    ] {
+        assert!(
+            coder_env.contains(&want.to_string()),
+            "{want}: {coder_env:?}"
+        );
+    }
+    assert!(coder_env.contains(&format!("CLAUDE_CONFIG_DIR={}", env.root().display())));
+    assert!(!lines(&env.path("out/tester.env")).contains(&"FOO=bar baz".to_string()));
+    assert_eq!(
+        lines(&env.path("out/coder.cwd")),
+        [work.display().to_string()]
+    );
+    assert_eq!(
+        lines(&env.path("out/tester.cwd")),
+        [work.join("sub").display().to_string()]
+    );
+
+    // The prompt is the first inbox message, from the lead; never in argv.
+    let inbox = read_json(&env.path("teams/t/inboxes/coder.json"));
+    assert_eq!(inbox[0]["from"], "team-lead");
+    assert_eq!(inbox[0]["text"], "Fix the parser");
+    assert!(!argv.iter().any(|a| a.contains("Fix the parser")));
+    let tasks = env.swarm(["--json", "task", "list"]).ok().json();
+    assert_eq!(tasks[1]["subject"], "build");
+    assert_eq!(tasks[1]["blockedBy"], json!(["1"]));
+
+    // The fake's output is on its pane, and `swarm logs` reads it from there.
+    let logs = env
+        .swarm(["logs", "coder"])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    assert!(
+        logs.stdout.contains("fake agent coder says hello"),
+        "{}",
+        logs.stdout
+    );
+}
+
+#[test]
+fn inside_tmux_the_team_gets_a_window_of_the_current_session_or_splits_it() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(&env, "sleep 300");
+    tmux.cmd([
+        "new-session",
+        "-d",
+        "-s",
+        "main",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        "sleep",
+        "600",
+    ]);
+    let info = tmux.cmd([
+        "display-message",
+        "-p",
+        "-t",
+        "main",
+        "#{socket_path},#{pid},#{pane_id}",
+    ]);
+    let info = info.stdout.trim().to_string();
+    let (server, user_pane) = info.rsplit_once(',').unwrap();
+    let inside = |args: &[&str]| {
+        without_forwarded_env(
+            env.swarm(args)
+                .env("TMUX", format!("{server},0"))
+                .env("TMUX_PANE", user_pane)
+                .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent),
+        )
+    };
+    let out = inside(&[
+        "launch",
+        "--teammate",
+        "coder=go",
+        "--teammate",
+        "tester=go",
+    ])
+    .ok();
+    out.stderr_has("$TMUX is set: running inside tmux");
+    let windows = tmux.cmd([
+        "list-windows",
+        "-t",
+        "main",
+        "-F",
+        "#{window_name} #{window_panes}",
+    ]);
+    let windows: Vec<&str> = windows.stdout.lines().collect();
+    assert_eq!(windows.len(), 2, "{windows:?}");
+    assert!(
+        windows.contains(&"swarm-t 3"),
+        "lead + 2 in window swarm-t: {windows:?}"
+    );
+    assert_eq!(
+        tmux.cmd(["list-panes", "-t", user_pane, "-F", "#{pane_id}"])
+            .stdout
+            .lines()
+            .count(),
+        1,
+        "the user's own window is untouched"
+    );
+    assert!(tmux
+        .cmd(["list-sessions", "-F", "#{session_name}"])
+        .stdout
+        .lines()
+        .eq(["main"]));
+
+    // --split splits the user's window instead; no lead pane there.
+    inside(&[
+        "--team",
+        "two",
+        "launch",
+        "--split",
+        "--teammate",
+        "a=go",
+        "--teammate",
+        "b=go",
+    ])
+    .ok();
+    let here = tmux.cmd([
+        "list-panes",
+        "-t",
+        user_pane,
+        "-F",
+        "#{pane_id} #{pane_title}",
+    ]);
+    let titles: Vec<&str> = here
+        .stdout
+        .lines()
+        .map(|l| l.split_once(' ').unwrap().1)
+        .collect();
+    assert_eq!(titles.len(), 3, "{titles:?}");
+    assert!(titles.contains(&"a") && titles.contains(&"b"), "{titles:?}");
+    assert_eq!(
+        tmux.cmd(["list-windows", "-t", "main"])
+            .stdout
+            .lines()
+            .count(),
+        2
+    );
+    wait_for_file(&env.path("out/b.cwd"));
+
+    // --split outside tmux is refused, writing nothing.
+    env.swarm([
+        "--team",
+        "three",
+        "launch",
+        "--split",
+        "--teammate",
+        "x=go",
+        "--backend",
+        "tmux",
+    ])
+    .env("SWARM_TMUX_SOCKET", &tmux.socket)
+    .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    .refused("not running inside tmux");
+}
+
+#[test]
+fn a_pane_that_fails_to_start_is_rolled_back() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(&env, "sleep 300");
+    // A tmux that refuses to start the teammate called `tester`.
+    let real = which_tmux();
+    let bin = env.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    write_script(
+        &bin.join("tmux"),
+        &format!(
+            r#"#!/bin/sh
+case "$*" in *respawnp*"--agent-name tester"*) echo "boom: no pane for you" >&2; exit 1 ;; esac
+exec '{real}' "$@"
+"#
+        ),
+    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &[
+            "launch",
+            "--no-lead-pane",
+            "--teammate",
+            "coder=go",
+            "--teammate",
+            "tester=go",
+        ],
+    )
+    .env("PATH", &path)
+    .code(1);
+    out.stderr_has("failed to launch tester");
+    out.stderr_has("boom: no pane for you");
+    out.stderr_has("coder keep running");
+    let config = read_json(&env.path("teams/t/config.json"));
+    let names: Vec<&str> = config["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["team-lead", "coder"]);
+    assert!(!env.path("teams/t/inboxes/tester.json").exists());
+    let titles = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title}"]).stdout;
+    assert_eq!(titles.trim(), "coder", "the failed pane was killed");
+
+    // When the first teammate fails, the new team goes too.
+    let out = swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &["--team", "solo", "launch", "--teammate", "tester=go"],
+    )
+    .env("PATH", &path)
+    .code(1);
+    out.stderr_has("boom");
+    assert!(!env.path("teams/solo").exists());
+    assert!(!tmux
+        .cmd(["list-panes", "-a", "-F", "#{pane_title}"])
+        .stdout
+        .contains("team-lead"));
+}
+
+fn which_tmux() -> String {
+    let out = Command::new("sh")
+        .args(["-c", "command -v tmux"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

@@ -1,0 +1,106 @@
+//! Git worktrees per teammate: each starts in its own worktree, in the subdirectory the launch
+//! named; unchanged worktrees are removed afterwards and changed ones kept on their branch.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use super::{fake_agent, lines};
+use crate::support::*;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git is installed (scripts/test installs it)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn worktrees_are_made_per_teammate_and_only_unchanged_ones_removed() {
+    let env = Env::new();
+    let repo = env.path("repo");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("src/lib.rs"), "// lib\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "init"]);
+    let agent = fake_agent(
+        &env,
+        r#"if [ "$name" = changer ]; then echo new > made-by-changer.txt; fi; exit 0"#,
+    );
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        json!({"team": "t", "cwd": "repo/src", "teammates": [
+            {"name": "idle", "prompt": "p", "worktree": true},
+            {"name": "changer", "prompt": "p", "worktree": true},
+            {"name": "plain", "prompt": "p"}]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = env
+        .swarm(["launch", file.to_str().unwrap(), "--backend", "in-process"])
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+        .ok();
+    let wt = |n: &str| repo.join(".swarm/worktrees").join(n);
+    // Each started in its own worktree, in the same subdirectory the launch named.
+    assert_eq!(
+        lines(&env.path("out/idle.cwd")),
+        [wt("idle").join("src").display().to_string()]
+    );
+    assert_eq!(
+        lines(&env.path("out/plain.cwd")),
+        [repo.join("src").display().to_string()]
+    );
+    assert!(out.stdout.contains("worktree"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!(
+            "idle: worktree {} removed (unchanged)",
+            wt("idle").display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "changer: worktree {} kept on branch swarm/t/changer: 1 uncommitted change",
+            wt("changer").display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(!wt("idle").exists());
+    assert!(wt("changer").join("src/made-by-changer.txt").is_file());
+    let branches = git(&repo, &["branch", "--list", "swarm/*"]);
+    // `+` marks a branch checked out in a linked worktree.
+    assert_eq!(branches.trim().trim_start_matches("+ "), "swarm/t/changer");
+    assert_eq!(
+        git(&repo, &["status", "--porcelain"]).trim(),
+        "",
+        ".swarm/ is excluded"
+    );
+
+    // worktree outside a repository is refused before anything is written.
+    env.swarm([
+        "--team",
+        "t2",
+        "launch",
+        "--backend",
+        "in-process",
+        "--worktree",
+        "--teammate",
+        "x=p",
+    ])
+    .current_dir(env.path("out"))
+    .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    .refused("needs a git repository");
+}

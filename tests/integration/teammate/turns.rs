@@ -1,0 +1,291 @@
+//! What a turn gets: teammate-message blocks, identity env and a first-turn guide; the prompt
+//! in place of a placeholder or on stdin; messages that arrive during a turn delivered together
+//! next turn; and plan mode, which waits for the lead's approval and passes rejection feedback on.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{
+    inbox, liveness, prompts, q, read, recorder, refs, send, send_protocol, start, task, to_lead,
+    LONG,
+};
+use crate::support::*;
+
+#[test]
+fn plan_mode_waits_for_approval_and_rejection_feedback_reaches_the_next_turn() {
+    let env = Env::with_team(&["a"]);
+    let prompts_file = env.path("prompts");
+    // Each turn prints "plan vN", N being the number of prompts recorded so far.
+    let agent = recorder(
+        &prompts_file,
+        &format!("echo \"plan v$(grep -c '^=====$' {})\"", q(&prompts_file)),
+    );
+    let mut args = vec!["--plan-mode-required"];
+    args.extend(refs(&agent));
+    let _mate = start(&env, "a", &args);
+    env.swarm(["task", "create", "later", "--description", "after the plan"])
+        .ok();
+    send(&env, "a", "Build the parser");
+
+    let first = eventually(LONG, "the first plan request", || {
+        to_lead(&env, "plan_approval_request").into_iter().next()
+    });
+    assert_eq!(first["from"], "a");
+    assert_eq!(first["planContent"].as_str().unwrap().trim(), "plan v1");
+    let id1 = first["requestId"].as_str().unwrap().to_string();
+    assert!(
+        id1.starts_with("plan_approval-") && id1.ends_with("@a@t"),
+        "{id1}"
+    );
+    let plan_file = PathBuf::from(first["planFilePath"].as_str().unwrap());
+    assert_eq!(plan_file, env.path("teams/t/plans/a.md"));
+    assert_eq!(read(&plan_file).trim(), "plan v1");
+    let p = prompts(&prompts_file);
+    assert!(p[0].contains("Build the parser") && p[0].contains("plan mode"));
+    assert_eq!(
+        task(&env, "1")["status"],
+        "pending",
+        "no task work before approval"
+    );
+
+    // A response from a teammate, or for another request, changes nothing.
+    send_protocol(
+        &env,
+        "a",
+        json!({"type": "plan_approval_response", "requestId": "plan_approval-1@a@t",
+               "approved": true, "timestamp": "t"}),
+    );
+    send_protocol(
+        &env,
+        "a",
+        json!({"type": "plan_approval_response", "requestId": id1, "approved": false,
+               "feedback": "Smaller steps, and tests first", "timestamp": "t"}),
+    );
+    let second = eventually(LONG, "the revised plan", || {
+        to_lead(&env, "plan_approval_request").get(1).cloned()
+    });
+    assert_eq!(second["planContent"].as_str().unwrap().trim(), "plan v2");
+    let p = prompts(&prompts_file);
+    assert_eq!(p.len(), 2);
+    assert!(p[1].contains("Build the parser"));
+    assert!(p[1].contains("Smaller steps, and tests first"), "{}", p[1]);
+    assert!(
+        p[1].contains("plan v1"),
+        "the rejected plan is shown: {}",
+        p[1]
+    );
+    assert!(
+        !p[1].contains("swarm task claim"),
+        "the appendix is for the first turn only"
+    );
+    assert_eq!(task(&env, "1")["status"], "pending");
+
+    send_protocol(
+        &env,
+        "a",
+        json!({"type": "plan_approval_response", "requestId": second["requestId"],
+               "approved": true, "feedback": "go", "timestamp": "t"}),
+    );
+    eventually(LONG, "the task to be done after approval", || {
+        (task(&env, "1")["status"] == "completed").then_some(())
+    });
+    let p = prompts(&prompts_file);
+    assert_eq!(p.len(), 4, "plan, revised plan, execution, task: {p:#?}");
+    assert!(p[2].contains("approved your plan") && p[2].contains("plan v2"));
+    assert!(p[2].contains("Build the parser"));
+    assert!(p[3].starts_with("Complete task #1: later\n\nafter the plan"));
+    assert_eq!(to_lead(&env, "plan_approval_request").len(), 2);
+}
+
+#[test]
+fn messages_that_arrive_during_a_turn_are_delivered_next_turn_none_lost() {
+    let env = Env::with_team(&["a"]);
+    let (prompts_file, gate) = (env.path("prompts"), env.path("gate"));
+    // The first turn blocks until the test opens the gate, so the other messages surely
+    // arrive while it runs.
+    let agent = recorder(
+        &prompts_file,
+        &format!(
+            "if [ $(grep -c '^=====$' {p}) = 1 ]; then while [ ! -e {g} ]; do sleep 0.05; done; fi; echo ok",
+            p = q(&prompts_file),
+            g = q(&gate)
+        ),
+    );
+    let _mate = start(&env, "a", &refs(&agent));
+    send(&env, "a", "m1");
+    eventually(LONG, "the first turn", || {
+        (prompts(&prompts_file).len() == 1).then_some(())
+    });
+    for m in ["m2", "m3", "m4"] {
+        send(&env, "a", m);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let unread: Vec<Value> = inbox(&env, "a")
+        .into_iter()
+        .filter(|m| m["read"] == false)
+        .collect();
+    assert_eq!(unread.len(), 3, "not delivered while the turn runs");
+    std::fs::write(&gate, "").unwrap();
+    eventually(LONG, "the second turn to finish", || {
+        (to_lead(&env, "idle_notification").len() == 2).then_some(())
+    });
+    let p = prompts(&prompts_file);
+    assert_eq!(p.len(), 2, "{p:#?}");
+    let block = |m: &str| {
+        format!("<teammate-message teammate_id=\"team-lead\" color=\"red\">{m}</teammate-message>")
+    };
+    assert!(p[0].starts_with(&block("m1")));
+    assert!(!p[0].contains("m2"));
+    assert!(p[1].starts_with(&format!(
+        "{}\n\n{}\n\n{}",
+        block("m2"),
+        block("m3"),
+        block("m4")
+    )));
+    let all = read(&prompts_file);
+    for m in ["m1", "m2", "m3", "m4"] {
+        assert_eq!(
+            all.matches(&format!(">{m}<")).count(),
+            1,
+            "{m} delivered once"
+        );
+    }
+    assert!(inbox(&env, "a").iter().all(|m| m["read"] == true));
+    let idle = to_lead(&env, "idle_notification");
+    assert_eq!(idle[1]["idleReason"], "available");
+    assert_eq!(idle[1]["result"], "ok\n");
+}
+
+#[test]
+fn turns_get_teammate_message_blocks_identity_env_and_a_first_turn_guide() {
+    let env = Env::with_team(&["a", "b"]);
+    let (prompts_file, env_file) = (env.path("prompts"), env.path("env"));
+    let agent = recorder(
+        &prompts_file,
+        &format!(
+            "echo \"$SWARM_ROOT|$SWARM_TEAM|$SWARM_AGENT_NAME|$SWARM_AGENT_ID|$(pwd)\" >> {}",
+            q(&env_file)
+        ),
+    );
+    let work = env.path("work");
+    std::fs::create_dir(&work).unwrap();
+    let mut args = vec!["--cwd", work.to_str().unwrap()];
+    args.extend(refs(&agent));
+    let _mate = start(&env, "a", &args);
+    env.swarm([
+        "send",
+        "--to",
+        "a",
+        "--summary",
+        "parser \"review\"",
+        "Review the parser",
+    ])
+    .ok();
+    eventually(LONG, "the first turn", || {
+        (prompts(&prompts_file).len() == 1).then_some(())
+    });
+    env.swarm([
+        "send",
+        "--to",
+        "a",
+        "--from",
+        "b",
+        "I am done with the lexer",
+    ])
+    .ok();
+    eventually(LONG, "the second turn", || {
+        (prompts(&prompts_file).len() == 2).then_some(())
+    });
+    let p = prompts(&prompts_file);
+    assert!(p[0].starts_with(
+        "<teammate-message teammate_id=\"team-lead\" color=\"red\" summary=\"parser &quot;review&quot;\">Review the parser</teammate-message>\n\n---\nYou are \"a\", a teammate in the swarm team \"t\""
+    ), "{}", p[0]);
+    assert!(p[0].contains("swarm send --to team-lead"));
+    assert!(p[0].contains("swarm task claim ID"));
+    assert_eq!(
+        p[1],
+        "<teammate-message teammate_id=\"b\" color=\"blue\">I am done with the lexer</teammate-message>"
+    );
+    let first_env = read(&env_file).lines().next().unwrap().to_string();
+    assert_eq!(
+        first_env,
+        format!("{}|t|a|a@t|{}", env.root().display(), work.display())
+    );
+}
+
+#[test]
+fn the_prompt_can_replace_a_placeholder_or_go_to_stdin() {
+    let env = Env::with_team(&["a", "b", "c"]);
+    let (argv_file, stdin_file, epipe) = (env.path("argv"), env.path("stdin"), env.path("epipe"));
+    let _a = start(
+        &env,
+        "a",
+        &[
+            "--",
+            "sh",
+            "-c",
+            &format!("printf '%s|%s|%s' \"$#\" \"$1\" \"$2\" > {}", q(&argv_file)),
+            "sh",
+            "--prompt={prompt}",
+            "--flag",
+        ],
+    );
+    let _b = start(
+        &env,
+        "b",
+        &[
+            "--prompt-via",
+            "stdin",
+            "--",
+            "sh",
+            "-c",
+            &format!("cat > {}; echo \" args=$#\" >> {0}", q(&stdin_file)),
+            "sh",
+        ],
+    );
+    // An agent that never reads its stdin: the prompt write fails with EPIPE, harmlessly.
+    let _c = start(
+        &env,
+        "c",
+        &[
+            "--prompt-via",
+            "stdin",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo ran >> {}", q(&epipe)),
+            "sh",
+        ],
+    );
+    send(&env, "a", "hello a");
+    send(&env, "b", "hello b");
+    let big = "x".repeat(900_000);
+    env.swarm(["send", "--to", "c", "-"]).stdin(big).ok();
+    eventually(LONG, "c's first turn", || {
+        (read(&epipe) == "ran\n").then_some(())
+    });
+    // c survived the EPIPE and takes the next turn.
+    send(&env, "c", "small");
+    eventually(LONG, "a's and b's turns and c's two", || {
+        let idle = to_lead(&env, "idle_notification");
+        let from = |n: &str| idle.iter().filter(|i| i["from"] == n).count();
+        (from("a") == 1 && from("b") == 1 && from("c") == 2).then_some(())
+    });
+    assert_eq!(read(&epipe), "ran\nran\n");
+    let argv = read(&argv_file);
+    let (count, rest) = argv.split_once('|').unwrap();
+    assert_eq!(
+        count, "2",
+        "the placeholder replaces an argument, nothing is appended"
+    );
+    assert!(rest.starts_with("--prompt=<teammate-message teammate_id=\"team-lead\" color=\"red\">hello a</teammate-message>"));
+    assert!(rest.ends_with("|--flag"));
+    let stdin = read(&stdin_file);
+    assert!(stdin.starts_with(
+        "<teammate-message teammate_id=\"team-lead\" color=\"red\">hello b</teammate-message>"
+    ));
+    assert!(stdin.ends_with(" args=0\n"));
+    assert_eq!(liveness(&env, "c"), "alive");
+}

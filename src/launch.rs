@@ -16,6 +16,7 @@
 //! Inherited flags (`--model`, `--permission-mode`, ...) reach every teammate unless the
 //! teammate sets its own.
 
+pub(crate) mod supervisor;
 pub(crate) mod swarmfile;
 pub(crate) mod worktree;
 
@@ -26,7 +27,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::backend::in_process::{self, ChildExit, Event, InProcessBackend, SuperviseOptions};
+use crate::backend::in_process::{self, InProcessBackend};
 use crate::backend::iterm2::Iterm2Backend;
 use crate::backend::tmux::{TmuxBackend, TmuxEnv};
 use crate::backend::{
@@ -40,6 +41,7 @@ use crate::store::names::{AgentName, TaskId, TeamName, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster, TeamConfig};
 use crate::store::tasks::{NewTask, TaskList};
+use supervisor::{ChildExit, Event, SuperviseOptions};
 use worktree::Worktree;
 
 /// The permission mode a `claude` teammate gets when nobody chose one. PROTOCOL.md section 10:
@@ -783,7 +785,9 @@ impl Launched {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Vec<ChildExit>> {
         match &mut self.in_process {
-            Some(backend) => backend.supervise(store, &self.team, opts, on_event),
+            Some(backend) => {
+                supervisor::supervise(store, &self.team, backend.take_children(), opts, on_event)
+            }
             None => Ok(vec![]),
         }
     }

@@ -20,6 +20,7 @@ mod prepare;
 mod program;
 mod running;
 mod spawn;
+pub(crate) mod supervisor;
 pub(crate) mod swarmfile;
 pub(crate) mod worktree;
 

@@ -9,6 +9,7 @@ pub mod exec;
 pub mod group;
 pub mod pid;
 pub mod signals;
+pub mod spawn;
 
 /// Runs `future` to completion on a single-threaded tokio runtime: the event loop of a
 /// long-lived swarm process (teammate runtime, lead console, in-process supervisor), which waits

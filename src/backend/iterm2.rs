@@ -14,10 +14,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    BackendKind, Exec, Launch, PaneBackend, PaneId, PaneInfo, PaneSpec, PaneState, Started,
-};
+use super::pane::{BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, Started};
 use crate::error::{Error, Result};
+use crate::process::exec::Exec;
 use crate::store::colour::Colour;
 use crate::store::fsio;
 
@@ -186,18 +185,6 @@ impl PaneBackend for Iterm2Backend {
         }
     }
 
-    fn list(&self) -> Result<Vec<PaneInfo>> {
-        Ok(self
-            .titles
-            .iter()
-            .map(|(id, title, _)| PaneInfo {
-                pane: PaneId(id.clone()),
-                title: title.clone(),
-                state: PaneState::Unknown,
-            })
-            .collect())
-    }
-
     fn attach_hint(&self) -> Option<String> {
         Some("the teammates are split into this iTerm2 tab".into())
     }
@@ -234,7 +221,7 @@ pub fn pane_exec(spec_path: &Path) -> Result<i32> {
         let store = crate::store::paths::Store::new(&spec.root);
         let pid = std::process::id();
         let _ = crate::store::roster::Roster::new(&store, &team).update_member(&name, |m| {
-            super::in_process::record_pid(m, pid);
+            crate::process::pid::record_pid(m, pid);
         });
     }
     let (program, args) = spec

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::backend::in_process::SuperviseOptions;
+use crate::launch::supervisor::SuperviseOptions;
 use crate::backend::{BackendChoice, BackendKind};
 use crate::error::{Error, Result};
 use crate::launch::{self, AgentKind, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::Context;
-use crate::backend::in_process::SuperviseOptions;
+use crate::launch::supervisor::{Event, SuperviseOptions};
 use crate::backend::{display_argv, shell_quote, BackendKind};
 use crate::commands::cli::LaunchArgs;
 use crate::error::{Error, Result};
@@ -117,7 +117,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
         grace: DEFAULT_GRACE,
     };
-    let mut on_event = |e: crate::backend::in_process::Event| {
+    let mut on_event = |e: Event| {
         let _ = if json {
             output::json_line(&e)
         } else {

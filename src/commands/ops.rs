@@ -400,7 +400,7 @@ fn file_logs(
             return Ok(());
         }
         let member = Roster::new(&ctx.store, team).require_member(who.as_str())?;
-        let done = !member.active() && in_process::pid_state(&member).is_dead();
+        let done = !member.active() && crate::backend::pid_state(&member).is_dead();
         if done && buf.is_empty() {
             return Ok(());
         }

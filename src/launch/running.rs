@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::Prepared;
-use crate::backend::in_process::{ChildExit, Event, InProcessBackend, SuperviseOptions};
+use super::supervisor::{self, ChildExit, Event, SuperviseOptions};
+use crate::backend::in_process::InProcessBackend;
 use crate::backend::iterm2::Iterm2Backend;
 use crate::backend::tmux::TmuxBackend;
 use crate::backend::{absolute, BackendKind, PaneBackend};
@@ -111,7 +112,9 @@ impl Launched {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Vec<ChildExit>> {
         match &mut self.in_process {
-            Some(backend) => backend.supervise(store, &self.team, opts, on_event),
+            Some(backend) => {
+                supervisor::supervise(store, &self.team, backend.take_children(), opts, on_event)
+            }
             None => Ok(vec![]),
         }
     }

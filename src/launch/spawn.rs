@@ -11,7 +11,6 @@ use std::path::Path;
 
 use super::running::{make_backend, Launched, LaunchedTeammate};
 use super::{Prepared, PreparedTeammate, TaskRef};
-use crate::backend::in_process;
 use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec};
 use crate::error::{Error, Result};
 use crate::store::colour::LEAD_COLOR;
@@ -228,7 +227,7 @@ fn spawn_one(
         }
         let started = backend.start(&opened, &t.launch)?;
         if let Some(pid) = started.pid {
-            roster.update_member(&t.name, |m| in_process::record_pid(m, pid))?;
+            roster.update_member(&t.name, |m| crate::process::pid::record_pid(m, pid))?;
         }
         Ok::<_, Error>(LaunchedTeammate {
             name: t.name.to_string(),

@@ -3,14 +3,43 @@
 //! A pid alone is not an identity: pids are recycled, and a roster can be edited. So swarm
 //! records a member's pid together with its start time (`swarmPid`, `swarmPidStart` in the
 //! member's roster entry; PROTOCOL.md section 5 allows extra fields) and only believes the pid
-//! while the process with that pid started at that time.
+//! while the process with that pid started at that time. When the launcher reaps a teammate it
+//! also records how it ended (`swarmExit`), which is all `swarm status` can learn afterwards.
 
-use serde_json::Value;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use serde_json::{json, Value};
 
 use crate::store::roster::Member;
 
 pub const PID_FIELD: &str = "swarmPid";
 pub const PID_START_FIELD: &str = "swarmPidStart";
+pub const EXIT_FIELD: &str = "swarmExit";
+
+/// Records `pid` (with its start time) on a member that was just started, forgetting how an
+/// earlier process of the member ended.
+pub fn record_pid(member: &mut Member, pid: u32) {
+    PidRecord::of(pid).save(member);
+    member.extra.remove(EXIT_FIELD);
+}
+
+/// Records how the member's process ended: `{"code": N}` or `{"signal": N}`.
+pub fn record_exit(member: &mut Member, status: ExitStatus) {
+    let exit = match (status.code(), status.signal()) {
+        (Some(c), _) => json!({"code": c}),
+        (None, Some(s)) => json!({"signal": s}),
+        _ => json!({}),
+    };
+    member.extra.insert(EXIT_FIELD.into(), exit);
+}
+
+/// How the member's process ended, if swarm saw it end: `(code, signal)`.
+pub fn recorded_exit(member: &Member) -> Option<(Option<i32>, Option<i32>)> {
+    let exit = member.extra.get(EXIT_FIELD)?;
+    let field = |k: &str| exit.get(k).and_then(Value::as_i64).map(|n| n as i32);
+    Some((field("code"), field("signal")))
+}
 
 /// A process swarm recorded: its pid and, where the platform tells, its start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,46 @@
+//! argv shown to people: shell quoting for display (dry runs, hints), never for running.
+//!
+//! swarm never hands a shell string to anything; these helpers only render argv so a person
+//! can read or copy it, and make paths absolute before they are recorded or displayed.
+
+use std::path::{Path, PathBuf};
+
+/// A POSIX shell word for display (dry-run, hints): never used to run anything.
+pub fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Renders argv as one display line.
+pub fn display_argv(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `path` made absolute against the current directory (not resolving symlinks).
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_is_for_display_and_round_trips_quotes() {
+        assert_eq!(shell_quote("abc"), "abc");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("$(id)"), "'$(id)'");
+    }
+}

@@ -1,0 +1,440 @@
+//! The in-process supervisor: the launcher staying in the foreground with its teammates.
+//!
+//! `swarm launch` with the in-process backend hands its children here. The supervisor reports
+//! each exit, records it in the roster, retires the member and finishes its worktree. On SIGINT,
+//! SIGTERM or SIGHUP it shuts the team down: a request to each teammate, then the shared
+//! [`Stopping`] machine settles each on its answer or the end of the wait; an approval gets the
+//! grace to exit by itself, everything else gets SIGTERM to its group, the grace, then SIGKILL. A
+//! second signal skips the wait, a third skips the grace.
+//!
+//! It is one tokio loop (`select!` over child exits, caught signals, file events on the lead's
+//! inbox, and the next deadline), so nothing polls. A child's exit is learned on a plain thread
+//! with `waitid(WEXITED | WNOWAIT)`, which leaves the leader a zombie: the supervisor signals
+//! whatever the teammate left in its process group first and reaps the leader after, so the
+//! group id cannot have been handed to another process in between. (Plain threads, not tokio's
+//! blocking pool: the runtime waits for its pool on shutdown, and a child may outlive an error.)
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use rustix::process::Signal;
+use serde::Serialize;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::time::{sleep_until, Instant};
+
+use crate::error::Result;
+use crate::lifecycle::{finish_worktree, retire_member, ShutdownResult, Stopping};
+use crate::process::group::signal_group;
+use crate::process::pid::record_exit;
+use crate::process::signals::Signals;
+use crate::process::spawn::GroupChild;
+use crate::store::fsio;
+use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::paths::Store;
+use crate::store::roster::Roster;
+use crate::store::watcher::{rescan_interval, Subscription};
+
+/// What the supervisor reports as it goes.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Running {
+        name: String,
+        pid: u32,
+        log: String,
+    },
+    Exited {
+        name: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signal: Option<i32>,
+    },
+    ShutdownStarted {
+        teammates: Vec<String>,
+    },
+    Approved {
+        name: String,
+    },
+    Rejected {
+        name: String,
+        reason: String,
+    },
+    TimedOut {
+        name: String,
+    },
+    Retired {
+        name: String,
+        released: Vec<TaskId>,
+    },
+    Worktree {
+        name: String,
+        outcome: String,
+    },
+}
+
+impl Event {
+    /// One status line for people.
+    pub fn line(&self) -> String {
+        match self {
+            Event::Running { name, pid, log } => format!("{name}: running (pid {pid}, log {log})"),
+            Event::Exited {
+                name,
+                code: Some(c),
+                ..
+            } => format!("{name}: exited with status {c}"),
+            Event::Exited {
+                name,
+                signal: Some(s),
+                ..
+            } => format!("{name}: killed by signal {s}"),
+            Event::Exited { name, .. } => format!("{name}: exited"),
+            Event::ShutdownStarted { teammates } => format!(
+                "shutting down {} (asking each to stop; Ctrl-C again to kill now)",
+                teammates.join(", ")
+            ),
+            Event::Approved { name } => format!("{name}: approved the shutdown"),
+            Event::Rejected { name, reason } => {
+                format!("{name}: rejected the shutdown ({reason}); stopping it anyway")
+            }
+            Event::TimedOut { name } => format!("{name}: no answer in time; stopping it"),
+            Event::Retired { name, released } if released.is_empty() => {
+                format!("{name}: marked inactive")
+            }
+            Event::Retired { name, released } => format!(
+                "{name}: marked inactive; tasks back to pending: {}",
+                released
+                    .iter()
+                    .map(|t| format!("#{t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Event::Worktree { name, outcome } => format!("{name}: {outcome}"),
+        }
+    }
+}
+
+/// How the supervisor shuts the team down on a signal.
+#[derive(Debug, Clone)]
+pub struct SuperviseOptions {
+    /// How long teammates get to answer a shutdown request.
+    pub shutdown_timeout: Duration,
+    /// Between SIGTERM and SIGKILL.
+    pub grace: Duration,
+}
+
+impl Default for SuperviseOptions {
+    fn default() -> Self {
+        SuperviseOptions {
+            shutdown_timeout: Duration::from_secs(30),
+            grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// How one teammate ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChildExit {
+    pub name: String,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Stopped by the supervisor (shutdown), not on its own.
+    pub stopped: bool,
+}
+
+#[derive(Debug)]
+struct Supervised {
+    name: AgentName,
+    child: GroupChild,
+    exited: bool,
+    /// Set for every running teammate once the shutdown began.
+    stopping: Option<Stopping>,
+    /// When SIGTERM goes to the group (shutdown decided).
+    stop_at: Option<Instant>,
+    /// When SIGTERM went to the group, so SIGKILL follows after the grace.
+    terminated_at: Option<Instant>,
+    killed: bool,
+    why: Option<String>,
+}
+
+/// Stays until every teammate in `children` has exited; shuts the team down on a signal.
+pub fn supervise(
+    store: &Store,
+    team: &TeamName,
+    children: Vec<(AgentName, GroupChild)>,
+    opts: &SuperviseOptions,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Vec<ChildExit>> {
+    if children.is_empty() {
+        return Ok(vec![]);
+    }
+    let children = children
+        .into_iter()
+        .map(|(name, child)| Supervised {
+            name,
+            child,
+            exited: false,
+            stopping: None,
+            stop_at: None,
+            terminated_at: None,
+            killed: false,
+            why: None,
+        })
+        .collect();
+    let mut supervisor = Supervisor {
+        store,
+        team,
+        opts,
+        on_event,
+        children,
+        exits: Vec::new(),
+        signals: 0,
+        deadline: None,
+    };
+    crate::process::block_on(supervisor.run())?;
+    Ok(supervisor.exits)
+}
+
+struct Supervisor<'a> {
+    store: &'a Store,
+    team: &'a TeamName,
+    opts: &'a SuperviseOptions,
+    on_event: &'a mut dyn FnMut(Event),
+    children: Vec<Supervised>,
+    exits: Vec<ChildExit>,
+    /// Signals caught so far.
+    signals: usize,
+    /// The end of the wait for answers, once the shutdown began.
+    deadline: Option<Instant>,
+}
+
+impl Supervisor<'_> {
+    async fn run(&mut self) -> Result<()> {
+        let mut signals = Signals::catch()?;
+        let (exit_tx, mut exited) = unbounded_channel();
+        for (i, c) in self.children.iter().enumerate() {
+            (self.on_event)(Event::Running {
+                name: c.name.to_string(),
+                pid: c.child.pid(),
+                log: c.child.log().display().to_string(),
+            });
+            let (tx, pid) = (exit_tx.clone(), c.child.pid());
+            std::thread::spawn(move || {
+                GroupChild::wait_exited(pid);
+                let _ = tx.send(i);
+            });
+        }
+        let (inbox_tx, mut inbox) = unbounded_channel();
+        let mut inbox_tx = Some(inbox_tx);
+        let mut _watch: Option<Subscription> = None;
+        loop {
+            if self.children.iter().all(|c| c.exited) {
+                return Ok(());
+            }
+            let wake = self.next_wake();
+            tokio::select! {
+                Some(i) = exited.recv() => self.reap(i)?,
+                _ = signals.recv() => {
+                    self.signals += 1;
+                    if self.deadline.is_none() {
+                        _watch = self.watch_inbox(inbox_tx.take());
+                        self.start_shutdown();
+                    }
+                }
+                Some(()) = inbox.recv() => drain(&mut inbox),
+                () = sleep_or_never(wake) => {}
+            }
+            self.advance()?;
+        }
+    }
+
+    /// Answers land in the lead's inbox: wake on its changes while the shutdown waits.
+    fn watch_inbox(&self, tx: Option<UnboundedSender<()>>) -> Option<Subscription> {
+        let tx = tx?;
+        let dir = self.store.inboxes_dir(self.team);
+        let watched = fsio::ensure_dir(&dir).and_then(|()| {
+            Subscription::changes(&dir, move || {
+                let _ = tx.send(());
+            })
+        });
+        match watched {
+            Ok(w) => Some(w),
+            Err(e) => {
+                // The re-scan timer still finds the answers.
+                eprintln!("swarm: warning: {e}");
+                None
+            }
+        }
+    }
+
+    fn start_shutdown(&mut self) {
+        self.deadline = Some(Instant::now() + self.opts.shutdown_timeout);
+        let names: Vec<String> = self.running().map(|c| c.name.to_string()).collect();
+        (self.on_event)(Event::ShutdownStarted { teammates: names });
+        let (store, team) = (self.store, self.team);
+        for c in self.children.iter_mut().filter(|c| !c.exited) {
+            let mut stopping = Stopping::new(c.name.clone());
+            if let Err(e) = stopping.ask(store, team, Some("the launcher was interrupted")) {
+                eprintln!("swarm: warning: could not ask {} to stop: {e}", c.name);
+            }
+            c.stopping = Some(stopping);
+        }
+    }
+
+    fn running(&self) -> impl Iterator<Item = &Supervised> {
+        self.children.iter().filter(|c| !c.exited)
+    }
+
+    /// The next moment something is due: the end of the wait, a SIGTERM or SIGKILL, or a
+    /// re-scan of the inbox (file events can be lost) while answers are awaited.
+    fn next_wake(&self) -> Option<Instant> {
+        let deadline = self.deadline?;
+        let mut wake: Option<Instant> = None;
+        let mut at = |t: Instant| wake = Some(wake.map_or(t, |w| w.min(t)));
+        for c in self.running() {
+            match (c.stop_at, c.terminated_at) {
+                (None, _) => {
+                    at(deadline);
+                    at(Instant::now() + rescan_interval());
+                }
+                (Some(stop), None) => at(stop),
+                (_, Some(t)) if !c.killed => at(t + self.opts.grace),
+                _ => {}
+            }
+        }
+        wake
+    }
+
+    /// The shutdown policy, run after every wake: settle what can be settled, then signal.
+    fn advance(&mut self) -> Result<()> {
+        let Some(deadline) = self.deadline else {
+            return Ok(());
+        };
+        let (store, team, grace) = (self.store, self.team, self.opts.grace);
+        let now = Instant::now();
+        let force = self.signals > 1 || now >= deadline;
+        for c in self.children.iter_mut().filter(|c| !c.exited) {
+            if c.stop_at.is_none() {
+                let stopping = c
+                    .stopping
+                    .get_or_insert_with(|| Stopping::new(c.name.clone()));
+                let name = c.name.to_string();
+                if stopping.check(store, team, || Ok(false))? {
+                    match &stopping.result {
+                        Some(ShutdownResult::Rejected { reason }) => {
+                            (self.on_event)(Event::Rejected {
+                                name,
+                                reason: reason.clone(),
+                            });
+                            c.why = Some(format!("shutdown rejected ({reason}), stopped"));
+                            c.stop_at = Some(now);
+                        }
+                        _ => {
+                            (self.on_event)(Event::Approved { name });
+                            c.why = Some("shutdown approved".into());
+                            // It said it would go: give it the grace to exit by itself.
+                            c.stop_at = Some(now + grace);
+                        }
+                    }
+                } else if force {
+                    if now >= deadline {
+                        (self.on_event)(Event::TimedOut { name });
+                    }
+                    stopping.time_out();
+                    c.why = Some("stopped by the launcher".into());
+                    c.stop_at = Some(now);
+                }
+            }
+            let record = c.child.record();
+            match (c.stop_at, c.terminated_at) {
+                (Some(at), None) if now >= at || self.signals > 1 => {
+                    let _ = signal_group(&record, Signal::TERM);
+                    c.terminated_at = Some(now);
+                }
+                (_, Some(t)) if !c.killed && (now >= t + grace || self.signals > 2) => {
+                    let _ = signal_group(&record, Signal::KILL);
+                    c.killed = true;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Child `i` has exited (and is still a zombie): stop its group, reap it, record and retire.
+    fn reap(&mut self, i: usize) -> Result<()> {
+        let (store, team) = (self.store, self.team);
+        let shutting_down = self.deadline.is_some();
+        let c = &mut self.children[i];
+        if c.exited {
+            return Ok(());
+        }
+        // An answer may have landed just before the exit: take it into account.
+        if let (Some(stopping), None) = (&mut c.stopping, &c.why) {
+            stopping.check(store, team, || Ok(true))?;
+            match &stopping.result {
+                Some(ShutdownResult::Approved) => {
+                    (self.on_event)(Event::Approved {
+                        name: c.name.to_string(),
+                    });
+                    c.why = Some("shutdown approved".into());
+                }
+                Some(ShutdownResult::Rejected { reason }) => {
+                    c.why = Some(format!("exited after rejecting the shutdown ({reason})"));
+                }
+                _ => {}
+            }
+        }
+        // Whatever the teammate left running in its group goes with it. The leader is not
+        // reaped yet, so the group id still belongs to this teammate.
+        let _ = signal_group(&c.child.record(), Signal::TERM);
+        let status = c.child.reap()?;
+        c.exited = true;
+        let roster = Roster::new(store, team);
+        let _ = roster.update_member(&c.name, |m| record_exit(m, status));
+        (self.on_event)(Event::Exited {
+            name: c.name.to_string(),
+            code: status.code(),
+            signal: status.signal(),
+        });
+        let why = c.why.clone().unwrap_or_else(|| match status.code() {
+            Some(code) => format!("its process exited with status {code}"),
+            None => format!(
+                "its process was killed by signal {}",
+                status.signal().unwrap_or(0)
+            ),
+        });
+        let released = retire_member(store, team, &c.name, &why)?;
+        (self.on_event)(Event::Retired {
+            name: c.name.to_string(),
+            released,
+        });
+        if let Ok(member) = roster.require_member(c.name.as_str()) {
+            if let Some(outcome) = finish_worktree(store, team, &member)? {
+                (self.on_event)(Event::Worktree {
+                    name: c.name.to_string(),
+                    outcome: outcome.to_string(),
+                });
+            }
+        }
+        self.exits.push(ChildExit {
+            name: c.name.to_string(),
+            code: status.code(),
+            signal: status.signal(),
+            stopped: shutting_down && c.stop_at.is_some(),
+        });
+        Ok(())
+    }
+}
+
+/// Empties the queue, so one wake covers every event that piled up.
+fn drain(rx: &mut UnboundedReceiver<()>) {
+    while rx.try_recv().is_ok() {}
+}
+
+async fn sleep_or_never(wake: Option<Instant>) {
+    match wake {
+        Some(t) => sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,159 @@
+//! The end of a member's life: killing it, retiring it, rejoining, and its worktree.
+//!
+//! Retiring marks a member inactive, returns its unfinished tasks to pending and tells the lead
+//! which (PROTOCOL.md sections 7 and 8); a runtime that starts again rejoins under the reap gate.
+//! Killing goes through the backend that runs the member ([`crate::backend::for_member`]) and is
+//! idempotent.
+
+use crate::backend::for_member;
+use crate::error::Result;
+use crate::launch::worktree::{self, Worktree};
+use crate::store::liveness::ReapGate;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::paths::Store;
+use crate::store::roster::{Member, Roster};
+use crate::store::tasks::TaskList;
+
+/// Sender of the notices swarm itself writes to the lead's inbox.
+pub const SYSTEM_SENDER: &str = "system";
+
+/// Marks `name` inactive, returns its unfinished tasks to pending and tells the lead which and
+/// why. Nothing is sent when the member was already inactive and no task moved.
+pub fn retire_member(
+    store: &Store,
+    team: &TeamName,
+    name: &AgentName,
+    why: &str,
+) -> Result<Vec<TaskId>> {
+    let was_active = Roster::new(store, team).update_member(name, |m| {
+        let was = m.active();
+        m.is_active = Some(false);
+        was
+    })?;
+    let released = TaskList::new(store, team).release_agent(name.as_str())?;
+    if was_active || !released.is_empty() {
+        let tasks = if released.is_empty() {
+            "it had no unfinished tasks".to_string()
+        } else {
+            format!(
+                "its unfinished tasks went back to pending: {}",
+                released
+                    .iter()
+                    .map(|t| format!("#{t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let text = format!("{name} is no longer active ({why}); {tasks}.");
+        let message = InboxMessage::new(SYSTEM_SENDER, text)
+            .with_summary(Some(format!("{name} left the team")));
+        Mailbox::new(store, team).append(&AgentName::lead(), message)?;
+    }
+    Ok(released)
+}
+
+/// Marks a starting runtime's member active again; `true` if it was inactive (retired after an
+/// earlier runtime died or was stopped). Called with the member's liveness lock already held and
+/// done under the [`ReapGate`], so a lead that found the old runtime dead finishes retiring it
+/// (and returning its tasks) before the new one is counted in and claims work; and a runtime
+/// that dies again is reaped again, since only active members are watched.
+pub fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> {
+    let roster = Roster::new(store, team);
+    let _gate = ReapGate::take(store, team)?;
+    if roster.require_member(name.as_str())?.active() {
+        return Ok(false);
+    }
+    roster.update_member(name, |m| {
+        let was = m.active();
+        m.is_active = Some(true);
+        !was
+    })
+}
+
+/// Kills the member's pane or process group through its backend; already dead is fine.
+pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<()> {
+    // Everything needed is on the member (pane id, socket, pid); the store and team stay in the
+    // signature the lead console calls, for backends that will need them.
+    let _ = (store, team);
+    match for_member(member) {
+        Some(mut backend) => backend.kill(),
+        None => Ok(()),
+    }
+}
+
+/// Removes the member's worktree if unchanged, else keeps it; `None` if it has none.
+pub fn finish_worktree(
+    store: &Store,
+    team: &TeamName,
+    member: &Member,
+) -> Result<Option<worktree::Outcome>> {
+    let Some(wt) = Worktree::of_member(member) else {
+        return Ok(None);
+    };
+    let outcome = wt.finish()?;
+    if matches!(outcome, worktree::Outcome::Removed { .. }) {
+        let name: AgentName = member.name.parse()?;
+        Roster::new(store, team).update_member(&name, |m| {
+            m.extra.remove(worktree::FIELD);
+        })?;
+    }
+    Ok(Some(outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tasks::{NewTask, TaskStatus};
+
+    fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let roster = Roster::new(&store, &team);
+        roster.create("", "/", "s").unwrap();
+        for n in names {
+            let name: AgentName = n.parse().unwrap();
+            let mut m = Member::teammate(&team, &name, "blue", "/");
+            m.is_active = Some(true);
+            roster.add_member(m).unwrap();
+        }
+        (dir, store, team)
+    }
+
+    #[test]
+    fn retiring_releases_tasks_and_tells_the_lead_once() {
+        let (_dir, store, team) = team_with(&["coder"]);
+        let coder: AgentName = "coder".parse().unwrap();
+        let tasks = TaskList::new(&store, &team);
+        let t1 = tasks
+            .create(NewTask {
+                subject: "a".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        tasks.claim(&t1.id, &coder, true).unwrap();
+        let released = retire_member(&store, &team, &coder, "shutdown approved").unwrap();
+        assert_eq!(released, std::slice::from_ref(&t1.id));
+        assert_eq!(tasks.get(&t1.id).unwrap().status, TaskStatus::Pending);
+        let config = Roster::new(&store, &team).load().unwrap();
+        assert!(!config.member("coder").unwrap().active());
+        let lead = Mailbox::new(&store, &team)
+            .read(&AgentName::lead(), false)
+            .unwrap();
+        assert_eq!(lead.len(), 1);
+        assert!(lead[0].text.contains("#1"), "{}", lead[0].text);
+        assert!(lead[0].text.contains("shutdown approved"));
+        // Again: nothing changed, so no second message.
+        assert!(retire_member(&store, &team, &coder, "again")
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            Mailbox::new(&store, &team)
+                .read(&AgentName::lead(), false)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}

@@ -1,0 +1,435 @@
+//! Asking teammates to stop: the one shutdown state machine, and `swarm shutdown` built on it.
+//!
+//! A shutdown goes request -> an answer in the lead's inbox, the process's death, or the end
+//! of the wait -> stop -> retire (PROTOCOL.md section 8). [`Stopping`] is that machine for one
+//! teammate and settles on a [`ShutdownResult`]; [`shutdown`] (the `swarm shutdown` command)
+//! waits on inbox events and the member's health, and the in-process supervisor
+//! (`crate::launch::supervisor`) drives the same machine from its event loop. Each caller then
+//! stops the teammate its own way: a one-shot command through the member's backend, the
+//! supervisor with SIGTERM, a grace and SIGKILL to a child it owns.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::health::member_health;
+use super::retire::{finish_worktree, kill_member, retire_member};
+use crate::error::{Error, Result};
+use crate::launch::worktree;
+use crate::store::fsio;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::paths::Store;
+use crate::store::protocol::{timestamp_now, Payload, Protocol, ShutdownRequest};
+use crate::store::roster::Roster;
+use crate::store::watcher::DirWatcher;
+
+/// A teammate's answer to a shutdown request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum ShutdownReply {
+    Approved,
+    Rejected { reason: String },
+}
+
+/// How one teammate's shutdown settled. Serialized as `"result": "approved"` and so on, with
+/// `"reason"` beside it for a rejection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum ShutdownResult {
+    Approved,
+    Rejected {
+        reason: String,
+    },
+    /// No answer before the wait ended.
+    TimedOut,
+    /// Its process ended before it answered.
+    Exited,
+    /// It was not running when the shutdown began, so it was not asked.
+    NotRunning,
+}
+
+impl ShutdownResult {
+    /// The name in `swarm shutdown --json`'s `result` field.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ShutdownResult::Approved => "approved",
+            ShutdownResult::Rejected { .. } => "rejected",
+            ShutdownResult::TimedOut => "timed_out",
+            ShutdownResult::Exited => "exited",
+            ShutdownResult::NotRunning => "not_running",
+        }
+    }
+}
+
+impl fmt::Display for ShutdownResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<ShutdownReply> for ShutdownResult {
+    fn from(reply: ShutdownReply) -> ShutdownResult {
+        match reply {
+            ShutdownReply::Approved => ShutdownResult::Approved,
+            ShutdownReply::Rejected { reason } => ShutdownResult::Rejected { reason },
+        }
+    }
+}
+
+/// Appends a `shutdown_request` to `name`'s inbox; returns its requestId.
+pub fn send_shutdown_request(
+    store: &Store,
+    team: &TeamName,
+    name: &AgentName,
+    reason: Option<&str>,
+) -> Result<String> {
+    let request_id = crate::store::protocol::shutdown_request_id(name);
+    let request = Protocol::ShutdownRequest(ShutdownRequest {
+        request_id: request_id.clone(),
+        from: crate::store::names::LEAD.into(),
+        reason: reason.map(str::to_string),
+        timestamp: timestamp_now(),
+        extra: Default::default(),
+    });
+    let message = InboxMessage::protocol(crate::store::names::LEAD, &request)
+        .with_color(Some(crate::store::colour::LEAD_COLOR.into()));
+    Mailbox::new(store, team).send(name, message)?;
+    Ok(request_id)
+}
+
+/// Looks through every message in the lead's inbox, delivered or not (a lead console may have
+/// marked it), for `name`'s answer to `request_id`.
+pub fn find_shutdown_reply(
+    store: &Store,
+    team: &TeamName,
+    name: &AgentName,
+    request_id: &str,
+) -> Result<Option<ShutdownReply>> {
+    let messages = Mailbox::new(store, team).read(&AgentName::lead(), false)?;
+    for m in messages.iter().filter(|m| m.from == name.as_str()) {
+        if let Payload::Protocol(p) = m.payload() {
+            match *p {
+                Protocol::ShutdownApproved(a)
+                    if a.request_id == request_id && a.from == name.as_str() =>
+                {
+                    return Ok(Some(ShutdownReply::Approved));
+                }
+                Protocol::ShutdownRejected(r)
+                    if r.request_id == request_id && r.from == name.as_str() =>
+                {
+                    return Ok(Some(ShutdownReply::Rejected { reason: r.reason }));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// One teammate's way through a shutdown: asked, then settled by its answer, its death or the
+/// end of the wait.
+#[derive(Debug)]
+pub struct Stopping {
+    pub name: AgentName,
+    /// The request sent, if sending worked.
+    pub request_id: Option<String>,
+    /// `None` until settled.
+    pub result: Option<ShutdownResult>,
+}
+
+impl Stopping {
+    /// A teammate not asked yet.
+    pub fn new(name: AgentName) -> Stopping {
+        Stopping {
+            name,
+            request_id: None,
+            result: None,
+        }
+    }
+
+    /// A teammate that is not running: settled without asking.
+    pub fn not_running(name: AgentName) -> Stopping {
+        Stopping {
+            result: Some(ShutdownResult::NotRunning),
+            ..Stopping::new(name)
+        }
+    }
+
+    /// Sends the shutdown request.
+    pub fn ask(&mut self, store: &Store, team: &TeamName, reason: Option<&str>) -> Result<()> {
+        self.request_id = Some(send_shutdown_request(store, team, &self.name, reason)?);
+        Ok(())
+    }
+
+    pub fn settled(&self) -> bool {
+        self.result.is_some()
+    }
+
+    /// Looks for the answer in the lead's inbox. Without one, asks `gone` whether the process
+    /// has ended; if so, looks once more (it may have answered just before it exited) and else
+    /// settles on [`ShutdownResult::Exited`]. `true` when this call settled it.
+    pub fn check(
+        &mut self,
+        store: &Store,
+        team: &TeamName,
+        gone: impl FnOnce() -> Result<bool>,
+    ) -> Result<bool> {
+        if self.settled() {
+            return Ok(false);
+        }
+        if let Some(reply) = self.reply(store, team)? {
+            self.result = Some(reply.into());
+        } else if gone()? {
+            self.result = Some(match self.reply(store, team)? {
+                Some(reply) => reply.into(),
+                None => ShutdownResult::Exited,
+            });
+        }
+        Ok(self.settled())
+    }
+
+    /// The wait is over: an unsettled teammate timed out. `true` when this call settled it.
+    pub fn time_out(&mut self) -> bool {
+        if self.settled() {
+            return false;
+        }
+        self.result = Some(ShutdownResult::TimedOut);
+        true
+    }
+
+    /// Whether the teammate is to be stopped now it is settled: always, except after a
+    /// rejection that is not overruled by `force`.
+    pub fn stops(&self, force: bool) -> bool {
+        force || !matches!(self.result, Some(ShutdownResult::Rejected { .. }))
+    }
+
+    fn reply(&self, store: &Store, team: &TeamName) -> Result<Option<ShutdownReply>> {
+        match &self.request_id {
+            Some(id) => find_shutdown_reply(store, team, &self.name, id),
+            None => Ok(None),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ShutdownOptions {
+    /// How long to wait for answers before killing anyway.
+    pub timeout: Duration,
+    /// Kill even a teammate that rejected the request.
+    pub force: bool,
+    pub reason: Option<String>,
+}
+
+impl Default for ShutdownOptions {
+    fn default() -> Self {
+        ShutdownOptions {
+            timeout: Duration::from_secs(30),
+            force: false,
+            reason: None,
+        }
+    }
+}
+
+/// How one teammate's shutdown went.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShutdownOutcome {
+    pub name: String,
+    #[serde(flatten)]
+    pub outcome: ShutdownResult,
+    // Transitional: `commands/ops.rs` and `commands/demo.rs` still read these two; once they
+    // match on `outcome`, delete them.
+    #[serde(skip)]
+    pub result: &'static str,
+    #[serde(skip)]
+    pub reason: Option<String>,
+    #[serde(rename = "requestId", skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    pub killed: bool,
+    pub retired: bool,
+    pub released: Vec<TaskId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<worktree::Outcome>,
+}
+
+/// Asks each teammate to stop (all requests first), waits for the answers (or their death) up to
+/// the timeout, then kills, retires and cleans up each one. A rejection is honoured unless
+/// `force`.
+pub fn shutdown(
+    store: &Store,
+    team: &TeamName,
+    names: &[AgentName],
+    opts: &ShutdownOptions,
+) -> Result<Vec<ShutdownOutcome>> {
+    let roster = Roster::new(store, team);
+    let config = roster.load()?;
+    let mut members = Vec::new();
+    for name in names {
+        if name.is_lead() {
+            return Err(Error::usage(
+                "the lead is not shut down with `swarm shutdown`; name a teammate or use --all",
+            ));
+        }
+        let member = config
+            .member(name.as_str())
+            .cloned()
+            .ok_or_else(|| Error::NoSuchMember {
+                team: team.to_string(),
+                name: name.to_string(),
+            })?;
+        members.push(member);
+    }
+    let mut pending = Vec::new();
+    for member in members {
+        let name: AgentName = member.name.parse()?;
+        let stopping = if member_health(store, team, &member)?.dead {
+            Stopping::not_running(name)
+        } else {
+            let mut s = Stopping::new(name);
+            s.ask(store, team, opts.reason.as_deref())?;
+            s
+        };
+        pending.push((stopping, member));
+    }
+    let dir = store.inboxes_dir(team);
+    fsio::ensure_dir(&dir)?;
+    let watcher = DirWatcher::new(&dir)?;
+    let deadline = Instant::now() + opts.timeout;
+    loop {
+        for (s, member) in pending.iter_mut() {
+            s.check(store, team, || Ok(member_health(store, team, member)?.dead))?;
+        }
+        if pending.iter().all(|(s, _)| s.settled()) || Instant::now() >= deadline {
+            break;
+        }
+        watcher.wait(Some(
+            deadline.min(Instant::now() + Duration::from_millis(500)),
+        ));
+    }
+    let mut outcomes = Vec::new();
+    for (mut s, member) in pending {
+        s.time_out();
+        let result = s.result.clone().unwrap_or(ShutdownResult::TimedOut);
+        let mut outcome = ShutdownOutcome {
+            name: s.name.to_string(),
+            result: result.as_str(),
+            reason: match &result {
+                ShutdownResult::Rejected { reason } => Some(reason.clone()),
+                _ => None,
+            },
+            outcome: result.clone(),
+            request_id: s.request_id.clone(),
+            killed: false,
+            retired: false,
+            released: vec![],
+            worktree: None,
+        };
+        if !s.stops(opts.force) {
+            outcomes.push(outcome);
+            continue;
+        }
+        kill_member(store, team, &member)?;
+        outcome.killed = true;
+        let why = match &result {
+            ShutdownResult::Approved => "shutdown approved".to_string(),
+            ShutdownResult::Rejected { reason } => {
+                format!("shut down by force after rejecting: {reason}")
+            }
+            ShutdownResult::TimedOut => format!(
+                "no answer to the shutdown request within {} s, killed",
+                opts.timeout.as_secs()
+            ),
+            ShutdownResult::Exited => {
+                "its process exited before answering the shutdown request".into()
+            }
+            ShutdownResult::NotRunning => "its process was no longer running".into(),
+        };
+        outcome.released = retire_member(store, team, &s.name, &why)?;
+        outcome.retired = true;
+        let current = roster.require_member(s.name.as_str())?;
+        outcome.worktree = finish_worktree(store, team, &current)?;
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::roster::{Member, Roster};
+
+    fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let roster = Roster::new(&store, &team);
+        roster.create("", "/", "s").unwrap();
+        for n in names {
+            let name: AgentName = n.parse().unwrap();
+            let mut m = Member::teammate(&team, &name, "blue", "/");
+            m.is_active = Some(true);
+            roster.add_member(m).unwrap();
+        }
+        (dir, store, team)
+    }
+
+    #[test]
+    fn replies_must_match_the_request_and_the_sender() {
+        let (_dir, store, team) = team_with(&["coder", "mallory"]);
+        let coder: AgentName = "coder".parse().unwrap();
+        let id = send_shutdown_request(&store, &team, &coder, None).unwrap();
+        assert!(
+            id.starts_with("shutdown-") && id.ends_with("@coder"),
+            "{id}"
+        );
+        let mb = Mailbox::new(&store, &team);
+        let lead = AgentName::lead();
+        let approve = |from: &str, inner_from: &str, rid: &str| {
+            let text = serde_json::json!({"type": "shutdown_approved", "requestId": rid,
+                "from": inner_from, "timestamp": "t"})
+            .to_string();
+            InboxMessage::new(from, text)
+        };
+        mb.append(&lead, approve("mallory", "coder", &id)).unwrap();
+        mb.append(&lead, approve("coder", "coder", "shutdown-1@coder"))
+            .unwrap();
+        assert_eq!(
+            find_shutdown_reply(&store, &team, &coder, &id).unwrap(),
+            None
+        );
+        let mut answer = approve("coder", "coder", &id);
+        answer.read = true; // a lead console already delivered it
+        mb.append(&lead, answer).unwrap();
+        assert_eq!(
+            find_shutdown_reply(&store, &team, &coder, &id).unwrap(),
+            Some(ShutdownReply::Approved)
+        );
+    }
+
+    #[test]
+    fn outcomes_serialize_as_they_always_did() {
+        let outcome = |result: ShutdownResult| ShutdownOutcome {
+            name: "coder".into(),
+            result: result.as_str(),
+            reason: None,
+            outcome: result,
+            request_id: Some("shutdown-1@coder".into()),
+            killed: false,
+            retired: false,
+            released: vec![],
+            worktree: None,
+        };
+        let rejected = outcome(ShutdownResult::Rejected {
+            reason: "busy".into(),
+        });
+        assert_eq!(
+            serde_json::to_string(&rejected).unwrap(),
+            r#"{"name":"coder","result":"rejected","reason":"busy","requestId":"shutdown-1@coder","killed":false,"retired":false,"released":[]}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&outcome(ShutdownResult::TimedOut)).unwrap(),
+            r#"{"name":"coder","result":"timed_out","requestId":"shutdown-1@coder","killed":false,"retired":false,"released":[]}"#
+        );
+    }
+}

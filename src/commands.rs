@@ -68,9 +68,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
                 auto_approve: args.auto_approve,
                 exit_when_done: args.exit_when_done,
             };
-            crate::lead::Console::new(&ctx.store, &team, opts)
-                .run()
-                .map(|()| 0)
+            crate::lead::run(&ctx.store, &team, opts)
         }
         Command::Launch(args) => launch::run(&ctx, args),
         Command::Status => ops::status(&ctx).map(|()| 0),

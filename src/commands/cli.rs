@@ -194,3 +194,32 @@ pub(crate) struct ShutdownArgs {
     #[arg(long)]
     pub(crate) force: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command, Recipient, SendArgs};
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn names_are_validated_while_parsing() {
+        let cli = Cli::try_parse_from(["swarm", "--team", "t", "send", "--to", "*", "hi"]).unwrap();
+        assert_eq!(cli.team.as_ref().map(|t| t.as_str()), Some("t"));
+        let Command::Send(SendArgs { to, .. }) = cli.command else {
+            panic!("not send");
+        };
+        assert!(matches!(to, Recipient::Everyone));
+
+        let bad = Cli::try_parse_from(["swarm", "--team", "T", "status"]).unwrap_err();
+        assert!(bad.use_stderr(), "a bad name is an error (exit 2)");
+        assert!(bad.to_string().contains("invalid team name \"T\""), "{bad}");
+        let reserved =
+            Cli::try_parse_from(["swarm", "--team", "t", "team", "add", "USER"]).unwrap_err();
+        assert!(reserved.to_string().contains("are reserved"), "{reserved}");
+    }
+}

@@ -1,4 +1,8 @@
-//! `swarm send` and `swarm inbox`
+//! `swarm send` and `swarm inbox`: the command-line ends of the mailbox.
+//!
+//! They let a person or a script talk to a team the way teammates do, by writing to and reading
+//! from inbox files; `inbox --follow` keeps printing as messages arrive, and `--mark-read` marks
+//! only what was printed, by `msg_id`.
 
 use std::collections::HashSet;
 use std::io::Read;

@@ -1,4 +1,8 @@
 //! `swarm status | attach | shutdown | kill | logs`: operating a running team.
+//!
+//! Unlike the store commands these look past the files at the processes and panes behind each
+//! member (through `lifecycle` and the backends), to show who is alive, go to a pane, print its
+//! output, or stop a teammate and return its tasks.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;

@@ -1,4 +1,8 @@
-//! `swarm task create|list|show|update|dep|claim|release|delete|next`
+//! `swarm task create|list|show|update|dep|claim|release|delete|next`: the shared task list
+//! from the command line.
+//!
+//! Every subcommand is one store operation on `tasks/<team>/`, printed as a row for people or
+//! as the task's JSON with `--json`, so scripts and teammates' shells can drive the list.
 
 use serde_json::{json, Map, Value};
 

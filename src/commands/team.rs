@@ -1,4 +1,8 @@
-//! `swarm team create|list|show|delete`
+//! `swarm team create|list|show|add|remove|delete`: rosters from the command line.
+//!
+//! A team is its `config.json`; these commands create and read it, and add or remove members
+//! by hand (a removed member's unfinished tasks go back to pending) for teammates swarm did not
+//! launch.
 
 use serde_json::json;
 

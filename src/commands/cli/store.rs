@@ -4,7 +4,6 @@
 //! is refused (exit 2, the rule it breaks) before any command runs, and the commands never
 //! re-parse a string.
 
-use std::fmt;
 use std::str::FromStr;
 
 use clap::{Args, Subcommand};
@@ -26,15 +25,6 @@ impl FromStr for Recipient {
         match s {
             "*" => Ok(Recipient::Everyone),
             name => name.parse().map(Recipient::Agent),
-        }
-    }
-}
-
-impl fmt::Display for Recipient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Recipient::Everyone => f.write_str("*"),
-            Recipient::Agent(name) => name.fmt(f),
         }
     }
 }

@@ -18,37 +18,36 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 
 /// What every command needs: where the store is, which team, how to print.
-pub struct Context {
-    pub store: Store,
-    pub team: Option<String>,
-    pub json: bool,
+pub(crate) struct Context {
+    pub(crate) store: Store,
+    /// `--team` / `$SWARM_TEAM`, already validated by clap.
+    pub(crate) team: Option<TeamName>,
+    pub(crate) json: bool,
 }
 
 impl Context {
-    /// The team from `--team` / `$SWARM_TEAM`, validated.
-    pub fn team(&self) -> Result<TeamName> {
-        match &self.team {
-            Some(t) => t.parse(),
-            None => Err(Error::usage(
-                "no team given: pass --team NAME or set SWARM_TEAM",
-            )),
-        }
+    /// The team from `--team` / `$SWARM_TEAM`; an error when neither is given.
+    pub(crate) fn team(&self) -> Result<TeamName> {
+        self.team
+            .clone()
+            .ok_or_else(|| Error::usage("no team given: pass --team NAME or set SWARM_TEAM"))
     }
 
     /// Like [`Context::team`], but the team must exist.
-    pub fn existing_team(&self) -> Result<TeamName> {
+    pub(crate) fn existing_team(&self) -> Result<TeamName> {
         let team = self.team()?;
         crate::store::roster::Roster::new(&self.store, &team).load()?;
         Ok(team)
     }
 }
 
-pub fn agent(name: &str) -> Result<AgentName> {
+/// Parses an agent name that did not come through clap (a hook's input, a debug tool's flag).
+pub(crate) fn agent(name: &str) -> Result<AgentName> {
     name.parse()
 }
 
 /// Runs a parsed command line; returns the exit code for commands whose outcome is a code.
-pub fn dispatch(cli: Cli) -> Result<i32> {
+pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
     let ctx = Context {
         store: Store::discover(cli.root.as_deref())?,
         team: cli.team,
@@ -69,9 +68,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 auto_approve: args.auto_approve,
                 exit_when_done: args.exit_when_done,
             };
-            crate::lead::Console::new(&ctx.store, &team, opts)
-                .run()
-                .map(|()| 0)
+            crate::lead::run(&ctx.store, &team, opts)
         }
         Command::Launch(args) => launch::run(&ctx, args),
         Command::Status => ops::status(&ctx).map(|()| 0),
@@ -86,13 +83,16 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 }
 
 /// Parses a JSON argument, naming the flag in the error.
-pub fn json_arg(flag: &str, text: &str) -> Result<serde_json::Value> {
+pub(crate) fn json_arg(flag: &str, text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
         .map_err(|e| Error::usage(format!("{flag} is not valid JSON ({e}): {text}")))
 }
 
 fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
-    let team: TeamName = ctx.team.as_deref().unwrap_or("demo").parse()?;
+    let team = match &ctx.team {
+        Some(team) => team.clone(),
+        None => "demo".parse()?,
+    };
     let opts = crate::commands::demo::DemoOptions {
         backend: args.backend,
         timeout: std::time::Duration::from_secs(args.timeout),

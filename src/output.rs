@@ -18,7 +18,8 @@ fn stdout_err(e: io::Error) -> Error {
     }
 }
 
-pub fn line(text: impl AsRef<str>) -> Result<()> {
+/// One line of text, flushed at once so a follower (`swarm inbox --follow | ...`) sees it.
+pub(crate) fn line(text: impl AsRef<str>) -> Result<()> {
     let mut out = io::stdout().lock();
     writeln!(out, "{}", text.as_ref())
         .and_then(|()| out.flush())
@@ -26,17 +27,18 @@ pub fn line(text: impl AsRef<str>) -> Result<()> {
 }
 
 /// Pretty JSON document.
-pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
+pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("serializable");
     line(text)
 }
 
 /// One compact JSON object on one line (for streams).
-pub fn json_line<T: Serialize + ?Sized>(value: &T) -> Result<()> {
+pub(crate) fn json_line<T: Serialize + ?Sized>(value: &T) -> Result<()> {
     let text = serde_json::to_string(value).expect("serializable");
     line(text)
 }
 
-pub fn is_broken_pipe(e: &Error) -> bool {
+/// Whether `e` is a write to a closed stdout, which `main` treats as success.
+pub(crate) fn is_broken_pipe(e: &Error) -> bool {
     matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
 }

@@ -8,14 +8,18 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::store::names::{AgentName, TeamName};
+
 mod debug;
 mod launch;
 mod store;
 
-pub use crate::teammate::args::{BuiltinAgent, TeammateArgs};
-pub use debug::{BenchArgs, DebugAppendArgs, DebugCommand, DebugRuntimeCommand};
-pub use launch::{DemoArgs, LaunchArgs};
-pub use store::{InboxArgs, PermissionCommand, SendArgs, TaskCommand, TeamCommand};
+pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
+pub(crate) use debug::{BenchArgs, DebugAppendArgs, DebugCommand, DebugRuntimeCommand};
+pub(crate) use launch::{DemoArgs, LaunchArgs};
+pub(crate) use store::{
+    DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,
+};
 
 const AFTER_HELP: &str = "\
 Files live under --root, else $SWARM_ROOT, else $CLAUDE_CONFIG_DIR, else ~/.claude:
@@ -29,25 +33,25 @@ needs no other flags there.";
 /// Launch and run swarms of coding agents that coordinate through files.
 #[derive(Debug, Parser)]
 #[command(name = "swarm", version, about, after_help = AFTER_HELP, max_term_width = 100)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Root directory of teams and tasks.
     #[arg(long, global = true, value_name = "DIR")]
-    pub root: Option<PathBuf>,
+    pub(crate) root: Option<PathBuf>,
 
     /// Team to act on.
     #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
-    pub team: Option<String>,
+    pub(crate) team: Option<TeamName>,
 
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// See swarm work: three shell teammates run a six-task DAG, then shut down cleanly.
     ///
     /// Uses tmux when it is installed (watch with the printed `tmux attach` command), else
@@ -73,7 +77,7 @@ pub enum Command {
     /// Example: swarm attach --team refactor coder
     Attach {
         /// The teammate to show (default: the lead's pane, else the first teammate).
-        name: Option<String>,
+        name: Option<AgentName>,
     },
 
     /// The lead's console: follow the lead inbox, answer requests, message teammates.
@@ -91,13 +95,13 @@ pub enum Command {
     /// Kill a teammate's pane or process now, mark it inactive and return its tasks.
     ///
     /// Example: swarm kill --team refactor coder
-    Kill { name: String },
+    Kill { name: AgentName },
 
     /// Print a teammate's output: the log of an in-process teammate, the pane of a tmux one.
     ///
     /// Example: swarm logs --team refactor coder -f
     Logs {
-        name: String,
+        name: AgentName,
         /// Keep printing new output until the teammate is gone.
         #[arg(short, long)]
         follow: bool,
@@ -150,7 +154,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum HookCommand {
+pub(crate) enum HookCommand {
     /// Claude Code PreToolUse hook: reads the hook JSON on stdin, asks the team lead (as
     /// `swarm permission request --wait` does) and prints the allow/deny decision JSON.
     /// Outside a swarm team (no SWARM_TEAM / SWARM_AGENT_NAME) it prints nothing, which leaves
@@ -166,27 +170,56 @@ pub enum HookCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct LeadArgs {
+pub(crate) struct LeadArgs {
     /// Approve every permission and plan request without asking (for scripted runs).
     #[arg(long)]
-    pub auto_approve: bool,
+    pub(crate) auto_approve: bool,
     /// Exit once every teammate has stopped.
     #[arg(long)]
-    pub exit_when_done: bool,
+    pub(crate) exit_when_done: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct ShutdownArgs {
+pub(crate) struct ShutdownArgs {
     /// The teammate to stop.
     #[arg(required_unless_present = "all", conflicts_with = "all")]
-    pub name: Option<String>,
+    pub(crate) name: Option<AgentName>,
     /// Every active teammate (requests go out together).
     #[arg(long)]
-    pub all: bool,
+    pub(crate) all: bool,
     /// Seconds to wait for an answer before stopping anyway.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
     /// Stop even teammates that reject the request.
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command, Recipient, SendArgs};
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn names_are_validated_while_parsing() {
+        let cli = Cli::try_parse_from(["swarm", "--team", "t", "send", "--to", "*", "hi"]).unwrap();
+        assert_eq!(cli.team.as_ref().map(|t| t.as_str()), Some("t"));
+        let Command::Send(SendArgs { to, .. }) = cli.command else {
+            panic!("not send");
+        };
+        assert!(matches!(to, Recipient::Everyone));
+
+        let bad = Cli::try_parse_from(["swarm", "--team", "T", "status"]).unwrap_err();
+        assert!(bad.use_stderr(), "a bad name is an error (exit 2)");
+        assert!(bad.to_string().contains("invalid team name \"T\""), "{bad}");
+        let reserved =
+            Cli::try_parse_from(["swarm", "--team", "t", "team", "add", "USER"]).unwrap_err();
+        assert!(reserved.to_string().contains("are reserved"), "{reserved}");
+    }
 }

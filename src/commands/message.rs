@@ -1,12 +1,16 @@
-//! `swarm send` and `swarm inbox`
+//! `swarm send` and `swarm inbox`: the command-line ends of the mailbox.
+//!
+//! They let a person or a script talk to a team the way teammates do, by writing to and reading
+//! from inbox files; `inbox --follow` keeps printing as messages arrive, and `--mark-read` marks
+//! only what was printed, by `msg_id`.
 
 use std::collections::HashSet;
 use std::io::Read;
 
 use serde_json::json;
 
-use super::{agent, Context};
-use crate::commands::cli::{InboxArgs, SendArgs};
+use super::Context;
+use crate::commands::cli::{InboxArgs, Recipient, SendArgs};
 use crate::error::{Error, Result};
 use crate::output;
 use crate::store::mailbox::{InboxMessage, Mailbox, MAX_MESSAGE_BYTES};
@@ -15,9 +19,9 @@ use crate::store::protocol::Payload;
 use crate::store::roster::Roster;
 use crate::store::watcher::DirWatcher;
 
-pub fn send(ctx: &Context, args: SendArgs) -> Result<()> {
+pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
     let team = ctx.existing_team()?;
-    let from = agent(&args.from)?;
+    let from = args.from;
     let text = if args.text == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
@@ -38,12 +42,12 @@ pub fn send(ctx: &Context, args: SendArgs) -> Result<()> {
         .with_summary(args.summary)
         .with_color(Some(sender.color_or_default().to_string()));
     let mailbox = Mailbox::new(&ctx.store, &team);
-    let recipients: Vec<AgentName> = if args.to == "*" {
-        mailbox.broadcast(from.as_str(), message)?
-    } else {
-        let to = agent(&args.to)?;
-        mailbox.send(&to, message)?;
-        vec![to]
+    let recipients: Vec<AgentName> = match args.to {
+        Recipient::Everyone => mailbox.broadcast(from.as_str(), message)?,
+        Recipient::Agent(to) => {
+            mailbox.send(&to, message)?;
+            vec![to]
+        }
     };
     if ctx.json {
         let to: Vec<&str> = recipients.iter().map(AgentName::as_str).collect();
@@ -61,9 +65,9 @@ pub fn send(ctx: &Context, args: SendArgs) -> Result<()> {
     }
 }
 
-pub fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
+pub(crate) fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
     let team = ctx.existing_team()?;
-    let who = agent(&args.name)?;
+    let who = args.name;
     Roster::new(&ctx.store, &team).require_member(who.as_str())?;
     let mailbox = Mailbox::new(&ctx.store, &team);
     let messages = mailbox.read(&who, args.unread)?;

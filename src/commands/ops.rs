@@ -1,4 +1,8 @@
 //! `swarm status | attach | shutdown | kill | logs`: operating a running team.
+//!
+//! Unlike the store commands these look past the files at the processes and panes behind each
+//! member (through `lifecycle` and the backends), to show who is alive, go to a pane, print its
+//! output, or stop a teammate and return its tasks.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -7,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{agent, Context};
+use super::Context;
 use crate::backend::tmux::{TmuxBackend, TmuxEnv, TmuxServer};
 use crate::backend::{in_process, BackendKind, PaneBackend as _, PaneId, PaneState, SystemExec};
 use crate::commands::cli::ShutdownArgs;
@@ -22,7 +26,7 @@ use crate::store::permissions::Permissions;
 use crate::store::roster::{Member, Roster};
 use crate::store::tasks::{TaskList, TaskStatus};
 
-pub fn status(ctx: &Context) -> Result<()> {
+pub(crate) fn status(ctx: &Context) -> Result<()> {
     let team = ctx.existing_team()?;
     let config = Roster::new(&ctx.store, &team).load()?;
     let tasks = TaskList::new(&ctx.store, &team).list()?;
@@ -185,12 +189,11 @@ fn quarantined(store: &Store, team: &TeamName) -> Vec<String> {
     found
 }
 
-fn member(ctx: &Context, team: &TeamName, name: &str) -> Result<Member> {
-    let who = agent(name)?;
-    Roster::new(&ctx.store, team).require_member(who.as_str())
+fn member(ctx: &Context, team: &TeamName, name: &AgentName) -> Result<Member> {
+    Roster::new(&ctx.store, team).require_member(name.as_str())
 }
 
-pub fn attach(ctx: &Context, name: Option<String>) -> Result<()> {
+pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
     let team = ctx.existing_team()?;
     let config = Roster::new(&ctx.store, &team).load()?;
     let target = match &name {
@@ -222,7 +225,7 @@ pub fn attach(ctx: &Context, name: Option<String>) -> Result<()> {
                 detail: err.to_string(),
             })
         }
-        Some(BackendKind::InProcess) => logs(ctx, &target.name, true),
+        Some(BackendKind::InProcess) => logs(ctx, &target.name.parse()?, true),
         Some(BackendKind::Iterm2) => output::line(format!(
             "{} runs in iTerm2 session {}, split into the tab swarm was launched from",
             target.name, target.tmux_pane_id
@@ -234,7 +237,7 @@ pub fn attach(ctx: &Context, name: Option<String>) -> Result<()> {
     }
 }
 
-pub fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
+pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
     let team = ctx.existing_team()?;
     let config = Roster::new(&ctx.store, &team).load()?;
     let names: Vec<AgentName> = if args.all {
@@ -244,7 +247,9 @@ pub fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
             .map(|m| m.name.parse())
             .collect::<Result<_>>()?
     } else {
-        let name = args.name.unwrap_or_default();
+        let name = args
+            .name
+            .ok_or_else(|| Error::usage("name a teammate, or pass --all"))?;
         vec![member(ctx, &team, &name)?.name.parse()?]
     };
     if names.is_empty() {
@@ -306,7 +311,7 @@ pub fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
     Ok(if refused > 0 { 1 } else { 0 })
 }
 
-pub fn kill(ctx: &Context, name: &str) -> Result<()> {
+pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
     let team = ctx.existing_team()?;
     let m = member(ctx, &team, name)?;
     if m.is_lead() {
@@ -342,7 +347,7 @@ pub fn kill(ctx: &Context, name: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn logs(ctx: &Context, name: &str, follow: bool) -> Result<()> {
+pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> {
     let team = ctx.existing_team()?;
     let m = member(ctx, &team, name)?;
     let who: AgentName = m.name.parse()?;

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{agent, json_arg, Context};
+use super::{json_arg, Context};
 use crate::commands::cli::PermissionCommand;
 use crate::error::Result;
 use crate::output;
 use crate::store::permissions::{Ask, Decision, PermissionRecord, Permissions};
 
-pub fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
     let team = ctx.existing_team()?;
     let perms = Permissions::new(&ctx.store, &team);
     match cmd {
@@ -28,7 +28,7 @@ pub fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
         } => {
             let input = json_arg("--input", &input)?;
             let record = perms.request(
-                &agent(&from)?,
+                &from,
                 Ask {
                     tool_name: tool,
                     tool_use_id,
@@ -76,7 +76,7 @@ pub fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
                     approve: true,
                     feedback,
                     updated_input,
-                    resolved_by: agent(&by)?.to_string(),
+                    resolved_by: by.to_string(),
                 },
             )?;
             print_record(ctx, &record).map(|()| 0)
@@ -88,7 +88,7 @@ pub fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
                     approve: false,
                     feedback,
                     updated_input: None,
-                    resolved_by: agent(&by)?.to_string(),
+                    resolved_by: by.to_string(),
                 },
             )?;
             print_record(ctx, &record).map(|()| 0)

@@ -1,15 +1,19 @@
-//! `swarm task create|list|show|update|dep|claim|release|delete|next`
+//! `swarm task create|list|show|update|dep|claim|release|delete|next`: the shared task list
+//! from the command line.
+//!
+//! Every subcommand is one store operation on `tasks/<team>/`, printed as a row for people or
+//! as the task's JSON with `--json`, so scripts and teammates' shells can drive the list.
 
 use serde_json::{json, Map, Value};
 
-use super::{agent, json_arg, Context};
-use crate::commands::cli::TaskCommand;
+use super::{json_arg, Context};
+use crate::commands::cli::{DepAction, TaskCommand};
 use crate::error::{Error, Result};
 use crate::output;
 use crate::store::names::TaskId;
 use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch};
 
-pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
+pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
     let team = ctx.team()?;
     let tasks = TaskList::new(&ctx.store, &team);
     match cmd {
@@ -21,10 +25,6 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             metadata,
         } => {
             ctx.existing_team()?;
-            let blocked_by = blocked_by
-                .iter()
-                .map(|s| s.parse())
-                .collect::<Result<Vec<TaskId>>>()?;
             let metadata = object_arg("--metadata", metadata.as_deref())?;
             let task = tasks.create(NewTask {
                 subject,
@@ -50,8 +50,8 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 .filter(|t| status.is_none_or(|s| t.status == s))
                 .filter(|t| {
                     owner
-                        .as_deref()
-                        .is_none_or(|o| t.owner.as_deref() == Some(o))
+                        .as_ref()
+                        .is_none_or(|o| t.owner.as_deref() == Some(o.as_str()))
                 })
                 .collect();
             if ctx.json {
@@ -66,7 +66,7 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             Ok(())
         }
         TaskCommand::Show { id } => {
-            let task = tasks.get(&id.parse()?)?;
+            let task = tasks.get(&id)?;
             if ctx.json {
                 return output::json(&task);
             }
@@ -95,9 +95,8 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             no_owner,
             metadata,
         } => {
-            let id: TaskId = id.parse()?;
             let owner = match (owner, no_owner) {
-                (Some(o), _) => Some(Some(agent(&o)?.to_string())),
+                (Some(o), _) => Some(Some(o.to_string())),
                 (None, true) => Some(None),
                 (None, false) => None,
             };
@@ -113,11 +112,9 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             print_task(ctx, &task, "updated")
         }
         TaskCommand::Dep { action, id, on } => {
-            let (id, on): (TaskId, TaskId) = (id.parse()?, on.parse()?);
-            if action == "add" {
-                tasks.add_dependency(&id, &on)?;
-            } else {
-                tasks.remove_dependency(&id, &on)?;
+            match action {
+                DepAction::Add => tasks.add_dependency(&id, &on)?,
+                DepAction::Remove => tasks.remove_dependency(&id, &on)?,
             }
             print_task(ctx, &tasks.get(&id)?, "updated")
         }
@@ -126,11 +123,11 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             agent: name,
             no_busy_check,
         } => {
-            let task = tasks.claim(&id.parse()?, &agent(&name)?, !no_busy_check)?;
+            let task = tasks.claim(&id, &name, !no_busy_check)?;
             print_task(ctx, &task, "claimed")
         }
         TaskCommand::Release { agent: name } => {
-            let released = tasks.release_agent(agent(&name)?.as_str())?;
+            let released = tasks.release_agent(name.as_str())?;
             if ctx.json {
                 return output::json(&json!({ "released": released }));
             }
@@ -141,12 +138,12 @@ pub fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             })
         }
         TaskCommand::Delete { id } => {
-            let task = tasks.delete(&id.parse()?)?;
+            let task = tasks.delete(&id)?;
             print_task(ctx, &task, "deleted")
         }
         TaskCommand::Next { agent: name, claim } => {
             let next = match (claim, name) {
-                (true, Some(n)) => tasks.claim_next(&agent(&n)?, true)?,
+                (true, Some(n)) => tasks.claim_next(&n, true)?,
                 _ => tasks.available()?.into_iter().next(),
             };
             match next {

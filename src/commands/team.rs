@@ -1,4 +1,8 @@
-//! `swarm team create|list|show|delete`
+//! `swarm team create|list|show|add|remove|delete`: rosters from the command line.
+//!
+//! A team is its `config.json`; these commands create and read it, and add or remove members
+//! by hand (a removed member's unfinished tasks go back to pending) for teammates swarm did not
+//! launch.
 
 use serde_json::json;
 
@@ -7,14 +11,16 @@ use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
 use crate::output;
 use crate::store::colour::Colour;
-use crate::store::names::{AgentName, TeamName};
+use crate::store::names::TeamName;
 use crate::store::roster::{self, Member, Roster, TeamConfig};
 use crate::store::tasks::TaskList;
 
-pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
+pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
     match cmd {
-        TeamCommand::Create { name, description } => {
-            let team: TeamName = name.parse()?;
+        TeamCommand::Create {
+            name: team,
+            description,
+        } => {
             let cwd = std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default();
@@ -87,12 +93,11 @@ pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             Ok(())
         }
         TeamCommand::Add {
-            name,
+            name: who,
             color,
             agent_type,
         } => {
             let team = ctx.existing_team()?;
-            let who = AgentName::teammate(&name)?;
             let roster = Roster::new(&ctx.store, &team);
             let color = match color {
                 Some(c) if Colour::named(&c).is_some() => c,
@@ -117,9 +122,8 @@ pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 output::line(format!("added {who} ({color}) to team {team}"))
             }
         }
-        TeamCommand::Remove { name } => {
+        TeamCommand::Remove { name: who } => {
             let team = ctx.existing_team()?;
-            let who: AgentName = name.parse()?;
             Roster::new(&ctx.store, &team).remove_member(&who)?;
             let released = TaskList::new(&ctx.store, &team).release_agent(who.as_str())?;
             if ctx.json {
@@ -140,9 +144,9 @@ pub fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
     }
 }
 
-fn pick(ctx: &Context, name: Option<String>) -> Result<TeamName> {
+fn pick(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
     match name {
-        Some(n) => n.parse(),
+        Some(n) => Ok(n),
         None if ctx.team.is_none() => Err(Error::usage(
             "name the team: swarm team show NAME (or set --team)",
         )),

@@ -1,29 +1,60 @@
 //! Arguments of the store commands: `team`, `send`, `inbox`, `task`, `permission`.
+//!
+//! Names and task ids are parsed here, by clap, into the store's validated types, so a bad one
+//! is refused (exit 2, the rule it breaks) before any command runs, and the commands never
+//! re-parse a string.
+
+use std::str::FromStr;
 
 use clap::{Args, Subcommand};
 
+use crate::error::Error;
+use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::tasks::TaskStatus;
 
+/// Who `swarm send --to` writes to: one member, or `*` for every member but the sender.
+#[derive(Debug, Clone)]
+pub(crate) enum Recipient {
+    Everyone,
+    Agent(AgentName),
+}
+
+impl FromStr for Recipient {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Recipient, Error> {
+        match s {
+            "*" => Ok(Recipient::Everyone),
+            name => name.parse().map(Recipient::Agent),
+        }
+    }
+}
+
+/// A name a new teammate may take (valid and not reserved), for `swarm team add`.
+fn teammate_name(s: &str) -> Result<AgentName, Error> {
+    AgentName::teammate(s)
+}
+
 #[derive(Debug, Subcommand)]
-pub enum TeamCommand {
+pub(crate) enum TeamCommand {
     /// Create a team with its lead.
     ///
     /// Example: swarm team create refactor --description "split the parser"
     Create {
         /// Team name: lowercase letters, digits and '-'.
-        name: String,
+        name: TeamName,
         #[arg(long, default_value = "")]
         description: String,
     },
     /// List the teams under the root.
     List,
     /// Show a team's roster (the team from --team when NAME is left out).
-    Show { name: Option<String> },
+    Show { name: Option<TeamName> },
     /// Add a member to the roster without launching anything (for a teammate you run yourself).
     ///
     /// Example: swarm --team refactor team add coder --color green
     Add {
-        name: String,
+        #[arg(value_parser = teammate_name)]
+        name: AgentName,
         /// Roster colour (default: the next in blue, green, yellow, purple, orange, pink, cyan, red).
         #[arg(long)]
         color: Option<String>,
@@ -31,10 +62,10 @@ pub enum TeamCommand {
         agent_type: String,
     },
     /// Remove a member from the roster; its unfinished tasks go back to pending.
-    Remove { name: String },
+    Remove { name: AgentName },
     /// Delete a team and its tasks; refused while teammates are active unless --force.
     Delete {
-        name: Option<String>,
+        name: Option<TeamName>,
         /// Delete even if teammates are still marked active.
         #[arg(long)]
         force: bool,
@@ -42,10 +73,10 @@ pub enum TeamCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct SendArgs {
+pub(crate) struct SendArgs {
     /// Recipient name, or '*' for every member but the sender.
     #[arg(long, value_name = "NAME")]
-    pub to: String,
+    pub(crate) to: Recipient,
     /// Sender name (default: $SWARM_AGENT_NAME, else team-lead).
     #[arg(
         long,
@@ -53,32 +84,32 @@ pub struct SendArgs {
         default_value = "team-lead",
         value_name = "NAME"
     )]
-    pub from: String,
+    pub(crate) from: AgentName,
     /// A short summary shown in previews.
     #[arg(long)]
-    pub summary: Option<String>,
+    pub(crate) summary: Option<String>,
     /// The message; '-' reads it from standard input.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 #[derive(Debug, Args)]
-pub struct InboxArgs {
+pub(crate) struct InboxArgs {
     /// Whose inbox (default: $SWARM_AGENT_NAME).
     #[arg(env = "SWARM_AGENT_NAME")]
-    pub name: String,
+    pub(crate) name: AgentName,
     /// Only messages not yet delivered.
     #[arg(long)]
-    pub unread: bool,
+    pub(crate) unread: bool,
     /// Mark the printed messages as delivered (by msg_id; nothing else is touched).
     #[arg(long)]
-    pub mark_read: bool,
+    pub(crate) mark_read: bool,
     /// Keep running and print new messages as they arrive (one JSON object per line with --json).
     #[arg(long)]
-    pub follow: bool,
+    pub(crate) follow: bool,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum TaskCommand {
+pub(crate) enum TaskCommand {
     /// Create a task.
     ///
     /// Example: swarm task create "Add tests" --description "cargo test" --blocked-by 1
@@ -90,7 +121,7 @@ pub enum TaskCommand {
         active_form: Option<String>,
         /// A task that must complete first (repeatable).
         #[arg(long, value_name = "ID")]
-        blocked_by: Vec<String>,
+        blocked_by: Vec<TaskId>,
         /// Metadata as a JSON object.
         #[arg(long, value_name = "JSON")]
         metadata: Option<String>,
@@ -100,18 +131,18 @@ pub enum TaskCommand {
         #[arg(long, value_enum)]
         status: Option<TaskStatus>,
         #[arg(long, value_name = "NAME")]
-        owner: Option<String>,
+        owner: Option<AgentName>,
         /// Only tasks that can be claimed now.
         #[arg(long)]
         available: bool,
     },
     /// Show one task.
-    Show { id: String },
+    Show { id: TaskId },
     /// Change fields of a task.
     ///
     /// Example: swarm task update 3 --status completed --metadata '{"pr": 12, "draft": null}'
     Update {
-        id: String,
+        id: TaskId,
         #[arg(long)]
         subject: Option<String>,
         #[arg(long)]
@@ -121,7 +152,7 @@ pub enum TaskCommand {
         #[arg(long, value_enum)]
         status: Option<TaskStatus>,
         #[arg(long, value_name = "NAME", conflicts_with = "no_owner")]
-        owner: Option<String>,
+        owner: Option<AgentName>,
         /// Clear the owner.
         #[arg(long)]
         no_owner: bool,
@@ -133,18 +164,17 @@ pub enum TaskCommand {
     ///
     /// Example: swarm task dep add 4 --on 2
     Dep {
-        #[arg(value_parser = ["add", "remove"])]
-        action: String,
-        id: String,
+        action: DepAction,
+        id: TaskId,
         /// The task ID waits for.
         #[arg(long, value_name = "ID")]
-        on: String,
+        on: TaskId,
     },
     /// Claim a task for an agent (owner and in_progress in one write).
     Claim {
-        id: String,
+        id: TaskId,
         #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
-        agent: String,
+        agent: AgentName,
         /// Allow the claim even if the agent owns another unfinished task.
         #[arg(long)]
         no_busy_check: bool,
@@ -152,21 +182,27 @@ pub enum TaskCommand {
     /// Return an agent's unfinished tasks to pending.
     Release {
         #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
-        agent: String,
+        agent: AgentName,
     },
     /// Delete a task; its id is never issued again.
-    Delete { id: String },
+    Delete { id: TaskId },
     /// Show (or with --claim, claim) the next available task.
     Next {
         #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
-        agent: Option<String>,
+        agent: Option<AgentName>,
         #[arg(long, requires = "agent")]
         claim: bool,
     },
 }
 
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum DepAction {
+    Add,
+    Remove,
+}
+
 #[derive(Debug, Subcommand)]
-pub enum PermissionCommand {
+pub(crate) enum PermissionCommand {
     /// File a request with the lead; with --wait, exit 0 approved, 1 denied, 2 timed out.
     ///
     /// Example: swarm permission request --tool Bash --input '{"command":"rm -rf build"}' --wait
@@ -181,7 +217,7 @@ pub enum PermissionCommand {
         #[arg(long, default_value = "")]
         tool_use_id: String,
         #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
-        from: String,
+        from: AgentName,
         /// Block until the lead decides.
         #[arg(long)]
         wait: bool,
@@ -203,7 +239,7 @@ pub enum PermissionCommand {
         #[arg(long, value_name = "JSON")]
         updated_input: Option<String>,
         #[arg(long, default_value = "team-lead", value_name = "NAME")]
-        by: String,
+        by: AgentName,
     },
     /// Deny a pending request.
     Deny {
@@ -211,7 +247,7 @@ pub enum PermissionCommand {
         #[arg(long)]
         feedback: Option<String>,
         #[arg(long, default_value = "team-lead", value_name = "NAME")]
-        by: String,
+        by: AgentName,
     },
     /// Wait for the decision on a request; exit 0 approved, 1 denied, 2 timed out.
     Wait {

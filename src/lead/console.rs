@@ -1,0 +1,270 @@
+//! The lead's side of the protocol: what the console does with each message in `team-lead.json`.
+//!
+//! Text is printed; a shutdown approval retires the member (only for a request someone really
+//! sent); permission and plan requests become questions for the person, or are approved with
+//! `--auto-approve`; teammates whose runtime died are retired so their tasks go back to the
+//! pool. Each pass handles every undelivered message and only then marks exactly those, so a
+//! console stopped mid-pass sees the rest again on its next start.
+
+use std::collections::VecDeque;
+
+use serde_json::Map;
+
+use super::paint::{describe_idle, Paint};
+use crate::error::{Error, Result};
+use crate::lifecycle;
+use crate::store::liveness::ReapGate;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::permissions::{Decision, Permissions};
+use crate::store::protocol::{
+    timestamp_now, Payload, PermissionRequest, PlanApprovalRequest, PlanApprovalResponse, Protocol,
+};
+use crate::store::roster::Roster;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LeadOptions {
+    /// Approve every permission and plan request without asking.
+    pub(crate) auto_approve: bool,
+    /// Return once every teammate is inactive (after at least one was active).
+    pub(crate) exit_when_done: bool,
+}
+
+/// A question waiting for the person's `y` / `n [feedback]`.
+#[derive(Debug)]
+pub(super) enum Question {
+    Permission(PermissionRequest, String),
+    Plan(PlanApprovalRequest),
+}
+
+pub(super) struct Console<'a> {
+    pub(super) store: &'a Store,
+    pub(super) team: &'a TeamName,
+    pub(super) opts: LeadOptions,
+    /// Oldest first: `y` and `n` answer the front.
+    pub(super) questions: VecDeque<Question>,
+    pub(super) paint: Paint,
+    pub(super) lead: AgentName,
+}
+
+impl<'a> Console<'a> {
+    pub(super) fn new(store: &'a Store, team: &'a TeamName, opts: LeadOptions) -> Console<'a> {
+        Console {
+            store,
+            team,
+            opts,
+            questions: VecDeque::new(),
+            paint: Paint::detect(),
+            lead: AgentName::lead(),
+        }
+    }
+
+    pub(super) fn say(&self, text: &str) {
+        let _ = crate::output::line(text);
+    }
+
+    /// Whether there are teammates and none of them is active any more.
+    pub(super) fn all_done(&self) -> Result<bool> {
+        let config = Roster::new(self.store, self.team).load()?;
+        let mut teammates = config.teammates().peekable();
+        Ok(teammates.peek().is_some() && config.teammates().all(|m| !m.active()))
+    }
+
+    /// Handles every undelivered message in the lead's inbox, then marks exactly those.
+    pub(super) fn drain_inbox(&mut self) -> Result<()> {
+        let mailbox = Mailbox::new(self.store, self.team);
+        let unread = mailbox.read(&self.lead, true)?;
+        if unread.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<String> = unread.iter().map(InboxMessage::key).collect();
+        for message in unread {
+            self.handle(&message)?;
+        }
+        mailbox.mark_delivered(&self.lead, &keys)?;
+        Ok(())
+    }
+
+    fn handle(&mut self, m: &InboxMessage) -> Result<()> {
+        let color = m.color.clone().unwrap_or_default();
+        let who = self.paint.name(&m.from, &color);
+        match m.payload() {
+            Payload::Text(text) => {
+                let summary = m
+                    .summary
+                    .as_deref()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default();
+                self.say(&format!("{who}{summary}: {text}"));
+            }
+            Payload::Protocol(p) => match *p {
+                Protocol::IdleNotification(n) => self.say(&format!("{who} {}", describe_idle(&n))),
+                Protocol::ShutdownApproved(a)
+                    if a.from == m.from && self.asked(&m.from, &a.request_id)? =>
+                {
+                    self.say(&format!("{who} approved shutdown"));
+                    self.retire(&m.from, "it approved shutdown")?;
+                }
+                Protocol::ShutdownRejected(r) if r.from == m.from => {
+                    self.say(&format!("{who} declined shutdown: {}", r.reason));
+                }
+                Protocol::PermissionRequest(r) if r.agent_id == m.from => {
+                    // A Claude Code teammate only sends the message; file it so `ls pending/`
+                    // shows it and the normal resolve path applies.
+                    Permissions::new(self.store, self.team).adopt(&r, &m.from)?;
+                    self.ask(Question::Permission(r, m.from.clone()))?;
+                }
+                Protocol::PlanApprovalRequest(r) if r.from == m.from => {
+                    self.ask(Question::Plan(r))?;
+                }
+                other => self.say(&format!("{who} sent {} (ignored)", other.type_name())),
+            },
+        }
+        Ok(())
+    }
+
+    /// Whether a shutdown request with this id was sent to `name` (by this console or by
+    /// `swarm shutdown` in another shell): replies to requests nobody made are ignored.
+    fn asked(&self, name: &str, request_id: &str) -> Result<bool> {
+        let Ok(who) = name.parse::<AgentName>() else {
+            return Ok(false);
+        };
+        shutdown_was_requested(self.store, self.team, &who, request_id)
+    }
+
+    fn ask(&mut self, q: Question) -> Result<()> {
+        if self.opts.auto_approve {
+            return self.answer(q, true, None);
+        }
+        let text = match &q {
+            Question::Permission(r, from) => format!(
+                "{} asks to use {}: {} {}",
+                from, r.tool_name, r.description, r.input
+            ),
+            Question::Plan(r) => format!(
+                "{} submitted a plan ({}):\n{}",
+                r.from, r.plan_file_path, r.plan_content
+            ),
+        };
+        self.say(&format!("? {text}"));
+        self.questions.push_back(q);
+        if self.questions.len() == 1 {
+            self.say("  answer y to approve, or n [feedback] to reject");
+        }
+        Ok(())
+    }
+
+    pub(super) fn answer(
+        &mut self,
+        q: Question,
+        approve: bool,
+        feedback: Option<String>,
+    ) -> Result<()> {
+        match q {
+            Question::Permission(r, from) => {
+                let decision = Decision {
+                    approve,
+                    feedback,
+                    updated_input: None,
+                    resolved_by: self.lead.to_string(),
+                };
+                match Permissions::new(self.store, self.team).resolve(&r.request_id, decision) {
+                    Ok(_) => self.say(&format!(
+                        "{} {from}'s use of {}",
+                        if approve { "approved" } else { "rejected" },
+                        r.tool_name
+                    )),
+                    // Someone decided from another shell first; theirs stands.
+                    Err(e @ (Error::Usage(_) | Error::NoSuchPermission(_))) => {
+                        self.say(&format!("{e}"))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Question::Plan(r) => {
+                let to: AgentName = r.from.parse()?;
+                let response = Protocol::PlanApprovalResponse(PlanApprovalResponse {
+                    request_id: r.request_id.clone(),
+                    approved: approve,
+                    feedback: feedback.clone(),
+                    timestamp: timestamp_now(),
+                    permission_mode: None,
+                    extra: Map::new(),
+                });
+                Mailbox::new(self.store, self.team)
+                    .send(&to, InboxMessage::protocol(self.lead.as_str(), &response))?;
+                self.say(&format!(
+                    "{} {}'s plan",
+                    if approve { "approved" } else { "rejected" },
+                    r.from
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Teammates whose runtime died without approving shutdown: retire them so their tasks go
+    /// back to the pool. The verdict is checked again under the reap gate, so a runtime started
+    /// again in the meantime (`lifecycle::rejoin`) is left alone.
+    pub(super) fn reap_dead(&self) -> Result<()> {
+        let roster = Roster::new(self.store, self.team);
+        let config = roster.load()?;
+        for m in config.teammates().filter(|m| m.active()) {
+            if !lifecycle::member_health(self.store, self.team, m)?.dead {
+                continue;
+            }
+            let _gate = ReapGate::take(self.store, self.team)?;
+            let Some(m) = roster.load()?.member(&m.name).cloned() else {
+                continue;
+            };
+            if !m.active() || !lifecycle::member_health(self.store, self.team, &m)?.dead {
+                continue;
+            }
+            self.say(&format!(
+                "{} stopped without saying goodbye",
+                self.paint.name(&m.name, m.color_or_default())
+            ));
+            self.retire(&m.name, "its process died")?;
+        }
+        Ok(())
+    }
+
+    /// Closes the member's pane (already gone is fine) and retires it; the notice lifecycle
+    /// writes to the lead's inbox is printed on the next pass.
+    fn retire(&self, name: &str, why: &str) -> Result<()> {
+        let config = Roster::new(self.store, self.team).load()?;
+        if let Some(member) = config.member(name) {
+            if let Err(e) = lifecycle::kill_member(self.store, self.team, member) {
+                self.say(&format!("! could not close {name}'s pane: {e}"));
+            }
+        }
+        lifecycle::retire_member(self.store, self.team, &name.parse()?, why)?;
+        Ok(())
+    }
+}
+
+/// Looks for the `shutdown_request` with `request_id` in `to`'s inbox and its archive.
+fn shutdown_was_requested(
+    store: &Store,
+    team: &TeamName,
+    to: &AgentName,
+    request_id: &str,
+) -> Result<bool> {
+    let is_it = |text: &str| {
+        matches!(Payload::parse(text), Payload::Protocol(p)
+            if matches!(&*p, Protocol::ShutdownRequest(r) if r.request_id == request_id))
+    };
+    if Mailbox::new(store, team)
+        .read(to, false)?
+        .iter()
+        .any(|m| is_it(&m.text))
+    {
+        return Ok(true);
+    }
+    let archive = crate::store::fsio::read_file(&store.archive_path(team, to))?.unwrap_or_default();
+    Ok(String::from_utf8_lossy(&archive)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<InboxMessage>(l).ok())
+        .any(|m| is_it(&m.text)))
+}

@@ -1,0 +1,53 @@
+//! How the lead console renders what it prints: names in their roster colour, and teammates'
+//! idle notifications as sentences a person reads at a glance.
+
+use std::io::IsTerminal;
+
+use crate::store::colour::Colour;
+use crate::store::protocol::IdleNotification;
+
+/// ANSI colours for names, only on a terminal and without NO_COLOR.
+pub(super) struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    pub(super) fn detect() -> Paint {
+        Paint {
+            on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+
+    pub(super) fn name(&self, name: &str, color: &str) -> String {
+        if !self.on {
+            return name.to_string();
+        }
+        let code = Colour::named(color).map_or("1", |c| c.ansi);
+        format!("\x1b[{code}m{name}\x1b[0m")
+    }
+}
+
+/// `finished task #3 (resolved)`, `failed task #4: exit 1`, `is idle - waiting for review`.
+pub(super) fn describe_idle(n: &IdleNotification) -> String {
+    let mut s = match (&n.completed_task_id, n.completed_status.as_deref()) {
+        (Some(id), Some("failed")) => format!(
+            "failed task #{id}{}",
+            n.failure_reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
+        (Some(id), Some(status)) => format!("finished task #{id} ({status})"),
+        (Some(id), None) => format!("finished task #{id}"),
+        _ => "is idle".to_string(),
+    };
+    // A finished task's summary only repeats what the line already says.
+    if let Some(summary) = n
+        .summary
+        .as_deref()
+        .filter(|s| !s.is_empty() && n.completed_task_id.is_none())
+    {
+        s.push_str(&format!(" - {summary}"));
+    }
+    s
+}

@@ -1,0 +1,154 @@
+//! What the person types at the lead console: `@name text`, `@* text`, `/status`, `/tasks`,
+//! `/shutdown [name]`, `/help`, `/quit`, and `y` / `n [feedback]` for the oldest question.
+//!
+//! A typo is reported on the console and never ends it; only a failure of the store does.
+
+use serde_json::Value;
+
+use super::console::Console;
+use crate::error::{Error, Result};
+use crate::lifecycle;
+use crate::store::liveness::Liveness;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::AgentName;
+use crate::store::roster::{Member, Roster};
+use crate::store::tasks::{TaskList, TaskStatus};
+
+const HELP: &str = "\
+@name text  message a teammate     @* text   message everyone
+/status     members and health      /tasks    the task list
+/shutdown [name]  ask one or all teammates to stop
+y | n [feedback]  answer the oldest open question
+/quit       leave the console (teammates keep running)";
+
+impl Console<'_> {
+    /// Runs one typed line; returns false when the console should stop.
+    pub(super) fn command(&mut self, line: &str) -> Result<bool> {
+        if line.is_empty() {
+            return Ok(true);
+        }
+        match self.command_inner(line) {
+            Ok(go_on) => Ok(go_on),
+            // A typo at the console is reported, never fatal.
+            Err(e) if e.exit_code() == 2 => {
+                self.say(&format!("! {e}"));
+                Ok(true)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn command_inner(&mut self, line: &str) -> Result<bool> {
+        if let Some(rest) = line.strip_prefix('@') {
+            self.send(rest)?;
+            return Ok(true);
+        }
+        let (word, arg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let arg = arg.trim();
+        match word {
+            "/status" => self.print_status()?,
+            "/tasks" => self.print_tasks()?,
+            "/shutdown" => self.request_shutdown(arg)?,
+            "/quit" | "/exit" => return Ok(false),
+            "/help" => self.say(HELP),
+            "y" | "yes" | "n" | "no" => {
+                let Some(q) = self.questions.pop_front() else {
+                    return Err(Error::usage("no question is waiting for an answer"));
+                };
+                let approve = word.starts_with('y');
+                let feedback = (!arg.is_empty()).then(|| arg.to_string());
+                self.answer(q, approve, feedback)?;
+            }
+            _ => {
+                return Err(Error::usage(format!(
+                    "unknown command {word:?}; type /help (messages start with @name)"
+                )))
+            }
+        }
+        Ok(true)
+    }
+
+    /// `name text` or `* text`, the part after the `@`.
+    fn send(&self, rest: &str) -> Result<()> {
+        let (to, text) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        if text.trim().is_empty() {
+            return Err(Error::usage("write @name followed by the message"));
+        }
+        let mailbox = Mailbox::new(self.store, self.team);
+        let message =
+            InboxMessage::new(self.lead.as_str(), text.trim()).with_color(Some("red".into()));
+        if to == "*" {
+            let sent = mailbox.broadcast(self.lead.as_str(), message)?;
+            self.say(&format!("sent to {} teammates", sent.len()));
+        } else {
+            mailbox.send(&to.parse()?, message)?;
+        }
+        Ok(())
+    }
+
+    fn print_status(&self) -> Result<()> {
+        let config = Roster::new(self.store, self.team).load()?;
+        let tasks = TaskList::new(self.store, self.team).list()?;
+        for m in config.teammates() {
+            let name: AgentName = m.name.parse()?;
+            let health = lifecycle::member_health(self.store, self.team, m)?;
+            let current = tasks
+                .iter()
+                .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == TaskStatus::InProgress)
+                .map(|t| format!("#{} {}", t.id, t.subject))
+                .unwrap_or_else(|| "-".into());
+            let unread = Mailbox::new(self.store, self.team).read(&name, true)?.len();
+            self.say(&format!(
+                "{:<20} {:<8} {:<7} unread {:<3} {current}",
+                self.paint.name(&m.name, m.color_or_default()),
+                if m.active() { "active" } else { "stopped" },
+                match (health.dead, health.liveness) {
+                    (true, _) => "dead",
+                    (false, Liveness::Alive) => "alive",
+                    (false, _) => "?",
+                },
+                unread
+            ));
+        }
+        Ok(())
+    }
+
+    fn print_tasks(&self) -> Result<()> {
+        let tasks = TaskList::new(self.store, self.team).list()?;
+        if tasks.is_empty() {
+            self.say("no tasks");
+        }
+        for t in tasks {
+            let owner = t.owner.map(|o| format!(" @{o}")).unwrap_or_default();
+            let failed = if t.metadata.get("swarmFailed") == Some(&Value::Bool(true)) {
+                " FAILED"
+            } else {
+                ""
+            };
+            self.say(&format!(
+                "#{:<4} {:<11} {}{owner}{failed}",
+                t.id,
+                t.status.as_str(),
+                t.subject
+            ));
+        }
+        Ok(())
+    }
+
+    fn request_shutdown(&self, who: &str) -> Result<()> {
+        let config = Roster::new(self.store, self.team).load()?;
+        let targets: Vec<&Member> = if who.is_empty() {
+            config.teammates().filter(|m| m.active()).collect()
+        } else {
+            vec![config.member(who).ok_or_else(|| Error::NoSuchMember {
+                team: self.team.to_string(),
+                name: who.to_string(),
+            })?]
+        };
+        for m in targets {
+            lifecycle::send_shutdown_request(self.store, self.team, &m.name.parse()?, None)?;
+            self.say(&format!("asked {} to shut down", m.name));
+        }
+        Ok(())
+    }
+}

@@ -16,12 +16,3 @@ pub use shutdown::{
     find_shutdown_reply, send_shutdown_request, shutdown, ShutdownOptions, ShutdownOutcome,
     ShutdownReply, ShutdownResult, Stopping,
 };
-
-use crate::backend::{for_member, BackendKind};
-use crate::store::roster::Member;
-
-/// Transitional for `commands/ops.rs` (attach, logs): use
-/// `crate::backend::for_member(m).map(|b| b.kind())` there and delete this.
-pub fn backend_of(member: &Member) -> Option<BackendKind> {
-    for_member(member).map(|b| b.kind())
-}

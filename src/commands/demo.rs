@@ -265,7 +265,7 @@ fn stop_team(store: &Store, team: &TeamName, say: fn(&str)) -> Result<()> {
     for outcome in lifecycle::shutdown(store, team, &names, &opts)? {
         say(&format!(
             "  {} shut down ({})",
-            outcome.name, outcome.result
+            outcome.name, outcome.outcome
         ));
     }
     Ok(())

@@ -6,17 +6,16 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::Context;
-use crate::backend::tmux::{TmuxBackend, TmuxEnv, TmuxServer};
-use crate::backend::{in_process, BackendKind, PaneBackend as _, PaneId, PaneState, SystemExec};
+use crate::backend::tmux::TmuxEnv;
+use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneState};
 use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, Health, ShutdownOptions};
+use crate::lifecycle::{self, Health, ShutdownOptions, ShutdownResult};
 use crate::output;
 use crate::store::liveness::Liveness;
 use crate::store::mailbox::Mailbox;
@@ -201,16 +200,15 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
         None => config
             .members
             .iter()
-            .find(|m| m.is_lead() && lifecycle::backend_of(m) == Some(BackendKind::Tmux))
+            .find(|m| m.is_lead() && for_member(m).map(|b| b.kind()) == Some(BackendKind::Tmux))
             .or_else(|| config.teammates().find(|m| m.active()))
             .cloned()
             .ok_or_else(|| Error::usage(format!("team {team} has no panes to attach to")))?,
     };
-    match lifecycle::backend_of(&target) {
-        Some(BackendKind::Tmux) => {
+    let target_backend = for_member(&target);
+    match target_backend.as_ref().map(|b| (b.kind(), b.tmux())) {
+        Some((BackendKind::Tmux, Some(backend))) => {
             use std::os::unix::process::CommandExt;
-            let backend =
-                TmuxBackend::on_server(Arc::new(SystemExec), TmuxServer::for_member(&target));
             let pane = PaneId(target.tmux_pane_id.clone());
             if backend.state(&pane)? == PaneState::Gone {
                 return Err(Error::usage(format!(
@@ -225,12 +223,12 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                 detail: err.to_string(),
             })
         }
-        Some(BackendKind::InProcess) => logs(ctx, &target.name.parse()?, true),
-        Some(BackendKind::Iterm2) => output::line(format!(
+        Some((BackendKind::InProcess, _)) => logs(ctx, &target.name.parse()?, true),
+        Some((BackendKind::Iterm2, _)) => output::line(format!(
             "{} runs in iTerm2 session {}, split into the tab swarm was launched from",
             target.name, target.tmux_pane_id
         )),
-        None => Err(Error::usage(format!(
+        Some((BackendKind::Tmux, None)) | None => Err(Error::usage(format!(
             "{} has no pane swarm knows about (it was not started by swarm launch)",
             target.name
         ))),
@@ -273,15 +271,12 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
             let mut line = format!(
                 "{}: {}",
                 o.name,
-                match o.result {
-                    "approved" => "approved the shutdown".to_string(),
-                    "rejected" => format!(
-                        "rejected the shutdown ({})",
-                        o.reason.as_deref().unwrap_or("no reason")
-                    ),
-                    "timed_out" => format!("no answer within {} s", args.timeout),
-                    "exited" => "exited before answering".into(),
-                    _ => "was not running".into(),
+                match &o.outcome {
+                    ShutdownResult::Approved => "approved the shutdown".to_string(),
+                    ShutdownResult::Rejected { reason } => format!("rejected the shutdown ({reason})"),
+                    ShutdownResult::TimedOut => format!("no answer within {} s", args.timeout),
+                    ShutdownResult::Exited => "exited before answering".into(),
+                    ShutdownResult::NotRunning => "was not running".into(),
                 }
             );
             if o.killed {
@@ -351,7 +346,7 @@ pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> 
     let team = ctx.existing_team()?;
     let m = member(ctx, &team, name)?;
     let who: AgentName = m.name.parse()?;
-    match lifecycle::backend_of(&m) {
+    match for_member(&m).map(|b| b.kind()) {
         Some(BackendKind::Tmux) => tmux_logs(&m, follow),
         Some(BackendKind::Iterm2) => Err(Error::usage(format!(
             "{who} runs in iTerm2 session {}; its output is in that pane",
@@ -414,7 +409,10 @@ fn file_logs(
 }
 
 fn tmux_logs(m: &Member, follow: bool) -> Result<()> {
-    let backend = TmuxBackend::on_server(Arc::new(SystemExec), TmuxServer::for_member(m));
+    let member_backend = for_member(m);
+    let Some(backend) = member_backend.as_ref().and_then(|b| b.tmux()) else {
+        return Err(Error::usage(format!("{} does not run in tmux", m.name)));
+    };
     let pane = PaneId(m.tmux_pane_id.clone());
     let trimmed = |text: String| -> Vec<String> {
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();

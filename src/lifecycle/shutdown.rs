@@ -238,12 +238,6 @@ pub struct ShutdownOutcome {
     pub name: String,
     #[serde(flatten)]
     pub outcome: ShutdownResult,
-    // Transitional: `commands/ops.rs` and `commands/demo.rs` still read these two; once they
-    // match on `outcome`, delete them.
-    #[serde(skip)]
-    pub result: &'static str,
-    #[serde(skip)]
-    pub reason: Option<String>,
     #[serde(rename = "requestId", skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     pub killed: bool,
@@ -313,11 +307,6 @@ pub fn shutdown(
         let result = s.result.clone().unwrap_or(ShutdownResult::TimedOut);
         let mut outcome = ShutdownOutcome {
             name: s.name.to_string(),
-            result: result.as_str(),
-            reason: match &result {
-                ShutdownResult::Rejected { reason } => Some(reason.clone()),
-                _ => None,
-            },
             outcome: result.clone(),
             request_id: s.request_id.clone(),
             killed: false,
@@ -411,8 +400,6 @@ mod tests {
     fn outcomes_serialize_as_they_always_did() {
         let outcome = |result: ShutdownResult| ShutdownOutcome {
             name: "coder".into(),
-            result: result.as_str(),
-            reason: None,
             outcome: result,
             request_id: Some("shutdown-1@coder".into()),
             killed: false,

@@ -75,7 +75,6 @@ fn config(ctx: &Context, args: TeammateArgs) -> Result<Config> {
         team,
         name,
         color: args.agent_color,
-        parent_session_id: args.parent_session_id,
         plan_mode_required: args.plan_mode_required,
         cwd,
         agent,

@@ -22,7 +22,7 @@ use std::time::Duration;
 use super::pane::Pane;
 
 /// Most bytes of a turn's output kept in memory (the pane still sees everything).
-pub const MAX_CAPTURE: usize = 1 << 20;
+pub(crate) const MAX_CAPTURE: usize = 1 << 20;
 
 /// How long to keep reading a step's stdout after the step itself exited: a background process
 /// it started may hold the pipe open, and must not hold the turn hostage.
@@ -30,18 +30,18 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
 /// One process of a turn.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    pub program: OsString,
-    pub args: Vec<OsString>,
+pub(crate) struct Step {
+    pub(crate) program: OsString,
+    pub(crate) args: Vec<OsString>,
     /// Written to the process's stdin (then closed); `None` gives it /dev/null.
-    pub stdin: Option<Vec<u8>>,
+    pub(crate) stdin: Option<Vec<u8>>,
     /// A line printed to the pane before the step starts, e.g. `$ make test`.
-    pub echo: Option<String>,
+    pub(crate) echo: Option<String>,
 }
 
 /// What an agent makes of a turn.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Work {
+pub(crate) enum Work {
     /// Run these steps; `preface` starts the result (e.g. notes about skipped messages).
     Run { steps: Vec<Step>, preface: String },
     /// Nothing to run: the turn ends at once with this result.
@@ -50,19 +50,19 @@ pub enum Work {
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub success: bool,
+pub(crate) struct Outcome {
+    pub(crate) success: bool,
     /// Everything the turn printed on stdout (up to [`MAX_CAPTURE`] bytes).
-    pub output: String,
+    pub(crate) output: String,
     /// Why it failed: "exit status 2", "killed by signal 9", "could not start ...".
-    pub failure: Option<String>,
+    pub(crate) failure: Option<String>,
 }
 
 /// Where and with what environment the steps run.
 #[derive(Debug, Clone)]
-pub struct Launch {
-    pub cwd: PathBuf,
-    pub env: Vec<(String, OsString)>,
+pub(crate) struct Launch {
+    pub(crate) cwd: PathBuf,
+    pub(crate) env: Vec<(String, OsString)>,
 }
 
 #[derive(Default)]
@@ -73,13 +73,13 @@ struct Shared {
 }
 
 /// A turn running on its worker thread.
-pub struct TurnHandle {
+pub(crate) struct TurnHandle {
     shared: Arc<Shared>,
 }
 
 impl TurnHandle {
     /// Starts the steps; `done(outcome)` is called on the worker thread when they finish.
-    pub fn start(
+    pub(crate) fn start(
         steps: Vec<Step>,
         preface: String,
         launch: Launch,
@@ -96,7 +96,7 @@ impl TurnHandle {
     }
 
     /// Stops the turn: no further steps start, and `signal` goes to the running step's group.
-    pub fn stop(&self, signal: libc::c_int) {
+    pub(crate) fn stop(&self, signal: libc::c_int) {
         self.shared.cancelled.store(true, Ordering::SeqCst);
         let pgid = self.shared.pgid.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pgid) = *pgid {
@@ -274,7 +274,7 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
     (out, result)
 }
 
-pub fn describe(status: ExitStatus) -> String {
+pub(crate) fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),

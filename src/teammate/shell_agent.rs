@@ -12,7 +12,7 @@
 use crate::teammate::{Step, Turn, TurnKind, Work};
 
 /// The command in a message's text, if it is one: `$ make test` -> `make test`.
-pub fn command_of(text: &str) -> Option<&str> {
+pub(crate) fn command_of(text: &str) -> Option<&str> {
     let cmd = text.trim_start().strip_prefix("$ ")?.trim();
     (!cmd.is_empty()).then_some(cmd)
 }
@@ -30,7 +30,7 @@ const ACK: &str = "I am a shell agent: I run task descriptions and messages that
 `$ ` (e.g. `$ make test`), nothing else.";
 
 /// What the shell agent does with a turn.
-pub fn work(turn: &Turn) -> Work {
+pub(crate) fn work(turn: &Turn) -> Work {
     let commands: Vec<&str> = turn
         .messages
         .iter()

@@ -9,7 +9,7 @@
 //! runs it as a turn. After every turn the lead gets an `idle_notification`.
 //!
 //! `runtime` owns the state and the event loop; `agent` and `shell_agent` turn a [`turn`] into
-//! work, `process` runs it in a process group of its own, `pane` prints, `plan` tracks plan
+//! work (`work`), `process` runs it in a process group of its own, `pane` prints, `plan` tracks plan
 //! mode and `config` is what `swarm teammate` validated.
 
 mod agent;
@@ -21,9 +21,8 @@ mod process;
 mod runtime;
 mod shell_agent;
 mod turn;
+mod work;
 
 pub(crate) use agent::Agent;
 pub(crate) use config::Config;
-pub(crate) use process::{Step, Work};
 pub(crate) use runtime::run;
-pub(crate) use turn::{Turn, TurnKind};

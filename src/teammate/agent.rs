@@ -9,9 +9,9 @@
 use std::ffi::OsString;
 
 use super::args::PromptVia;
-use super::process::{Step, Work};
 use super::shell_agent;
 use super::turn::Turn;
+use super::work::{Step, Work};
 
 /// An argument containing this gets the prompt in its place.
 const PROMPT_PLACEHOLDER: &str = "{prompt}";

@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::agent::Agent;
-use super::process::Launch;
+use super::work::Launch;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 

@@ -9,10 +9,8 @@
 //! step also gets a parent-death signal (Linux): the agent dies with its runtime rather than
 //! keep working on a task the lead is about to hand to someone else.
 
-use std::ffi::OsString;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -20,50 +18,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::pane::Pane;
-
-/// Most bytes of a turn's output kept in memory (the pane still sees everything).
-pub(crate) const MAX_CAPTURE: usize = 1 << 20;
+use super::work::{Launch, Outcome, Step, MAX_CAPTURE};
 
 /// How long to keep reading a step's stdout after the step itself exited: a background process
 /// it started may hold the pipe open, and must not hold the turn hostage.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
-
-/// One process of a turn.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Step {
-    pub(crate) program: OsString,
-    pub(crate) args: Vec<OsString>,
-    /// Written to the process's stdin (then closed); `None` gives it /dev/null.
-    pub(crate) stdin: Option<Vec<u8>>,
-    /// A line printed to the pane before the step starts, e.g. `$ make test`.
-    pub(crate) echo: Option<String>,
-}
-
-/// What an agent makes of a turn.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Work {
-    /// Run these steps; `preface` starts the result (e.g. notes about skipped messages).
-    Run { steps: Vec<Step>, preface: String },
-    /// Nothing to run: the turn ends at once with this result.
-    Reply { text: String, success: bool },
-}
-
-/// How a turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Outcome {
-    pub(crate) success: bool,
-    /// Everything the turn printed on stdout (up to [`MAX_CAPTURE`] bytes).
-    pub(crate) output: String,
-    /// Why it failed: "exit status 2", "killed by signal 9", "could not start ...".
-    pub(crate) failure: Option<String>,
-}
-
-/// Where and with what environment the steps run.
-#[derive(Debug, Clone)]
-pub(crate) struct Launch {
-    pub(crate) cwd: PathBuf,
-    pub(crate) env: Vec<(String, OsString)>,
-}
 
 #[derive(Default)]
 struct Shared {

@@ -9,7 +9,8 @@
 //! The command text goes to `sh -c` as one argument, never pasted into a larger shell string:
 //! running it is the point, and nothing else is added to it.
 
-use crate::teammate::{Step, Turn, TurnKind, Work};
+use super::turn::{Turn, TurnKind};
+use super::work::{Step, Work};
 
 /// The command in a message's text, if it is one: `$ make test` -> `make test`.
 pub(crate) fn command_of(text: &str) -> Option<&str> {

@@ -19,8 +19,8 @@ use crate::store::protocol::{
 };
 use crate::store::tasks::{TaskOutcome, TaskStatus};
 use crate::teammate::plan::PlanState;
-use crate::teammate::process::Outcome;
 use crate::teammate::turn::{Turn, TurnKind};
+use crate::teammate::work::Outcome;
 
 impl Runtime {
     /// Records how a turn ended (task status, plan request) and tells the lead.

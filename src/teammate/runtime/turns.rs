@@ -11,8 +11,9 @@ use super::{Current, Event, Runtime};
 use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
 use crate::teammate::plan::PlanState;
-use crate::teammate::process::{Outcome, TurnHandle, Work};
+use crate::teammate::process::TurnHandle;
 use crate::teammate::turn::{appendix, Turn, TurnKind};
+use crate::teammate::work::{Outcome, Work};
 
 impl Runtime {
     /// Starts the next turn if there is one; `true` if it already finished (no process ran),

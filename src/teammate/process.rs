@@ -113,22 +113,16 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    // The runtime blocks SIGINT/SIGTERM/SIGHUP in all its threads (they are taken by sigwait),
-    // and a child inherits that mask; std does not reset it, so the agent would ignore the
-    // SIGTERM that stops a turn. SIGPIPE's default disposition std does restore.
     // The parent-death signal goes to the step when the thread that spawned it (this worker,
     // which outlives the step) ends, i.e. when the runtime dies, however it dies. It reaches the
     // step's own process only; the rest of its group is on its own, as with any SIGKILL.
+    // The runtime's signal mask is left alone (tokio catches signals with handlers, which exec
+    // resets to the default), and std restores SIGPIPE's default disposition itself.
     let runtime = std::process::id() as libc::pid_t;
-    // SAFETY: the closure only calls sigemptyset, sigprocmask, prctl and getppid, all
-    // async-signal-safe, and touches no memory but its own stack.
+    // SAFETY: the closure only calls prctl and getppid, both async-signal-safe, and touches no
+    // memory but its own stack.
     unsafe {
         cmd.pre_exec(move || {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
             #[cfg(target_os = "linux")]
             {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {

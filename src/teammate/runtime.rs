@@ -2,10 +2,10 @@
 //!
 //! It holds the member's liveness lock for its whole life and sleeps until the inbox or the task
 //! list changes (file-system events plus a slow re-scan, never a busy poll), a turn ends or a
-//! signal arrives. Every time it wakes it reads the inbox first, then starts the next turn if
-//! none is running. One thread owns all state; the file watchers, the signal catcher and the
-//! turn's worker only send it events, so there is no shared mutable state beyond the running
-//! turn's process group. The loop's steps live in the files below: `inbox` (protocol messages),
+//! signal arrives: one `tokio::select!` on a single-threaded runtime waits for all of them.
+//! Every time it wakes it reads the inbox first, then starts the next turn if none is running.
+//! The loop owns all state; the file watches and the turn's worker only send it events, so there
+//! is no shared mutable state beyond the running turn's process group. The loop's steps live in the files below: `inbox` (protocol messages),
 //! `turns` (choosing and starting turns), `claim` (tasks), `report` (idle notifications and
 //! plans), `stop` (shutdown, signals, failures).
 
@@ -16,8 +16,9 @@ mod stop;
 mod turns;
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Instant;
+
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use super::config::Config;
 use super::pane::Pane;
@@ -26,18 +27,18 @@ use super::process::TurnHandle;
 use super::turn::Turn;
 use super::work::{Launch, Outcome};
 use crate::error::{Error, Result};
+use crate::process::signals::Signals;
 use crate::store::fsio;
 use crate::store::liveness::AliveLock;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::TaskId;
 use crate::store::tasks::TaskList;
-use crate::store::watcher::DirWatcher;
+use crate::store::watcher::{rescan_interval, Subscription};
 
 enum Event {
-    /// The inbox or task directory changed, or the slow re-scan came round.
+    /// The inbox or task directory changed.
     Wake,
     TurnDone(Outcome),
-    Signal(libc::c_int),
 }
 
 /// The turn now running.
@@ -49,26 +50,28 @@ struct Current {
 
 /// Runs the teammate until a shutdown is approved (exit 0) or a signal stops it (128 + signal).
 pub(crate) fn run(config: Config) -> Result<i32> {
-    let signals = signals::block();
+    crate::process::block_on(serve(config))
+}
+
+async fn serve(config: Config) -> Result<i32> {
+    // Caught from the start, so a signal that comes while the lock is taken still stops us
+    // cleanly once the loop runs.
+    let mut signals = Signals::catch()?;
     let _alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.
     let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
-    let (tx, rx) = mpsc::channel();
-    signals::forward(signals, tx.clone());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut _subscriptions = Vec::new();
     for dir in [
         config.store.inboxes_dir(&config.team),
         config.store.tasks_dir(&config.team),
     ] {
         fsio::ensure_dir(&dir)?;
-        let watcher = DirWatcher::new(&dir)?;
         let tx = tx.clone();
-        std::thread::spawn(move || loop {
-            watcher.wait(None);
-            if tx.send(Event::Wake).is_err() {
-                break;
-            }
-        });
+        _subscriptions.push(Subscription::changes(&dir, move || {
+            let _ = tx.send(Event::Wake);
+        })?);
     }
     let mut runtime = Runtime::new(config, tx, rx);
     if rejoined {
@@ -76,9 +79,9 @@ pub(crate) fn run(config: Config) -> Result<i32> {
             .pane
             .say("marked active again (the team had retired this member)");
     }
-    let result = runtime.main_loop();
+    let result = runtime.main_loop(&mut signals).await;
     if result.is_err() {
-        runtime.abandon();
+        runtime.abandon().await;
     }
     result
 }
@@ -86,8 +89,8 @@ pub(crate) fn run(config: Config) -> Result<i32> {
 struct Runtime {
     cfg: Config,
     pane: Pane,
-    tx: Sender<Event>,
-    rx: Receiver<Event>,
+    tx: UnboundedSender<Event>,
+    rx: UnboundedReceiver<Event>,
     launch: Launch,
     current: Option<Current>,
     turns: u64,
@@ -101,7 +104,7 @@ struct Runtime {
 }
 
 impl Runtime {
-    fn new(cfg: Config, tx: Sender<Event>, rx: Receiver<Event>) -> Runtime {
+    fn new(cfg: Config, tx: UnboundedSender<Event>, rx: UnboundedReceiver<Event>) -> Runtime {
         Runtime {
             pane: Pane::new(cfg.name.as_str(), &cfg.color),
             launch: cfg.launch(),
@@ -125,7 +128,7 @@ impl Runtime {
         TaskList::new(&self.cfg.store, &self.cfg.team)
     }
 
-    fn main_loop(&mut self) -> Result<i32> {
+    async fn main_loop(&mut self, signals: &mut Signals) -> Result<i32> {
         self.pane.say(format!(
             "{} of team {} is up, running {} in {}{}",
             self.cfg.name,
@@ -138,62 +141,37 @@ impl Runtime {
                 ""
             }
         ));
+        // Events can be lost (a full inotify queue) or absent (NFS), so the loop also looks
+        // again when nothing woke it for a while.
+        let rescan = rescan_interval();
         loop {
-            if let Some(code) = self.read_inbox()? {
-                return Ok(code);
+            if let Some(request) = self.read_inbox()? {
+                return self.shutdown(request).await;
             }
             if self.current.is_none() && self.next_turn()? {
                 continue;
             }
-            let first = self
-                .rx
-                .recv()
-                .map_err(|_| Error::Backend("the runtime's event channel closed".into()))?;
-            // Wakes that piled up during a turn are one re-read, not one each.
-            let events: Vec<Event> = std::iter::once(first).chain(self.rx.try_iter()).collect();
-            for event in events {
-                match event {
-                    Event::Wake => {}
-                    Event::TurnDone(outcome) => self.finish_turn(outcome)?,
-                    Event::Signal(sig) => return self.interrupted(sig),
+            tokio::select! {
+                event = self.rx.recv() => {
+                    let event = event.ok_or_else(|| {
+                        Error::Backend("the runtime's event channel closed".into())
+                    })?;
+                    self.on_event(event)?;
+                    // Wakes that piled up during a turn are one re-read, not one each.
+                    while let Ok(event) = self.rx.try_recv() {
+                        self.on_event(event)?;
+                    }
                 }
+                caught = signals.recv() => return self.interrupted(caught).await,
+                () = tokio::time::sleep(rescan) => {}
             }
         }
     }
-}
 
-/// Signals become events: SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by
-/// one thread with `sigwait`, so the main loop can stop the agent and return its task before
-/// exiting. Children start with an empty mask (`process.rs` resets it) and default SIGPIPE.
-mod signals {
-    use std::sync::mpsc::Sender;
-
-    use super::Event;
-
-    const HANDLED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
-    /// Blocks the handled signals in this thread and every thread started after it.
-    pub(super) fn block() -> libc::sigset_t {
-        // SAFETY: sigemptyset/sigaddset initialise the set; pthread_sigmask only reads it.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for sig in HANDLED {
-                libc::sigaddset(&mut set, sig);
-            }
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-            set
+    fn on_event(&mut self, event: Event) -> Result<()> {
+        match event {
+            Event::Wake => Ok(()),
+            Event::TurnDone(outcome) => self.finish_turn(outcome),
         }
-    }
-
-    pub(super) fn forward(set: libc::sigset_t, tx: Sender<Event>) {
-        std::thread::spawn(move || loop {
-            let mut sig: libc::c_int = 0;
-            // SAFETY: `set` is an initialised sigset, `sig` a valid out-parameter.
-            if unsafe { libc::sigwait(&set, &mut sig) } == 0 && tx.send(Event::Signal(sig)).is_err()
-            {
-                break;
-            }
-        });
     }
 }

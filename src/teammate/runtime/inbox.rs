@@ -17,8 +17,8 @@ use crate::teammate::pane::suffix;
 
 impl Runtime {
     /// Handles protocol messages at once; ordinary ones stay unread for the next turn. Returns
-    /// the exit code when a shutdown was approved.
-    pub(super) fn read_inbox(&mut self) -> Result<Option<i32>> {
+    /// the lead's shutdown request, which the caller must honour.
+    pub(super) fn read_inbox(&mut self) -> Result<Option<ShutdownRequest>> {
         let unread = self.mailbox().read(&self.cfg.name, true)?;
         let mut handled = Vec::new();
         let mut shutdown = None;
@@ -45,10 +45,7 @@ impl Runtime {
             }
         }
         self.mailbox().mark_delivered(&self.cfg.name, &handled)?;
-        match shutdown {
-            Some(req) => self.shutdown(req).map(Some),
-            None => Ok(None),
-        }
+        Ok(shutdown)
     }
 
     fn ignore(&self, m: &InboxMessage, what: &str, why: &str) {

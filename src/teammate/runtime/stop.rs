@@ -5,13 +5,13 @@
 //! pending, so the lead can hand them to someone else at once. Only an approved shutdown answers
 //! the lead with `shutdown_approved`; a signal exits with 128 + its number.
 
-use std::sync::mpsc::RecvTimeoutError;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Map;
 
 use super::{Event, Runtime};
 use crate::error::Result;
+use crate::process::signals::Caught;
 use crate::store::protocol::{timestamp_now, Protocol, ShutdownApproved, ShutdownRequest};
 use crate::teammate::pane::suffix;
 
@@ -20,32 +20,33 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 
 impl Runtime {
     /// Stops the running turn, if any: SIGTERM to its group, [`STOP_GRACE`], then SIGKILL.
-    fn stop_turn(&mut self) {
+    async fn stop_turn(&mut self) {
         let Some(current) = self.current.take() else {
             return;
         };
         self.pane.say("stopping the current turn");
         current.handle.stop(libc::SIGTERM);
-        if self.wait_turn_done(STOP_GRACE) {
+        if self.turn_done_within(STOP_GRACE).await {
             return;
         }
         self.pane.say("the turn ignored SIGTERM; sending SIGKILL");
         current.handle.stop(libc::SIGKILL);
-        self.wait_turn_done(Duration::from_secs(10));
+        self.turn_done_within(Duration::from_secs(10)).await;
     }
 
-    fn wait_turn_done(&self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        loop {
-            match self
-                .rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
-                Ok(Event::TurnDone(_)) => return true,
-                Ok(_) => {}
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return false,
+    /// Waits up to `limit` for the stopped turn's worker to report; other events are dropped,
+    /// since the runtime is ending.
+    async fn turn_done_within(&mut self, limit: Duration) -> bool {
+        let rx = &mut self.rx;
+        let done = async {
+            while let Some(event) = rx.recv().await {
+                if let Event::TurnDone(_) = event {
+                    return true;
+                }
             }
-        }
+            false
+        };
+        tokio::time::timeout(limit, done).await.unwrap_or(false)
     }
 
     /// Returns this teammate's unfinished tasks to pending; says which.
@@ -59,13 +60,13 @@ impl Runtime {
         Ok(())
     }
 
-    pub(super) fn shutdown(&mut self, req: ShutdownRequest) -> Result<i32> {
+    pub(super) async fn shutdown(&mut self, req: ShutdownRequest) -> Result<i32> {
         self.pane.say(format!(
             "shutdown requested by {}{}",
             req.from,
             suffix(req.reason.as_deref())
         ));
-        self.stop_turn();
+        self.stop_turn().await;
         self.release_tasks()?;
         let approved = Protocol::ShutdownApproved(ShutdownApproved {
             request_id: req.request_id,
@@ -80,16 +81,17 @@ impl Runtime {
         Ok(0)
     }
 
-    pub(super) fn interrupted(&mut self, sig: libc::c_int) -> Result<i32> {
+    pub(super) async fn interrupted(&mut self, caught: Caught) -> Result<i32> {
+        let sig = caught.number();
         self.pane.say(format!("got signal {sig}; stopping"));
-        self.stop_turn();
+        self.stop_turn().await;
         self.release_tasks()?;
         Ok(128 + sig)
     }
 
     /// Best-effort cleanup when the loop failed: stop the agent, hand the tasks back.
-    pub(super) fn abandon(&mut self) {
-        self.stop_turn();
+    pub(super) async fn abandon(&mut self) {
+        self.stop_turn().await;
         if let Err(e) = self.release_tasks() {
             eprintln!("swarm: warning: could not return this teammate's tasks: {e}");
         }

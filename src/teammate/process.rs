@@ -10,15 +10,20 @@
 //! keep working on a task the lead is about to hand to someone else.
 
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rustix::process::Signal;
+
 use super::pane::Pane;
 use super::work::{Launch, Outcome, Step, MAX_CAPTURE};
+use crate::process::child::{spawn_in_group, too_long, wait_exit_keep_zombie};
+use crate::process::group::signal_group;
+use crate::process::pid::PidRecord;
 
 /// How long to keep reading a step's stdout after the step itself exited: a background process
 /// it started may hold the pipe open, and must not hold the turn hostage.
@@ -26,8 +31,8 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct Shared {
-    /// The process group of the step now running, if any.
-    pgid: Mutex<Option<libc::pid_t>>,
+    /// The leader of the process group of the step now running, if any.
+    leader: Mutex<Option<PidRecord>>,
     cancelled: AtomicBool,
 }
 
@@ -55,13 +60,13 @@ impl TurnHandle {
     }
 
     /// Stops the turn: no further steps start, and `signal` goes to the running step's group.
-    pub(crate) fn stop(&self, signal: libc::c_int) {
+    pub(crate) fn stop(&self, signal: Signal) {
         self.shared.cancelled.store(true, Ordering::SeqCst);
-        let pgid = self.shared.pgid.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(pgid) = *pgid {
-            // SAFETY: kill has no memory-safety preconditions. The group id is that of our own
-            // unreaped child, so it cannot name a stranger's group (see `run_step`).
-            unsafe { libc::kill(-pgid, signal) };
+        let leader = self.shared.leader.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(record) = *leader {
+            // The leader is our own unreaped child (see `run_step`), so the group is its; a
+            // refusal means the group is already gone, which is what stopping wants.
+            let _ = signal_group(&record, signal);
         }
     }
 }
@@ -105,7 +110,6 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
     cmd.args(&step.args)
         .current_dir(&launch.cwd)
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0)
         .stdin(if step.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -113,40 +117,21 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    // The parent-death signal goes to the step when the thread that spawned it (this worker,
-    // which outlives the step) ends, i.e. when the runtime dies, however it dies. It reaches the
-    // step's own process only; the rest of its group is on its own, as with any SIGKILL.
-    // The runtime's signal mask is left alone (tokio catches signals with handlers, which exec
-    // resets to the default), and std restores SIGPIPE's default disposition itself.
-    let runtime = std::process::id() as libc::pid_t;
-    // SAFETY: the closure only calls prctl and getppid, both async-signal-safe, and touches no
-    // memory but its own stack.
-    unsafe {
-        cmd.pre_exec(move || {
-            #[cfg(target_os = "linux")]
-            {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The runtime died between the fork and the prctl: do not start at all.
-                if libc::getppid() != runtime {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-            }
-            #[cfg(not(target_os = "linux"))]
-            let _ = runtime;
-            Ok(())
-        });
-    }
+    // The step leads its own group, so a stop reaches whatever it started. The parent-death
+    // signal goes to the step when the thread that spawned it (this worker, which outlives the
+    // step) ends, i.e. when the runtime dies, however it dies. It reaches the step's own process
+    // only; the rest of its group is on its own, as with any SIGKILL. The runtime's signal mask
+    // is left alone (tokio catches signals with handlers, which exec resets to the default), and
+    // std restores SIGPIPE's default disposition itself.
     let program = step.program.to_string_lossy().into_owned();
 
     // Spawn under the lock so `stop` either sees the group or finds `cancelled` checked here.
     let mut child = {
-        let mut pgid = shared.pgid.lock().unwrap_or_else(|e| e.into_inner());
-        let child = match cmd.spawn() {
-            Ok(child) => child,
+        let mut leader = shared.leader.lock().unwrap_or_else(|e| e.into_inner());
+        let spawned = match spawn_in_group(&mut cmd, Some(Signal::KILL)) {
+            Ok(spawned) => spawned,
             Err(e) => {
-                let hint = if e.raw_os_error() == Some(libc::E2BIG) {
+                let hint = if too_long(&e) {
                     "; the prompt is too long for an argument, use --prompt-via stdin"
                 } else {
                     ""
@@ -157,15 +142,13 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
                 );
             }
         };
-        let id = child.id() as libc::pid_t;
-        *pgid = Some(id);
+        *leader = Some(spawned.record);
         if shared.cancelled.load(Ordering::SeqCst) {
-            // SAFETY: our own child's group, not yet reaped.
-            unsafe { libc::kill(-id, libc::SIGTERM) };
+            // Our own child's group, not yet reaped.
+            let _ = signal_group(&spawned.record, Signal::TERM);
         }
-        child
+        spawned.child
     };
-    let pid = child.id() as libc::pid_t;
 
     if let (Some(bytes), Some(mut stdin)) = (step.stdin.clone(), child.stdin.take()) {
         // A thread, so a child that writes a lot before reading cannot deadlock us. A child that
@@ -208,8 +191,8 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
 
     // Wait for the exit without reaping, forget the group under the lock, then reap: `stop`
     // never signals a group id the kernel could have handed to someone else.
-    wait_exit_keep_zombie(pid);
-    *shared.pgid.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    let _ = wait_exit_keep_zombie(&child);
+    *shared.leader.lock().unwrap_or_else(|e| e.into_inner()) = None;
     let status = child.wait();
     let _ = drained.recv_timeout(DRAIN_AFTER_EXIT);
     if mid_line.swap(false, Ordering::SeqCst) {
@@ -232,25 +215,5 @@ pub(crate) fn describe(status: ExitStatus) -> String {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),
         _ => status.to_string(),
-    }
-}
-
-/// Blocks until `pid` has exited, leaving it waitable.
-fn wait_exit_keep_zombie(pid: libc::pid_t) {
-    loop {
-        // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is a valid, writable siginfo_t.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 || std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-            return;
-        }
     }
 }

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use rustix::process::Signal;
 use serde_json::Map;
 
 use super::{Event, Runtime};
@@ -25,12 +26,12 @@ impl Runtime {
             return;
         };
         self.pane.say("stopping the current turn");
-        current.handle.stop(libc::SIGTERM);
+        current.handle.stop(Signal::TERM);
         if self.turn_done_within(STOP_GRACE).await {
             return;
         }
         self.pane.say("the turn ignored SIGTERM; sending SIGKILL");
-        current.handle.stop(libc::SIGKILL);
+        current.handle.stop(Signal::KILL);
         self.turn_done_within(Duration::from_secs(10)).await;
     }
 

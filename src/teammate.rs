@@ -8,8 +8,8 @@
 //! the next. When there is nothing to answer the runtime claims the next available task and
 //! runs it as a turn. After every turn the lead gets an `idle_notification`.
 //!
-//! `runtime` owns the state and the event loop; `agent` and `shell_agent` turn a [`turn`] into
-//! work (`work`), `process` runs it in a process group of its own, `pane` prints, `plan` tracks plan
+//! `runtime` owns the state and the event loop; `agent` and `shell_agent` turn a `turn` into
+//! `work`, `process` runs it in a process group of its own, `pane` prints, `plan` tracks plan
 //! mode and `config` is what `swarm teammate` validated.
 
 mod agent;

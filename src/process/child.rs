@@ -3,7 +3,7 @@
 //! A child in its own group can be stopped as a whole: [`super::group::signal_group`] reaches
 //! everything it started, and nothing of swarm's or the user's. The group is only safe to signal
 //! while its leader's pid is ours, so the record is taken right after the spawn and the owner
-//! waits for the exit with [`wait_exit_keep_zombie`] (the leader stays a zombie, its pid
+//! waits for the exit with `wait_exit_keep_zombie` (the leader stays a zombie, its pid
 //! reserved) before it stops signalling and reaps. On Linux a child can also get a signal when
 //! its parent dies, so an agent does not keep working for a runtime that was killed outright.
 

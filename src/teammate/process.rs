@@ -210,7 +210,7 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
     (out, result)
 }
 
-pub(crate) fn describe(status: ExitStatus) -> String {
+fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),

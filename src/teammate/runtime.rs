@@ -5,9 +5,9 @@
 //! signal arrives: one `tokio::select!` on a single-threaded runtime waits for all of them.
 //! Every time it wakes it reads the inbox first, then starts the next turn if none is running.
 //! The loop owns all state; the file watches and the turn's worker only send it events, so there
-//! is no shared mutable state beyond the running turn's process group. The loop's steps live in the files below: `inbox` (protocol messages),
-//! `turns` (choosing and starting turns), `claim` (tasks), `report` (idle notifications and
-//! plans), `stop` (shutdown, signals, failures).
+//! is no shared mutable state beyond the running turn's process group. The loop's steps live in
+//! the files below: `inbox` (protocol messages), `turns` (choosing and starting turns), `claim`
+//! (tasks), `report` (idle notifications and plans), `stop` (shutdown, signals, failures).
 
 mod claim;
 mod inbox;

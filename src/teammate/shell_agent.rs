@@ -13,7 +13,7 @@ use super::turn::{Turn, TurnKind};
 use super::work::{Step, Work};
 
 /// The command in a message's text, if it is one: `$ make test` -> `make test`.
-pub(crate) fn command_of(text: &str) -> Option<&str> {
+fn command_of(text: &str) -> Option<&str> {
     let cmd = text.trim_start().strip_prefix("$ ")?.trim();
     (!cmd.is_empty()).then_some(cmd)
 }

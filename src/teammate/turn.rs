@@ -44,7 +44,7 @@ fn attr(value: &str) -> String {
 /// One message as Claude Code hands it to its model:
 /// `<teammate-message teammate_id="NAME" color="C" summary="S">TEXT</teammate-message>`.
 /// Attributes the message lacks are left out.
-pub(crate) fn teammate_message(m: &InboxMessage) -> String {
+fn teammate_message(m: &InboxMessage) -> String {
     let mut tag = format!("<teammate-message teammate_id=\"{}\"", attr(&m.from));
     if let Some(color) = &m.color {
         tag.push_str(&format!(" color=\"{}\"", attr(color)));

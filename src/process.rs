@@ -5,6 +5,7 @@
 //! happen here and nowhere else, so every way swarm can touch a process it did not start is in
 //! one place to audit and test.
 
+pub mod child;
 pub mod exec;
 pub mod group;
 pub mod pid;

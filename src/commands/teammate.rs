@@ -19,7 +19,7 @@ use crate::store::permissions::{Ask, Permissions};
 use crate::store::roster::Roster;
 use crate::teammate::{self, Agent, Config};
 
-pub fn run(ctx: &Context, args: TeammateArgs) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, args: TeammateArgs) -> Result<i32> {
     let config = config(ctx, args)?;
     teammate::run(config)
 }
@@ -75,7 +75,6 @@ fn config(ctx: &Context, args: TeammateArgs) -> Result<Config> {
         team,
         name,
         color: args.agent_color,
-        parent_session_id: args.parent_session_id,
         plan_mode_required: args.plan_mode_required,
         cwd,
         agent,
@@ -100,7 +99,7 @@ fn check_program(program: &str) -> Result<()> {
     }
 }
 
-pub fn hook(ctx: &Context, cmd: HookCommand) -> Result<i32> {
+pub(crate) fn hook(ctx: &Context, cmd: HookCommand) -> Result<i32> {
     match cmd {
         HookCommand::PreToolUse { from, timeout } => pre_tool_use(ctx, from, timeout),
     }

@@ -10,12 +10,12 @@ use crate::output;
 use crate::store::colour::Colour;
 
 #[derive(Debug, Clone)]
-pub struct Pane {
+pub(super) struct Pane {
     prefix: String,
 }
 
 impl Pane {
-    pub fn new(name: &str, color: &str) -> Pane {
+    pub(super) fn new(name: &str, color: &str) -> Pane {
         let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         let prefix = match Colour::named(color).map(|c| c.ansi).filter(|_| colour) {
             Some(code) => format!("\x1b[1;{code}m[{name}]\x1b[0m"),
@@ -24,9 +24,16 @@ impl Pane {
         Pane { prefix }
     }
 
-    pub fn say(&self, text: impl AsRef<str>) {
+    pub(super) fn say(&self, text: impl AsRef<str>) {
         let text = text.as_ref();
         let text = text.strip_suffix('\n').unwrap_or(text);
         let _ = output::line(format!("{} {text}", self.prefix));
     }
+}
+
+/// `": text"` to end a pane line with, or nothing when there is no text.
+pub(super) fn suffix(text: Option<&str>) -> String {
+    text.filter(|t| !t.is_empty())
+        .map(|t| format!(": {t}"))
+        .unwrap_or_default()
 }

@@ -9,77 +9,41 @@
 //! step also gets a parent-death signal (Linux): the agent dies with its runtime rather than
 //! keep working on a task the lead is about to hand to someone else.
 
-use std::ffi::OsString;
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::pane::Pane;
+use rustix::process::Signal;
 
-/// Most bytes of a turn's output kept in memory (the pane still sees everything).
-pub const MAX_CAPTURE: usize = 1 << 20;
+use super::pane::Pane;
+use super::work::{Launch, Outcome, Step, MAX_CAPTURE};
+use crate::process::child::{spawn_in_group, too_long, wait_exit_keep_zombie};
+use crate::process::group::signal_group;
+use crate::process::pid::PidRecord;
 
 /// How long to keep reading a step's stdout after the step itself exited: a background process
 /// it started may hold the pipe open, and must not hold the turn hostage.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
-/// One process of a turn.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    pub program: OsString,
-    pub args: Vec<OsString>,
-    /// Written to the process's stdin (then closed); `None` gives it /dev/null.
-    pub stdin: Option<Vec<u8>>,
-    /// A line printed to the pane before the step starts, e.g. `$ make test`.
-    pub echo: Option<String>,
-}
-
-/// What an agent makes of a turn.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Work {
-    /// Run these steps; `preface` starts the result (e.g. notes about skipped messages).
-    Run { steps: Vec<Step>, preface: String },
-    /// Nothing to run: the turn ends at once with this result.
-    Reply { text: String, success: bool },
-}
-
-/// How a turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub success: bool,
-    /// Everything the turn printed on stdout (up to [`MAX_CAPTURE`] bytes).
-    pub output: String,
-    /// Why it failed: "exit status 2", "killed by signal 9", "could not start ...".
-    pub failure: Option<String>,
-}
-
-/// Where and with what environment the steps run.
-#[derive(Debug, Clone)]
-pub struct Launch {
-    pub cwd: PathBuf,
-    pub env: Vec<(String, OsString)>,
-}
-
 #[derive(Default)]
 struct Shared {
-    /// The process group of the step now running, if any.
-    pgid: Mutex<Option<libc::pid_t>>,
+    /// The leader of the process group of the step now running, if any.
+    leader: Mutex<Option<PidRecord>>,
     cancelled: AtomicBool,
 }
 
 /// A turn running on its worker thread.
-pub struct TurnHandle {
+pub(crate) struct TurnHandle {
     shared: Arc<Shared>,
 }
 
 impl TurnHandle {
     /// Starts the steps; `done(outcome)` is called on the worker thread when they finish.
-    pub fn start(
+    pub(crate) fn start(
         steps: Vec<Step>,
         preface: String,
         launch: Launch,
@@ -96,13 +60,13 @@ impl TurnHandle {
     }
 
     /// Stops the turn: no further steps start, and `signal` goes to the running step's group.
-    pub fn stop(&self, signal: libc::c_int) {
+    pub(crate) fn stop(&self, signal: Signal) {
         self.shared.cancelled.store(true, Ordering::SeqCst);
-        let pgid = self.shared.pgid.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(pgid) = *pgid {
-            // SAFETY: kill has no memory-safety preconditions. The group id is that of our own
-            // unreaped child, so it cannot name a stranger's group (see `run_step`).
-            unsafe { libc::kill(-pgid, signal) };
+        let leader = self.shared.leader.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(record) = *leader {
+            // The leader is our own unreaped child (see `run_step`), so the group is its; a
+            // refusal means the group is already gone, which is what stopping wants.
+            let _ = signal_group(&record, signal);
         }
     }
 }
@@ -146,7 +110,6 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
     cmd.args(&step.args)
         .current_dir(&launch.cwd)
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0)
         .stdin(if step.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -154,46 +117,21 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    // The runtime blocks SIGINT/SIGTERM/SIGHUP in all its threads (they are taken by sigwait),
-    // and a child inherits that mask; std does not reset it, so the agent would ignore the
-    // SIGTERM that stops a turn. SIGPIPE's default disposition std does restore.
-    // The parent-death signal goes to the step when the thread that spawned it (this worker,
-    // which outlives the step) ends, i.e. when the runtime dies, however it dies. It reaches the
-    // step's own process only; the rest of its group is on its own, as with any SIGKILL.
-    let runtime = std::process::id() as libc::pid_t;
-    // SAFETY: the closure only calls sigemptyset, sigprocmask, prctl and getppid, all
-    // async-signal-safe, and touches no memory but its own stack.
-    unsafe {
-        cmd.pre_exec(move || {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            #[cfg(target_os = "linux")]
-            {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The runtime died between the fork and the prctl: do not start at all.
-                if libc::getppid() != runtime {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-            }
-            #[cfg(not(target_os = "linux"))]
-            let _ = runtime;
-            Ok(())
-        });
-    }
+    // The step leads its own group, so a stop reaches whatever it started. The parent-death
+    // signal goes to the step when the thread that spawned it (this worker, which outlives the
+    // step) ends, i.e. when the runtime dies, however it dies. It reaches the step's own process
+    // only; the rest of its group is on its own, as with any SIGKILL. The runtime's signal mask
+    // is left alone (tokio catches signals with handlers, which exec resets to the default), and
+    // std restores SIGPIPE's default disposition itself.
     let program = step.program.to_string_lossy().into_owned();
 
     // Spawn under the lock so `stop` either sees the group or finds `cancelled` checked here.
     let mut child = {
-        let mut pgid = shared.pgid.lock().unwrap_or_else(|e| e.into_inner());
-        let child = match cmd.spawn() {
-            Ok(child) => child,
+        let mut leader = shared.leader.lock().unwrap_or_else(|e| e.into_inner());
+        let spawned = match spawn_in_group(&mut cmd, Some(Signal::KILL)) {
+            Ok(spawned) => spawned,
             Err(e) => {
-                let hint = if e.raw_os_error() == Some(libc::E2BIG) {
+                let hint = if too_long(&e) {
                     "; the prompt is too long for an argument, use --prompt-via stdin"
                 } else {
                     ""
@@ -204,15 +142,13 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
                 );
             }
         };
-        let id = child.id() as libc::pid_t;
-        *pgid = Some(id);
+        *leader = Some(spawned.record);
         if shared.cancelled.load(Ordering::SeqCst) {
-            // SAFETY: our own child's group, not yet reaped.
-            unsafe { libc::kill(-id, libc::SIGTERM) };
+            // Our own child's group, not yet reaped.
+            let _ = signal_group(&spawned.record, Signal::TERM);
         }
-        child
+        spawned.child
     };
-    let pid = child.id() as libc::pid_t;
 
     if let (Some(bytes), Some(mut stdin)) = (step.stdin.clone(), child.stdin.take()) {
         // A thread, so a child that writes a lot before reading cannot deadlock us. A child that
@@ -255,8 +191,8 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
 
     // Wait for the exit without reaping, forget the group under the lock, then reap: `stop`
     // never signals a group id the kernel could have handed to someone else.
-    wait_exit_keep_zombie(pid);
-    *shared.pgid.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    let _ = wait_exit_keep_zombie(&child);
+    *shared.leader.lock().unwrap_or_else(|e| e.into_inner()) = None;
     let status = child.wait();
     let _ = drained.recv_timeout(DRAIN_AFTER_EXIT);
     if mid_line.swap(false, Ordering::SeqCst) {
@@ -274,30 +210,10 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
     (out, result)
 }
 
-pub fn describe(status: ExitStatus) -> String {
+fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),
         _ => status.to_string(),
-    }
-}
-
-/// Blocks until `pid` has exited, leaving it waitable.
-fn wait_exit_keep_zombie(pid: libc::pid_t) {
-    loop {
-        // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is a valid, writable siginfo_t.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 || std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-            return;
-        }
     }
 }

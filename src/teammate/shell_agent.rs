@@ -9,10 +9,11 @@
 //! The command text goes to `sh -c` as one argument, never pasted into a larger shell string:
 //! running it is the point, and nothing else is added to it.
 
-use crate::teammate::{Step, Turn, TurnKind, Work};
+use super::turn::{Turn, TurnKind};
+use super::work::{Step, Work};
 
 /// The command in a message's text, if it is one: `$ make test` -> `make test`.
-pub fn command_of(text: &str) -> Option<&str> {
+fn command_of(text: &str) -> Option<&str> {
     let cmd = text.trim_start().strip_prefix("$ ")?.trim();
     (!cmd.is_empty()).then_some(cmd)
 }
@@ -30,7 +31,7 @@ const ACK: &str = "I am a shell agent: I run task descriptions and messages that
 `$ ` (e.g. `$ make test`), nothing else.";
 
 /// What the shell agent does with a turn.
-pub fn work(turn: &Turn) -> Work {
+pub(crate) fn work(turn: &Turn) -> Work {
     let commands: Vec<&str> = turn
         .messages
         .iter()

@@ -9,7 +9,7 @@ use crate::store::mailbox::InboxMessage;
 use crate::store::tasks::Task;
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum TurnKind {
+pub(crate) enum TurnKind {
     /// Ordinary messages from the lead or teammates.
     Messages,
     /// A task from the shared list, claimed by this teammate.
@@ -28,12 +28,12 @@ pub enum TurnKind {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Turn {
-    pub kind: TurnKind,
+pub(crate) struct Turn {
+    pub(crate) kind: TurnKind,
     /// The messages handed over in this turn (for plan turns: every message the plan covers).
-    pub messages: Vec<InboxMessage>,
+    pub(crate) messages: Vec<InboxMessage>,
     /// Appended to the prompt of the first turn: how to use swarm from the agent's shell.
-    pub appendix: Option<String>,
+    pub(crate) appendix: Option<String>,
 }
 
 /// Attribute values are quoted; a `"` or `&` inside is escaped so the tag stays parseable.
@@ -44,7 +44,7 @@ fn attr(value: &str) -> String {
 /// One message as Claude Code hands it to its model:
 /// `<teammate-message teammate_id="NAME" color="C" summary="S">TEXT</teammate-message>`.
 /// Attributes the message lacks are left out.
-pub fn teammate_message(m: &InboxMessage) -> String {
+fn teammate_message(m: &InboxMessage) -> String {
     let mut tag = format!("<teammate-message teammate_id=\"{}\"", attr(&m.from));
     if let Some(color) = &m.color {
         tag.push_str(&format!(" color=\"{}\"", attr(color)));
@@ -56,7 +56,7 @@ pub fn teammate_message(m: &InboxMessage) -> String {
 }
 
 /// The short guide to the team that the first prompt carries.
-pub fn appendix(name: &str, team: &str) -> String {
+pub(crate) fn appendix(name: &str, team: &str) -> String {
     format!(
         "---\n\
          You are \"{name}\", a teammate in the swarm team \"{team}\"; the lead is \"team-lead\".\n\
@@ -78,7 +78,7 @@ your plan only; your whole output is sent to the lead for approval.";
 
 impl Turn {
     /// The prompt an agent CLI receives for this turn.
-    pub fn prompt(&self) -> String {
+    pub(crate) fn prompt(&self) -> String {
         let blocks: Vec<String> = self.messages.iter().map(teammate_message).collect();
         let mut parts = Vec::new();
         if !blocks.is_empty() {
@@ -121,7 +121,7 @@ impl Turn {
     }
 
     /// A few words for pane lines and idle notifications.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.kind {
             TurnKind::Messages => {
                 let n = self.messages.len();

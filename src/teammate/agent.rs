@@ -1,0 +1,112 @@
+//! The agent behind a teammate, and what it makes of a turn.
+//!
+//! A teammate runs either the built-in shell agent or an agent CLI. The runtime does not care
+//! which: it hands either one a [`Turn`] and gets back the [`Work`] to do. For an agent CLI that
+//! is one run of its command line with the turn's prompt as the last argument, in place of a
+//! `{prompt}` placeholder, or on its stdin (`--prompt-via`), because agent CLIs differ in how
+//! they take a prompt and a long one may not fit in an argument.
+
+use std::ffi::OsString;
+
+use super::args::PromptVia;
+use super::shell_agent;
+use super::turn::Turn;
+use super::work::{Step, Work};
+
+/// An argument containing this gets the prompt in its place.
+const PROMPT_PLACEHOLDER: &str = "{prompt}";
+
+/// The agent behind the teammate.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Agent {
+    /// The built-in shell agent (`shell_agent.rs`).
+    Shell,
+    /// An agent CLI, run once per turn with the prompt.
+    Command {
+        argv: Vec<String>,
+        prompt_via: PromptVia,
+    },
+}
+
+impl Agent {
+    /// What the agent does with `turn`.
+    pub(super) fn work(&self, turn: &Turn) -> Work {
+        match self {
+            Agent::Shell => shell_agent::work(turn),
+            Agent::Command { argv, prompt_via } => command_work(argv, *prompt_via, &turn.prompt()),
+        }
+    }
+
+    /// How the pane names the agent when the runtime starts.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Agent::Shell => "the shell agent".to_string(),
+            Agent::Command { argv, .. } => format!("`{}`", argv.join(" ")),
+        }
+    }
+}
+
+/// A turn of an agent CLI: one run of `argv` with the prompt as its last argument, in place of
+/// a `{prompt}` placeholder, or on its stdin.
+fn command_work(argv: &[String], via: PromptVia, prompt: &str) -> Work {
+    let (program, rest) = argv.split_first().expect("validated: a command is given");
+    let mut args: Vec<OsString> = Vec::with_capacity(rest.len() + 1);
+    let mut stdin = None;
+    match via {
+        PromptVia::Stdin => {
+            args.extend(rest.iter().map(OsString::from));
+            stdin = Some(prompt.as_bytes().to_vec());
+        }
+        PromptVia::Arg => {
+            let placeholder = rest.iter().any(|a| a.contains(PROMPT_PLACEHOLDER));
+            args.extend(
+                rest.iter()
+                    .map(|a| OsString::from(a.replace(PROMPT_PLACEHOLDER, prompt))),
+            );
+            if !placeholder {
+                args.push(prompt.into());
+            }
+        }
+    }
+    Work::Run {
+        steps: vec![Step {
+            program: program.into(),
+            args,
+            stdin,
+            echo: None,
+        }],
+        preface: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn step(work: Work) -> Step {
+        match work {
+            Work::Run { mut steps, .. } => steps.remove(0),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_prompt_goes_last_in_place_of_the_placeholder_or_on_stdin() {
+        let s = step(command_work(&argv(&["agent", "-p"]), PromptVia::Arg, "hi"));
+        assert_eq!(s.args, vec![OsString::from("-p"), "hi".into()]);
+        assert_eq!(s.stdin, None);
+        let s = step(command_work(
+            &argv(&["agent", "--msg={prompt}", "-v"]),
+            PromptVia::Arg,
+            "hi",
+        ));
+        assert_eq!(s.args, vec![OsString::from("--msg=hi"), "-v".into()]);
+        let s = step(command_work(&argv(&["agent", "-"]), PromptVia::Stdin, "hi"));
+        assert_eq!(s.args, vec![OsString::from("-")]);
+        assert_eq!(s.stdin.as_deref(), Some(&b"hi"[..]));
+    }
+}

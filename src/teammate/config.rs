@@ -1,0 +1,78 @@
+//! The runtime's validated configuration, and the environment its turns run with.
+//!
+//! `commands::teammate` checks the flags (identity, roster membership, the agent command, the
+//! directory) and builds a [`Config`]; the runtime trusts it from then on. Every turn runs in
+//! the configured directory with the member's identity in its environment and this very `swarm`
+//! first on `PATH`, so the agent's own `swarm send` speaks the same protocol version to the
+//! same store.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use super::agent::Agent;
+use super::work::Launch;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+
+/// The runtime's validated configuration (built by `commands::teammate` from the flags).
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) store: Store,
+    pub(crate) team: TeamName,
+    pub(crate) name: AgentName,
+    pub(crate) color: String,
+    pub(crate) plan_mode_required: bool,
+    /// Absolute directory the agent runs in.
+    pub(crate) cwd: PathBuf,
+    pub(crate) agent: Agent,
+    /// `tmux`, `iterm2` or `in-process` (from `$SWARM_BACKEND`).
+    pub(crate) backend: String,
+    /// Reported in `shutdown_approved`: `$TMUX_PANE`, else `in-process`.
+    pub(crate) pane_id: String,
+}
+
+impl Config {
+    /// Where and with what environment the turns run.
+    pub(super) fn launch(&self) -> Launch {
+        Launch {
+            cwd: self.cwd.clone(),
+            env: self.agent_env(),
+        }
+    }
+
+    /// Who the agent is, and this very `swarm` first on PATH (unless `swarm` on PATH already is
+    /// this binary).
+    fn agent_env(&self) -> Vec<(String, OsString)> {
+        let mut env = vec![
+            (
+                "SWARM_ROOT".to_string(),
+                self.store.root().as_os_str().to_owned(),
+            ),
+            ("SWARM_TEAM".to_string(), self.team.as_str().into()),
+            ("SWARM_AGENT_NAME".to_string(), self.name.as_str().into()),
+            (
+                "SWARM_AGENT_ID".to_string(),
+                self.name.agent_id(&self.team).into(),
+            ),
+        ];
+        let Ok(exe) = std::env::current_exe().and_then(|e| e.canonicalize()) else {
+            return env;
+        };
+        let on_path = which::which("swarm")
+            .ok()
+            .and_then(|p| p.canonicalize().ok());
+        if on_path.is_some_and(|p| p == exe) {
+            return env;
+        }
+        if let Some(dir) = exe.parent() {
+            let mut paths = vec![dir.to_path_buf()];
+            if let Some(path) = std::env::var_os("PATH") {
+                paths.extend(std::env::split_paths(&path));
+            }
+            if let Ok(joined) = std::env::join_paths(paths) {
+                env.push(("PATH".to_string(), joined));
+            }
+        }
+        env
+    }
+}

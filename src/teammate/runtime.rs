@@ -1,0 +1,177 @@
+//! The runtime's state and its event loop.
+//!
+//! It holds the member's liveness lock for its whole life and sleeps until the inbox or the task
+//! list changes (file-system events plus a slow re-scan, never a busy poll), a turn ends or a
+//! signal arrives: one `tokio::select!` on a single-threaded runtime waits for all of them.
+//! Every time it wakes it reads the inbox first, then starts the next turn if none is running.
+//! The loop owns all state; the file watches and the turn's worker only send it events, so there
+//! is no shared mutable state beyond the running turn's process group. The loop's steps live in
+//! the files below: `inbox` (protocol messages), `turns` (choosing and starting turns), `claim`
+//! (tasks), `report` (idle notifications and plans), `stop` (shutdown, signals, failures).
+
+mod claim;
+mod inbox;
+mod report;
+mod stop;
+mod turns;
+
+use std::collections::{HashSet, VecDeque};
+use std::time::Instant;
+
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+
+use super::config::Config;
+use super::pane::Pane;
+use super::plan::PlanState;
+use super::process::TurnHandle;
+use super::turn::Turn;
+use super::work::{Launch, Outcome};
+use crate::error::{Error, Result};
+use crate::process::signals::Signals;
+use crate::store::fsio;
+use crate::store::liveness::AliveLock;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::TaskId;
+use crate::store::tasks::TaskList;
+use crate::store::watcher::{rescan_interval, Subscription};
+
+enum Event {
+    /// The inbox or task directory changed.
+    Wake,
+    TurnDone(Outcome),
+}
+
+/// The turn now running.
+struct Current {
+    turn: Turn,
+    handle: TurnHandle,
+    started: Instant,
+}
+
+/// Runs the teammate until a shutdown is approved (exit 0) or a signal stops it (128 + signal).
+pub(crate) fn run(config: Config) -> Result<i32> {
+    crate::process::block_on(serve(config))
+}
+
+async fn serve(config: Config) -> Result<i32> {
+    // Caught from the start, so a signal that comes while the lock is taken still stops us
+    // cleanly once the loop runs.
+    let mut signals = Signals::catch()?;
+    let _alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
+    // A runtime started again after its predecessor died (and the lead retired it) is a member
+    // again; the roster must say so, or its next death would go unnoticed.
+    let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut _subscriptions = Vec::new();
+    for dir in [
+        config.store.inboxes_dir(&config.team),
+        config.store.tasks_dir(&config.team),
+    ] {
+        fsio::ensure_dir(&dir)?;
+        let tx = tx.clone();
+        _subscriptions.push(Subscription::changes(&dir, move || {
+            let _ = tx.send(Event::Wake);
+        })?);
+    }
+    let mut runtime = Runtime::new(config, tx, rx);
+    if rejoined {
+        runtime
+            .pane
+            .say("marked active again (the team had retired this member)");
+    }
+    let result = runtime.main_loop(&mut signals).await;
+    if result.is_err() {
+        runtime.abandon().await;
+    }
+    result
+}
+
+struct Runtime {
+    cfg: Config,
+    pane: Pane,
+    tx: UnboundedSender<Event>,
+    rx: UnboundedReceiver<Event>,
+    launch: Launch,
+    current: Option<Current>,
+    turns: u64,
+    plan: PlanState,
+    /// Every message the plan covers (plan mode only).
+    plan_context: Vec<InboxMessage>,
+    /// Tasks the lead assigned with `task_assignment`, not yet taken.
+    assigned: VecDeque<TaskId>,
+    /// Ordinary messages already announced in the pane (not yet delivered).
+    announced: HashSet<String>,
+}
+
+impl Runtime {
+    fn new(cfg: Config, tx: UnboundedSender<Event>, rx: UnboundedReceiver<Event>) -> Runtime {
+        Runtime {
+            pane: Pane::new(cfg.name.as_str(), &cfg.color),
+            launch: cfg.launch(),
+            plan: PlanState::at_start(cfg.plan_mode_required),
+            cfg,
+            tx,
+            rx,
+            current: None,
+            turns: 0,
+            plan_context: Vec::new(),
+            assigned: VecDeque::new(),
+            announced: HashSet::new(),
+        }
+    }
+
+    fn mailbox(&self) -> Mailbox<'_> {
+        Mailbox::new(&self.cfg.store, &self.cfg.team)
+    }
+
+    fn tasks(&self) -> TaskList<'_> {
+        TaskList::new(&self.cfg.store, &self.cfg.team)
+    }
+
+    async fn main_loop(&mut self, signals: &mut Signals) -> Result<i32> {
+        self.pane.say(format!(
+            "{} of team {} is up, running {} in {}{}",
+            self.cfg.name,
+            self.cfg.team,
+            self.cfg.agent.describe(),
+            self.cfg.cwd.display(),
+            if self.cfg.plan_mode_required {
+                " (plan mode: a plan must be approved first)"
+            } else {
+                ""
+            }
+        ));
+        // Events can be lost (a full inotify queue) or absent (NFS), so the loop also looks
+        // again when nothing woke it for a while.
+        let rescan = rescan_interval();
+        loop {
+            if let Some(request) = self.read_inbox()? {
+                return self.shutdown(request).await;
+            }
+            if self.current.is_none() && self.next_turn()? {
+                continue;
+            }
+            tokio::select! {
+                event = self.rx.recv() => {
+                    let event = event.ok_or_else(|| {
+                        Error::Backend("the runtime's event channel closed".into())
+                    })?;
+                    self.on_event(event)?;
+                    // Wakes that piled up during a turn are one re-read, not one each.
+                    while let Ok(event) = self.rx.try_recv() {
+                        self.on_event(event)?;
+                    }
+                }
+                caught = signals.recv() => return self.interrupted(caught).await,
+                () = tokio::time::sleep(rescan) => {}
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: Event) -> Result<()> {
+        match event {
+            Event::Wake => Ok(()),
+            Event::TurnDone(outcome) => self.finish_turn(outcome),
+        }
+    }
+}

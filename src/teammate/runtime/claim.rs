@@ -1,0 +1,68 @@
+//! Choosing the task a teammate works on next, and claiming it.
+//!
+//! A task the lead assigned comes first, then one this teammate already owns (a runtime
+//! restarted after a crash resumes its task), then the lowest available one. Claims go through
+//! the task list's lock (PROTOCOL.md section 8), so two teammates never take the same task; an
+//! idle teammate only takes that lock when a claimable task may exist, because it looks on every
+//! re-scan.
+
+use std::collections::VecDeque;
+
+use super::Runtime;
+use crate::error::{ClaimFailure, Error, Result};
+use crate::store::tasks::{Task, TaskStatus};
+
+impl Runtime {
+    /// The next task to work on: one the lead assigned, one already ours (a restarted runtime
+    /// resumes its task), else the lowest available one.
+    pub(super) fn take_task(&mut self) -> Result<Option<Task>> {
+        let me = self.cfg.name.clone();
+        let mut waiting = VecDeque::new();
+        let mut found = None;
+        while let Some(id) = self.assigned.pop_front() {
+            if found.is_some() {
+                waiting.push_back(id);
+                continue;
+            }
+            match self.tasks().claim(&id, &me, false) {
+                Ok(task) => found = Some(task),
+                Err(Error::ClaimRefused {
+                    reason: ClaimFailure::Blocked,
+                    ..
+                }) => waiting.push_back(id),
+                Err(e @ (Error::ClaimRefused { .. } | Error::NoSuchTask { .. })) => {
+                    self.pane
+                        .say(format!("cannot take assigned task #{id}: {e}"));
+                    self.tell_lead(format!("I cannot take task #{id}: {e}"))?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.assigned = waiting;
+        if found.is_some() {
+            return Ok(found);
+        }
+        let all = self.tasks().list()?;
+        let mine: Vec<&Task> = all
+            .iter()
+            .filter(|t| t.owner.as_deref() == Some(me.as_str()))
+            .filter(|t| t.status != TaskStatus::Completed && !t.parked())
+            .collect();
+        for task in mine {
+            match self.tasks().claim(&task.id, &me, false) {
+                Ok(task) => return Ok(Some(task)),
+                Err(Error::ClaimRefused { .. } | Error::NoSuchTask { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // `claim_next` takes the task-list lock; an idle teammate wakes on every re-scan, so it
+        // only asks when a claimable task may exist (blockers are checked under the lock).
+        let candidate = all
+            .iter()
+            .any(|t| t.status == TaskStatus::Pending && t.owner.is_none() && !t.parked());
+        if !candidate {
+            return Ok(None);
+        }
+        self.tasks().claim_next(&me, true)
+    }
+}

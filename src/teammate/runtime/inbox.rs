@@ -1,0 +1,160 @@
+//! Reading the inbox: protocol messages are acted on at once, ordinary ones wait for a turn.
+//!
+//! Protocol messages (PROTOCOL.md section 7) never reach the agent: a shutdown request from the
+//! lead ends the runtime, a plan answer moves plan mode on, a permission answer is only noted
+//! (the requester waits on its own file), a task assignment queues the task. Each is checked
+//! against who may send it, because any teammate can write to any inbox. Handled protocol
+//! messages are marked delivered by `msg_id`; ordinary messages are only announced in the pane
+//! and stay undelivered until a turn hands them over.
+
+use super::Runtime;
+use crate::error::Result;
+use crate::store::mailbox::InboxMessage;
+use crate::store::names::{TaskId, LEAD};
+use crate::store::permissions::Permissions;
+use crate::store::protocol::{Payload, Protocol, ShutdownRequest};
+use crate::teammate::pane::suffix;
+
+impl Runtime {
+    /// Handles protocol messages at once; ordinary ones stay unread for the next turn. Returns
+    /// the lead's shutdown request, which the caller must honour.
+    pub(super) fn read_inbox(&mut self) -> Result<Option<ShutdownRequest>> {
+        let unread = self.mailbox().read(&self.cfg.name, true)?;
+        let mut handled = Vec::new();
+        let mut shutdown = None;
+        for m in &unread {
+            match m.payload() {
+                Payload::Protocol(p) => {
+                    handled.push(m.key());
+                    if let Some(req) = self.on_protocol(m, *p)? {
+                        shutdown = Some(req);
+                        break;
+                    }
+                }
+                Payload::Text(_) => {
+                    if self.announced.insert(m.key()) {
+                        let later = if self.current.is_some() {
+                            " (delivered after this turn)"
+                        } else {
+                            ""
+                        };
+                        self.pane
+                            .say(format!("message from {}: {}{later}", m.from, preview(m)));
+                    }
+                }
+            }
+        }
+        self.mailbox().mark_delivered(&self.cfg.name, &handled)?;
+        Ok(shutdown)
+    }
+
+    fn ignore(&self, m: &InboxMessage, what: &str, why: &str) {
+        self.pane
+            .say(format!("ignored {what} from {}: {why}", m.from));
+    }
+
+    /// Acts on one protocol message; returns a shutdown request that must be honoured.
+    fn on_protocol(&mut self, m: &InboxMessage, p: Protocol) -> Result<Option<ShutdownRequest>> {
+        let from_lead = m.from == LEAD;
+        match p {
+            Protocol::ShutdownRequest(req) => {
+                let target = crate::store::protocol::shutdown_request_target(&req.request_id);
+                if !from_lead {
+                    self.ignore(m, "shutdown_request", "only the lead may ask");
+                } else if req.from != m.from {
+                    self.ignore(
+                        m,
+                        "shutdown_request",
+                        "its sender does not match the envelope",
+                    );
+                } else if target.is_some_and(|t| t != self.cfg.name.as_str()) {
+                    self.ignore(m, "shutdown_request", "it is addressed to someone else");
+                } else {
+                    return Ok(Some(req));
+                }
+            }
+            Protocol::PlanApprovalResponse(resp) => match self.plan.open_plan(&resp.request_id) {
+                _ if !from_lead => {
+                    self.ignore(m, "plan_approval_response", "only the lead may decide")
+                }
+                None => self.ignore(
+                    m,
+                    "plan_approval_response",
+                    "it matches no open plan request",
+                ),
+                Some(plan) => {
+                    self.pane.say(if resp.approved {
+                        format!(
+                            "plan approved by the lead{}",
+                            suffix(resp.feedback.as_deref())
+                        )
+                    } else {
+                        format!(
+                            "plan rejected by the lead{}; revising it",
+                            suffix(resp.feedback.as_deref())
+                        )
+                    });
+                    self.plan.answered(plan, resp.approved, resp.feedback);
+                }
+            },
+            Protocol::PermissionResponse(resp) => {
+                // The requester (`swarm permission request --wait` or the hook) waits on the
+                // resolved file; here the answer only needs to be kept out of the agent's turn.
+                let ours = Permissions::new(&self.cfg.store, &self.cfg.team)
+                    .decision(&resp.request_id)
+                    .ok()
+                    .flatten()
+                    .filter(|r| r.worker_name == self.cfg.name.as_str());
+                match ours {
+                    Some(r) => self.pane.say(format!(
+                        "permission {} for {}: {}",
+                        r.id, r.tool_name, r.status
+                    )),
+                    None => self.ignore(
+                        m,
+                        "permission_response",
+                        "it matches none of this teammate's requests",
+                    ),
+                }
+            }
+            Protocol::TaskAssignment(a) => {
+                if !from_lead {
+                    self.ignore(m, "task_assignment", "only the lead assigns tasks");
+                } else {
+                    match a.task_id.parse::<TaskId>() {
+                        Ok(id) => {
+                            self.pane
+                                .say(format!("the lead assigned task #{id}: {}", a.subject));
+                            if !self.assigned.contains(&id) {
+                                self.assigned.push_back(id);
+                            }
+                        }
+                        Err(e) => self.ignore(m, "task_assignment", &e.to_string()),
+                    }
+                }
+            }
+            other => self.ignore(m, other.type_name(), "not a message for a teammate"),
+        }
+        Ok(None)
+    }
+
+    /// Undelivered ordinary messages, oldest first.
+    pub(super) fn ordinary_unread(&self) -> Result<Vec<InboxMessage>> {
+        Ok(self
+            .mailbox()
+            .read(&self.cfg.name, true)?
+            .into_iter()
+            .filter(|m| matches!(m.payload(), Payload::Text(_)))
+            .collect())
+    }
+}
+
+/// The first line of a message (or its summary), cut to fit a pane line.
+fn preview(m: &InboxMessage) -> String {
+    let text = m.summary.as_deref().unwrap_or(&m.text);
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(72) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}

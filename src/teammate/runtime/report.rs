@@ -1,0 +1,158 @@
+//! Telling the lead how a turn ended.
+//!
+//! After every turn the lead gets an `idle_notification` (PROTOCOL.md section 7) with the
+//! turn's result, and a task turn also settles the task: completed, or parked as failed until
+//! the lead clears it, unless the task stopped being ours meanwhile. A planning turn's output is
+//! the plan itself: it is written to the team's plans directory and sent for approval.
+
+use std::time::Instant;
+
+use serde_json::Map;
+
+use super::Runtime;
+use crate::error::Result;
+use crate::store::fsio;
+use crate::store::mailbox::InboxMessage;
+use crate::store::names::AgentName;
+use crate::store::protocol::{
+    timestamp_now, truncate, IdleNotification, PlanApprovalRequest, Protocol, RESULT_LIMIT,
+};
+use crate::store::tasks::{TaskOutcome, TaskStatus};
+use crate::teammate::plan::PlanState;
+use crate::teammate::turn::{Turn, TurnKind};
+use crate::teammate::work::Outcome;
+
+impl Runtime {
+    /// Records how a turn ended (task status, plan request) and tells the lead.
+    pub(super) fn complete(
+        &mut self,
+        turn: Turn,
+        started: Instant,
+        outcome: Outcome,
+    ) -> Result<()> {
+        self.turns += 1;
+        let secs = started.elapsed().as_secs_f64();
+        let describe = turn.describe();
+        let mut idle = IdleNotification {
+            from: self.cfg.name.to_string(),
+            timestamp: String::new(),
+            idle_reason: Some(
+                if outcome.success {
+                    "available"
+                } else {
+                    "failed"
+                }
+                .into(),
+            ),
+            summary: None,
+            completed_task_id: None,
+            completed_status: None,
+            failure_reason: outcome.failure.clone(),
+            result: Some(truncate(&outcome.output, RESULT_LIMIT)).filter(|r| !r.is_empty()),
+            extra: Map::new(),
+        };
+        match turn.kind {
+            TurnKind::Task(task) => {
+                let result = match &outcome.failure {
+                    None => TaskOutcome::Completed,
+                    Some(reason) => TaskOutcome::Failed {
+                        reason: reason.clone(),
+                    },
+                };
+                let written = self.tasks().finish(&task.id, &self.cfg.name, &result)?;
+                let completed = written
+                    .as_ref()
+                    .is_some_and(|t| t.status == TaskStatus::Completed);
+                idle.completed_task_id = Some(task.id.to_string());
+                idle.completed_status = Some(if completed { "resolved" } else { "failed" }.into());
+                let what = format!("task #{} ({})", task.id, task.subject);
+                let why = outcome.failure.as_deref().unwrap_or_default();
+                let line = match (&written, completed) {
+                    (None, _) => format!(
+                        "■ {what} ended after {secs:.1} s, but it is no longer ours (released, reassigned or deleted); left as it is"
+                    ),
+                    (Some(_), true) if outcome.success => {
+                        format!("✔ {what} completed in {secs:.1} s")
+                    }
+                    (Some(_), true) => format!(
+                        "✔ {what} was marked completed by the agent, though the turn failed: {why}"
+                    ),
+                    (Some(_), false) => format!(
+                        "✘ {what} FAILED after {secs:.1} s: {why}; parked (swarmFailed) until the lead clears it"
+                    ),
+                };
+                self.pane.say(&line);
+                idle.summary = Some(match &outcome.failure {
+                    None => format!("completed task #{}", task.id),
+                    Some(why) => format!("task #{} failed: {why}", task.id),
+                });
+            }
+            TurnKind::Plan { .. } => {
+                if outcome.success {
+                    let request_id = self.send_plan(&outcome.output)?;
+                    idle.summary = Some(format!("sent a plan for approval ({request_id})"));
+                    self.plan = PlanState::Pending {
+                        request_id,
+                        plan: outcome.output.clone(),
+                    };
+                } else {
+                    self.pane.say(format!(
+                        "✘ planning failed after {secs:.1} s: {}; waiting for a new message",
+                        outcome.failure.as_deref().unwrap_or("unknown")
+                    ));
+                    self.plan.stall();
+                    idle.summary = Some("planning failed".into());
+                }
+            }
+            kind => {
+                if matches!(kind, TurnKind::Execute { .. }) {
+                    self.plan = PlanState::Done;
+                }
+                let line = match &outcome.failure {
+                    None => format!("■ turn done in {secs:.1} s"),
+                    Some(why) => format!("✘ turn failed after {secs:.1} s: {why}"),
+                };
+                self.pane.say(line);
+                idle.summary = Some(describe);
+            }
+        }
+        idle.timestamp = timestamp_now();
+        self.to_lead(&Protocol::IdleNotification(idle), None)
+    }
+
+    /// Writes the plan file and sends `plan_approval_request`; returns its request id.
+    fn send_plan(&mut self, plan: &str) -> Result<String> {
+        let (store, team, name) = (&self.cfg.store, &self.cfg.team, &self.cfg.name);
+        fsio::ensure_dir(&store.plans_dir(team))?;
+        let path = store.plan_path(team, name);
+        fsio::write_atomic(&path, plan.as_bytes())?;
+        let request_id = crate::store::protocol::plan_request_id(name, team);
+        let request = Protocol::PlanApprovalRequest(PlanApprovalRequest {
+            from: name.to_string(),
+            timestamp: timestamp_now(),
+            plan_file_path: path.display().to_string(),
+            plan_content: plan.to_string(),
+            request_id: request_id.clone(),
+            extra: Map::new(),
+        });
+        self.to_lead(&request, Some("plan for approval".into()))?;
+        self.pane.say(format!(
+            "plan written to {} and sent to the lead for approval",
+            path.display()
+        ));
+        Ok(request_id)
+    }
+
+    pub(super) fn to_lead(&self, message: &Protocol, summary: Option<String>) -> Result<()> {
+        let envelope = InboxMessage::protocol(self.cfg.name.as_str(), message)
+            .with_color(Some(self.cfg.color.clone()))
+            .with_summary(summary);
+        self.mailbox().append(&AgentName::lead(), envelope)
+    }
+
+    pub(super) fn tell_lead(&self, text: String) -> Result<()> {
+        let envelope = InboxMessage::new(self.cfg.name.as_str(), text)
+            .with_color(Some(self.cfg.color.clone()));
+        self.mailbox().append(&AgentName::lead(), envelope)
+    }
+}

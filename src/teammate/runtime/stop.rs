@@ -1,0 +1,100 @@
+//! Ending the runtime: an approved shutdown, a signal, or a failure.
+//!
+//! However it ends, the running turn is stopped the way nextest stops a test (SIGTERM to its
+//! process group, a grace period, then SIGKILL) and this teammate's unfinished tasks go back to
+//! pending, so the lead can hand them to someone else at once. Only an approved shutdown answers
+//! the lead with `shutdown_approved`; a signal exits with 128 + its number.
+
+use std::time::Duration;
+
+use rustix::process::Signal;
+use serde_json::Map;
+
+use super::{Event, Runtime};
+use crate::error::Result;
+use crate::process::signals::Caught;
+use crate::store::protocol::{timestamp_now, Protocol, ShutdownApproved, ShutdownRequest};
+use crate::teammate::pane::suffix;
+
+/// How long a stopped turn gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+impl Runtime {
+    /// Stops the running turn, if any: SIGTERM to its group, [`STOP_GRACE`], then SIGKILL.
+    async fn stop_turn(&mut self) {
+        let Some(current) = self.current.take() else {
+            return;
+        };
+        self.pane.say("stopping the current turn");
+        current.handle.stop(Signal::TERM);
+        if self.turn_done_within(STOP_GRACE).await {
+            return;
+        }
+        self.pane.say("the turn ignored SIGTERM; sending SIGKILL");
+        current.handle.stop(Signal::KILL);
+        self.turn_done_within(Duration::from_secs(10)).await;
+    }
+
+    /// Waits up to `limit` for the stopped turn's worker to report; other events are dropped,
+    /// since the runtime is ending.
+    async fn turn_done_within(&mut self, limit: Duration) -> bool {
+        let rx = &mut self.rx;
+        let done = async {
+            while let Some(event) = rx.recv().await {
+                if let Event::TurnDone(_) = event {
+                    return true;
+                }
+            }
+            false
+        };
+        tokio::time::timeout(limit, done).await.unwrap_or(false)
+    }
+
+    /// Returns this teammate's unfinished tasks to pending; says which.
+    fn release_tasks(&self) -> Result<()> {
+        let released = self.tasks().release_agent(self.cfg.name.as_str())?;
+        if !released.is_empty() {
+            let ids: Vec<String> = released.iter().map(|id| format!("#{id}")).collect();
+            self.pane
+                .say(format!("returned task {} to pending", ids.join(", ")));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn shutdown(&mut self, req: ShutdownRequest) -> Result<i32> {
+        self.pane.say(format!(
+            "shutdown requested by {}{}",
+            req.from,
+            suffix(req.reason.as_deref())
+        ));
+        self.stop_turn().await;
+        self.release_tasks()?;
+        let approved = Protocol::ShutdownApproved(ShutdownApproved {
+            request_id: req.request_id,
+            from: self.cfg.name.to_string(),
+            timestamp: timestamp_now(),
+            pane_id: Some(self.cfg.pane_id.clone()),
+            backend_type: Some(self.cfg.backend.clone()),
+            extra: Map::new(),
+        });
+        self.to_lead(&approved, None)?;
+        self.pane.say("shutdown approved; bye");
+        Ok(0)
+    }
+
+    pub(super) async fn interrupted(&mut self, caught: Caught) -> Result<i32> {
+        let sig = caught.number();
+        self.pane.say(format!("got signal {sig}; stopping"));
+        self.stop_turn().await;
+        self.release_tasks()?;
+        Ok(128 + sig)
+    }
+
+    /// Best-effort cleanup when the loop failed: stop the agent, hand the tasks back.
+    pub(super) async fn abandon(&mut self) {
+        self.stop_turn().await;
+        if let Err(e) = self.release_tasks() {
+            eprintln!("swarm: warning: could not return this teammate's tasks: {e}");
+        }
+    }
+}

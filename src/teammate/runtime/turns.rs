@@ -1,0 +1,127 @@
+//! Choosing and starting turns, and handing their messages over.
+//!
+//! One turn runs at a time. Plan mode comes first (a planning turn, then the turn that carries
+//! the approved plan out), then ordinary messages, then a task. A turn's messages are marked
+//! delivered, by `msg_id`, once the agent has them (its process started, or the reply was
+//! made), so a message that arrives meanwhile waits for the next turn instead of being lost.
+
+use std::time::Instant;
+
+use super::{Current, Event, Runtime};
+use crate::error::Result;
+use crate::store::mailbox::InboxMessage;
+use crate::teammate::plan::PlanState;
+use crate::teammate::process::TurnHandle;
+use crate::teammate::turn::{appendix, Turn, TurnKind};
+use crate::teammate::work::{Outcome, Work};
+
+impl Runtime {
+    /// Starts the next turn if there is one; `true` if it already finished (no process ran),
+    /// so the caller should look again before sleeping.
+    pub(super) fn next_turn(&mut self) -> Result<bool> {
+        match self.plan.clone() {
+            PlanState::NotRequired | PlanState::Done => {}
+            PlanState::Pending { .. } => return Ok(false),
+            PlanState::Needed {
+                previous,
+                feedback,
+                stalled,
+            } => {
+                let fresh = self.ordinary_unread()?;
+                if fresh.is_empty() && (stalled || self.plan_context.is_empty()) {
+                    return Ok(false);
+                }
+                self.plan_context.extend(fresh.iter().cloned());
+                let kind = TurnKind::Plan { previous, feedback };
+                return self.start(kind, self.plan_context.clone(), &fresh);
+            }
+            PlanState::Approved { plan, feedback } => {
+                let fresh = self.ordinary_unread()?;
+                self.plan_context.extend(fresh.iter().cloned());
+                let messages = std::mem::take(&mut self.plan_context);
+                return self.start(TurnKind::Execute { plan, feedback }, messages, &fresh);
+            }
+        }
+        let fresh = self.ordinary_unread()?;
+        if !fresh.is_empty() {
+            return self.start(TurnKind::Messages, fresh.clone(), &fresh);
+        }
+        if let Some(task) = self.take_task()? {
+            return self.start(TurnKind::Task(Box::new(task)), vec![], &[]);
+        }
+        Ok(false)
+    }
+
+    /// Starts a turn over `messages`; `deliver` are the inbox messages it hands over, marked
+    /// delivered once the agent has them.
+    fn start(
+        &mut self,
+        kind: TurnKind,
+        messages: Vec<InboxMessage>,
+        deliver: &[InboxMessage],
+    ) -> Result<bool> {
+        let turn = Turn {
+            kind,
+            messages,
+            appendix: (self.turns == 0)
+                .then(|| appendix(self.cfg.name.as_str(), self.cfg.team.as_str())),
+        };
+        match &turn.kind {
+            TurnKind::Task(t) => self
+                .pane
+                .say(format!("▶ claimed task #{}: {}", t.id, t.subject)),
+            _ => self.pane.say(format!("▶ turn: {}", turn.describe())),
+        }
+        let work = self.cfg.agent.work(&turn);
+        let started = Instant::now();
+        match work {
+            Work::Reply { text, success } => {
+                self.deliver(deliver)?;
+                self.pane.say(&text);
+                let failure = (!success).then(|| text.clone());
+                let outcome = Outcome {
+                    success,
+                    output: text,
+                    failure,
+                };
+                self.complete(turn, started, outcome)?;
+                Ok(true)
+            }
+            Work::Run { steps, preface } => {
+                let tx = self.tx.clone();
+                let handle = TurnHandle::start(
+                    steps,
+                    preface,
+                    self.launch.clone(),
+                    self.pane.clone(),
+                    move |outcome| {
+                        let _ = tx.send(Event::TurnDone(outcome));
+                    },
+                );
+                self.current = Some(Current {
+                    turn,
+                    handle,
+                    started,
+                });
+                self.deliver(deliver)?;
+                Ok(false)
+            }
+        }
+    }
+
+    fn deliver(&mut self, messages: &[InboxMessage]) -> Result<()> {
+        let keys: Vec<String> = messages.iter().map(InboxMessage::key).collect();
+        self.mailbox().mark_delivered(&self.cfg.name, &keys)?;
+        for k in &keys {
+            self.announced.remove(k);
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish_turn(&mut self, outcome: Outcome) -> Result<()> {
+        match self.current.take() {
+            Some(current) => self.complete(current.turn, current.started, outcome),
+            None => Ok(()),
+        }
+    }
+}

@@ -18,9 +18,7 @@ pub(crate) mod tmux;
 pub use crate::process::exec::{Exec, SystemExec};
 pub use argv::{absolute, display_argv, shell_quote};
 pub use detect::{detect, BackendChoice, DetectEnv, Detected};
-pub use pane::{
-    BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, Started, IN_PROCESS_PANE_ID,
-};
+pub use pane::{BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, IN_PROCESS_PANE_ID};
 
 use std::sync::Arc;
 use std::time::Duration;

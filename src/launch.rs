@@ -24,7 +24,6 @@ pub(crate) mod supervisor;
 pub(crate) mod swarmfile;
 pub(crate) mod worktree;
 
-pub use command_line::FORWARDED_ENV;
 pub(crate) use dry_run::{CommandLine, DryRun};
 pub(crate) use plan::{
     AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan,

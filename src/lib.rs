@@ -1,21 +1,25 @@
 //! swarm: launch and run swarms of coding-agent processes that coordinate only through files.
 //!
-//! The store modules (`paths`, `fsio`, `lock`, `roster`, `mailbox`, `protocol`, `tasks`,
-//! `permissions`, `watcher`) implement the on-disk protocol shared with Claude Code's agent
-//! teams; `commands` maps the command line onto them. The launcher modules (`backend`,
-//! `launcher`, `swarmfile`, `worktree`, `lifecycle`) start, watch and stop teammates.
+//! The wings, top to bottom (each depends only on those below it):
+//! - `commands`: the command line (clap derive) and one module per command group;
+//! - `teammate`, `lead`, `launch`: the teammate runtime, the lead console, and starting a team
+//!   (plan, command line, spawn, rollback, the in-process supervisor);
+//! - `lifecycle`: health, retiring, and the one shutdown state machine;
+//! - `backend`: panes (tmux, iTerm2, in-process children) behind one trait;
+//! - `process`: the one seam to the OS: running programs, spawning groups, pid records, signals;
+//! - `store`: the on-disk protocol shared with Claude Code's agent teams.
 
-pub mod backend;
-pub mod bench;
-pub mod commands;
-pub mod error;
-pub mod launch;
-pub mod lead;
-pub mod lifecycle;
-pub mod output;
-pub mod process;
-pub mod store;
-pub mod teammate;
+pub(crate) mod backend;
+pub(crate) mod bench;
+pub(crate) mod commands;
+pub(crate) mod error;
+pub(crate) mod launch;
+pub(crate) mod lead;
+pub(crate) mod lifecycle;
+pub(crate) mod output;
+pub(crate) mod process;
+pub(crate) mod store;
+pub(crate) mod teammate;
 
 use clap::Parser;
 
@@ -23,10 +27,7 @@ use clap::Parser;
 pub fn run() -> i32 {
     let cli = match commands::cli::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
-        }
+        Err(e) => return parse_error(e),
     };
     match commands::dispatch(cli) {
         Ok(code) => code,
@@ -35,5 +36,24 @@ pub fn run() -> i32 {
             eprintln!("swarm: error: {e}");
             e.exit_code()
         }
+    }
+}
+
+/// Prints a parse error and returns its exit code. A value clap rejected through one of swarm's
+/// own parsers (a team or agent name) is reported in swarm's words, the same as the error a
+/// command would give; everything else (`--help`, unknown flags) is clap's.
+fn parse_error(e: clap::Error) -> i32 {
+    use std::error::Error as _;
+    if e.kind() == clap::error::ErrorKind::ValueValidation {
+        if let Some(reason) = e.source() {
+            eprintln!("swarm: error: {reason}");
+            return 2;
+        }
+    }
+    let _ = e.print();
+    if e.use_stderr() {
+        2
+    } else {
+        0
     }
 }

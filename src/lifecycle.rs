@@ -11,8 +11,5 @@ pub(crate) mod retire;
 pub(crate) mod shutdown;
 
 pub use health::{member_health, Health};
-pub use retire::{finish_worktree, kill_member, rejoin, retire_member, SYSTEM_SENDER};
-pub use shutdown::{
-    find_shutdown_reply, send_shutdown_request, shutdown, ShutdownOptions, ShutdownOutcome,
-    ShutdownReply, ShutdownResult, Stopping,
-};
+pub use retire::{finish_worktree, kill_member, rejoin, retire_member};
+pub use shutdown::{send_shutdown_request, shutdown, ShutdownOptions, ShutdownResult, Stopping};

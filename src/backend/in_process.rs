@@ -12,13 +12,13 @@ use super::pane::{
     BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, Started, IN_PROCESS_PANE_ID,
 };
 use crate::error::{Error, Result};
-use crate::process::spawn::GroupChild;
+use crate::process::spawn::LoggedChild;
 use crate::store::names::AgentName;
 
 /// Children of this process, one per teammate.
 #[derive(Debug, Default)]
 pub struct InProcessBackend {
-    children: Vec<(AgentName, GroupChild)>,
+    children: Vec<(AgentName, LoggedChild)>,
     pending: Option<String>,
 }
 
@@ -28,7 +28,7 @@ impl InProcessBackend {
     }
 
     /// The children started so far, for the supervisor to own from now on.
-    pub fn take_children(&mut self) -> Vec<(AgentName, GroupChild)> {
+    pub fn take_children(&mut self) -> Vec<(AgentName, LoggedChild)> {
         std::mem::take(&mut self.children)
     }
 }
@@ -53,7 +53,7 @@ impl PaneBackend for InProcessBackend {
             .log
             .as_deref()
             .ok_or_else(|| Error::Backend("in-process teammates need a log path".into()))?;
-        let child = GroupChild::spawn_logged(&launch.argv, &launch.env, &launch.cwd, log)?;
+        let child = LoggedChild::spawn_logged(&launch.argv, &launch.env, &launch.cwd, log)?;
         let pid = child.pid();
         self.children.push((name, child));
         Ok(Started { pid: Some(pid) })

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::launch::supervisor::SuperviseOptions;
 use crate::backend::{BackendChoice, BackendKind};
 use crate::error::{Error, Result};
+use crate::launch::supervisor::SuperviseOptions;
 use crate::launch::{self, AgentKind, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};
 use crate::lifecycle::{self, ShutdownOptions};
 use crate::store::fsio;

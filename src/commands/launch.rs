@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use super::Context;
-use crate::launch::supervisor::{Event, SuperviseOptions};
 use crate::backend::{display_argv, shell_quote, BackendKind};
 use crate::commands::cli::LaunchArgs;
 use crate::error::{Error, Result};
+use crate::launch::supervisor::{Event, SuperviseOptions};
 use crate::launch::swarmfile::{self, LaunchPlanParts};
 use crate::launch::{
     self, AgentKind, CommandLine, DryRun, Inherited, LaunchOptions, TaskRef, TeammatePlan,

@@ -273,7 +273,8 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
                 o.name,
                 match &o.outcome {
                     ShutdownResult::Approved => "approved the shutdown".to_string(),
-                    ShutdownResult::Rejected { reason } => format!("rejected the shutdown ({reason})"),
+                    ShutdownResult::Rejected { reason } =>
+                        format!("rejected the shutdown ({reason})"),
                     ShutdownResult::TimedOut => format!("no answer within {} s", args.timeout),
                     ShutdownResult::Exited => "exited before answering".into(),
                     ShutdownResult::NotRunning => "was not running".into(),

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::Prepared;
 use super::supervisor::{self, ChildExit, Event, SuperviseOptions};
+use super::Prepared;
 use crate::backend::in_process::InProcessBackend;
 use crate::backend::iterm2::Iterm2Backend;
 use crate::backend::tmux::TmuxBackend;

@@ -27,7 +27,7 @@ use crate::lifecycle::{finish_worktree, retire_member, ShutdownResult, Stopping}
 use crate::process::group::signal_group;
 use crate::process::pid::record_exit;
 use crate::process::signals::Signals;
-use crate::process::spawn::GroupChild;
+use crate::process::spawn::LoggedChild;
 use crate::store::fsio;
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
@@ -145,7 +145,7 @@ pub struct ChildExit {
 #[derive(Debug)]
 struct Supervised {
     name: AgentName,
-    child: GroupChild,
+    child: LoggedChild,
     exited: bool,
     /// Set for every running teammate once the shutdown began.
     stopping: Option<Stopping>,
@@ -161,7 +161,7 @@ struct Supervised {
 pub fn supervise(
     store: &Store,
     team: &TeamName,
-    children: Vec<(AgentName, GroupChild)>,
+    children: Vec<(AgentName, LoggedChild)>,
     opts: &SuperviseOptions,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Vec<ChildExit>> {
@@ -220,7 +220,7 @@ impl Supervisor<'_> {
             });
             let (tx, pid) = (exit_tx.clone(), c.child.pid());
             std::thread::spawn(move || {
-                GroupChild::wait_exited(pid);
+                LoggedChild::wait_exited(pid);
                 let _ = tx.send(i);
             });
         }

@@ -57,7 +57,13 @@ pub(crate) fn spawn_in_group(
 /// Blocks until `child` has exited, leaving it waitable: as a zombie it keeps its pid, and so
 /// its group id, until it is reaped.
 pub(crate) fn wait_exit_keep_zombie(child: &Child) -> io::Result<()> {
-    let pid = i32::try_from(child.id())
+    wait_exited(child.id())
+}
+
+/// [`wait_exit_keep_zombie`] by pid, for a waiter thread while the owner keeps the `Child`:
+/// nothing else reaps it, so the later `wait` returns at once.
+pub(crate) fn wait_exited(pid: u32) -> io::Result<()> {
+    let pid = i32::try_from(pid)
         .ok()
         .and_then(Pid::from_raw)
         .ok_or_else(|| io::Error::from(Errno::SRCH))?;

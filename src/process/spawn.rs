@@ -1,42 +1,42 @@
-//! Starting a child in its own process group, its output appended to a log file.
+//! Starting a teammate as a child of the launcher, its output appended to a log file.
 //!
 //! A teammate that runs as a child of the launcher leads its own group, so the terminal's
 //! Ctrl-C reaches only the launcher and a stop reaches everything the teammate started. Its
 //! stdin is /dev/null and its stdout and stderr go to a 0600 log that is never followed through
 //! a symlink. Waiting is split in two so the owner can signal the group between the child's exit
-//! and its reaping: [`GroupChild::wait_exited`] returns once the leader has exited but leaves it a
+//! and its reaping: [`LoggedChild::wait_exited`] returns once the leader has exited but leaves it a
 //! zombie, and while it is a zombie its pid (and so its group id) cannot be handed to another
-//! process; [`GroupChild::reap`] then collects the status.
+//! process; [`LoggedChild::reap`] then collects the status.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use rustix::process::Signal;
 
+use super::child::{spawn_in_group, wait_exited};
 use super::group::signal_group;
 use super::pid::PidRecord;
 use crate::error::{Error, Result};
 use crate::store::fsio;
 
-/// A child swarm started as the leader of its own process group.
+/// A teammate child: the leader of its own process group, with its log.
 #[derive(Debug)]
-pub struct GroupChild {
+pub struct LoggedChild {
     child: Child,
     record: PidRecord,
     log: PathBuf,
 }
 
-impl GroupChild {
+impl LoggedChild {
     /// Starts `argv` in `cwd` with `env` added, in a new process group, output appended to `log`.
     pub fn spawn_logged(
         argv: &[String],
         env: &[(String, String)],
         cwd: &Path,
         log: &Path,
-    ) -> Result<GroupChild> {
+    ) -> Result<LoggedChild> {
         if let Some(dir) = log.parent() {
             fsio::ensure_dir(dir)?;
         }
@@ -45,28 +45,26 @@ impl GroupChild {
             .create(true)
             .append(true)
             .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .custom_flags(fsio::NOFOLLOW)
             .open(log)
             .map_err(Error::io("open", log))?;
         let err = file.try_clone().map_err(Error::io("open", log))?;
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| Error::Backend("empty argv".into()))?;
-        let child = Command::new(program)
-            .args(args)
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(file)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| Error::Command {
-                program: program.clone(),
-                detail: format!("could not start it: {e}"),
-            })?;
-        let record = PidRecord::of(child.id());
-        Ok(GroupChild {
+            .stderr(err);
+        let spawned = spawn_in_group(&mut cmd, None).map_err(|e| Error::Command {
+            program: program.clone(),
+            detail: format!("could not start it: {e}"),
+        })?;
+        let (child, record) = (spawned.child, spawned.record);
+        Ok(LoggedChild {
             child,
             record,
             log: log.to_path_buf(),
@@ -88,21 +86,10 @@ impl GroupChild {
 
     /// Blocks until the leader has exited, without reaping it (`waitid(WEXITED | WNOWAIT)`).
     /// Safe on another thread while the owner keeps the child: nothing else reaps it, and
-    /// [`GroupChild::reap`] afterwards returns at once.
+    /// [`LoggedChild::reap`] afterwards returns at once.
     pub fn wait_exited(pid: u32) {
-        let Some(pid) = Pid::from_raw(pid as i32) else {
-            return;
-        };
-        loop {
-            match rustix::process::waitid(
-                WaitId::Pid(pid),
-                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-            ) {
-                Err(rustix::io::Errno::INTR) => continue,
-                // Exited, or there is nothing to wait for (ECHILD): either way it is over.
-                _ => return,
-            }
-        }
+        // Exited, or nothing to wait for (ECHILD): either way it is over.
+        let _ = wait_exited(pid);
     }
 
     /// Collects the exit status (blocks if the child is still running).
@@ -131,8 +118,8 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mut child = GroupChild::spawn_logged(&argv, &[], dir.path(), &log).unwrap();
-        GroupChild::wait_exited(child.pid());
+        let mut child = LoggedChild::spawn_logged(&argv, &[], dir.path(), &log).unwrap();
+        LoggedChild::wait_exited(child.pid());
         // The leader is a zombie: its group (with the sleep in it) can still be signalled.
         assert_eq!(signal_group(&child.record(), Signal::KILL), Ok(()));
         assert_eq!(child.reap().unwrap().code(), Some(3));

@@ -69,7 +69,9 @@ impl Subscription {
     }
 
     /// Calls `on_exit` when a runtime holding a lock in `dir` (`teams/<team>/alive/`) may have
-    /// ended; see [`DirWatcher::for_exits`].
+    /// ended. A lock's release is not an event, but the kernel closes the dead runtime's
+    /// read-write descriptor, which inotify reports as a close after writing; probes only open
+    /// for reading, so they do not wake the watcher themselves.
     pub fn exits(dir: &Path, on_exit: impl Fn() + Send + 'static) -> Result<Subscription> {
         Subscription::with_filter(dir, closed_after_write, on_exit)
     }
@@ -110,14 +112,6 @@ impl DirWatcher {
     /// Watches `dir` (not recursively). The directory must exist.
     pub fn new(dir: &Path) -> Result<DirWatcher> {
         DirWatcher::with_filter(dir, relevant)
-    }
-
-    /// Watches a directory of liveness locks (`teams/<team>/alive/`) for runtimes that end. A
-    /// lock's release is not an event, but the kernel closes the dead runtime's read-write
-    /// descriptor, which inotify reports as a close after writing; probes only open for reading,
-    /// so they do not wake the watcher themselves.
-    pub fn for_exits(dir: &Path) -> Result<DirWatcher> {
-        DirWatcher::with_filter(dir, closed_after_write)
     }
 
     fn with_filter(dir: &Path, filter: fn(&notify::Event) -> bool) -> Result<DirWatcher> {

@@ -27,9 +27,11 @@ pub(crate) mod rng;
 pub(crate) mod stats;
 pub(crate) mod worker;
 
+use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::commands::cli::BenchArgs;
+use clap::Args;
+
 use crate::error::{Error, Result};
 use crate::output;
 use harness::Bench;
@@ -45,6 +47,19 @@ const BENCHMARKS: &[(&str, BenchFn)] = &[
     ("claims", claims::claims),
     ("cold-send", cold_send::cold_send),
 ];
+
+/// `swarm bench` (hidden): which benchmarks, at what size, where.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// Benchmarks to run (default: all): latency, contention, inbox-size, claims, cold-send.
+    pub(crate) names: Vec<String>,
+    /// Small sizes, for a smoke test of the benchmark code itself; the numbers mean little.
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Directory for the throwaway stores (default: the system temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) scratch: Option<PathBuf>,
+}
 
 /// Runs the benchmarks named in `args` (all when none) and prints each table as it completes.
 pub(crate) fn run(args: BenchArgs, json: bool) -> Result<()> {

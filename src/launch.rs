@@ -9,8 +9,9 @@
 //!
 //! The wing: `plan` (what to launch), `swarmfile` (the file that fills a plan in), `program`
 //! and `command_line` (section 10's argv and environment), `prepare` with its `checks`,
-//! `dry_run`, `spawn` (with rollback), `running` (the backend and the running team),
-//! `worktree` (a teammate's own git worktree).
+//! `dry_run`, `spawn` (with rollback), `running` (the backend and the running team) and
+//! `supervisor` (in-process teammates). A teammate's git worktree is made through
+//! [`crate::lifecycle::worktree`], which also finishes it when the teammate retires.
 
 mod checks;
 mod command_line;
@@ -22,7 +23,6 @@ mod running;
 mod spawn;
 pub(crate) mod supervisor;
 pub(crate) mod swarmfile;
-pub(crate) mod worktree;
 
 pub(crate) use dry_run::{CommandLine, DryRun};
 pub(crate) use plan::{

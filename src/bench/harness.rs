@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::rng::Jitter;
-use crate::commands::cli::BenchArgs;
+use super::BenchArgs;
 use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::names::{AgentName, TeamName};

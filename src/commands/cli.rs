@@ -14,8 +14,9 @@ mod debug;
 mod launch;
 mod store;
 
+pub(crate) use crate::bench::BenchArgs;
 pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
-pub(crate) use debug::{BenchArgs, DebugAppendArgs, DebugCommand, DebugRuntimeCommand};
+pub(crate) use debug::{DebugAppendArgs, DebugCommand, DebugRuntimeCommand};
 pub(crate) use launch::{DemoArgs, LaunchArgs};
 pub(crate) use store::{
     DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,

@@ -61,7 +61,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "error": error,
             "task": task.map(|t| json!({"id": t.id, "subject": t.subject})),
             "unread": unread,
-            "worktree": m.extra.get(crate::launch::worktree::FIELD).and_then(|w| w.get("path")),
+            "worktree": m.extra.get(crate::lifecycle::worktree::FIELD).and_then(|w| w.get("path")),
         }));
         states.push(describe_state(m, health, error.as_deref()));
     }

@@ -114,7 +114,7 @@ fn pre_tool_use(ctx: &Context, from: Option<String>, timeout: u64) -> Result<i32
         .take(HOOK_INPUT_LIMIT)
         .read_to_end(&mut raw)
         .map_err(Error::io("read", "standard input"))?;
-    let (Some(team), Some(from)) = (ctx.team.as_deref(), from.as_deref()) else {
+    let (Some(team), Some(from)) = (ctx.team.as_ref(), from.as_deref()) else {
         // Not a swarm teammate: no opinion, Claude Code decides as usual.
         return Ok(0);
     };
@@ -147,9 +147,8 @@ fn pre_tool_use(ctx: &Context, from: Option<String>, timeout: u64) -> Result<i32
     Ok(0)
 }
 
-fn ask_lead(ctx: &Context, team: &str, from: &str, ask: Ask, timeout: u64) -> Result<Value> {
-    let team: TeamName = team.parse()?;
-    let perms = Permissions::new(&ctx.store, &team);
+fn ask_lead(ctx: &Context, team: &TeamName, from: &str, ask: Ask, timeout: u64) -> Result<Value> {
+    let perms = Permissions::new(&ctx.store, team);
     let original = ask.input.clone();
     let record = perms.request(&agent(from)?, ask)?;
     eprintln!(

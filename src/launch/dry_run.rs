@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use serde::{Serialize, Serializer};
 
 use super::command_line::Env;
-use super::worktree::Worktree;
 use super::{Prepared, TaskPlan};
 use crate::backend::{BackendKind, Launch};
+use crate::lifecycle::worktree::Worktree;
 
 /// The dry-run document.
 #[derive(Debug, Serialize)]

@@ -7,7 +7,7 @@
 
 use crate::backend::for_member;
 use crate::error::Result;
-use crate::launch::worktree::{self, Worktree};
+use crate::lifecycle::worktree::{self, Worktree};
 use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::health::member_health;
 use super::retire::{finish_worktree, kill_member, retire_member};
 use crate::error::{Error, Result};
-use crate::launch::worktree;
+use crate::lifecycle::worktree;
 use crate::store::fsio;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};

@@ -87,13 +87,6 @@ string_newtype!(TeamName);
 
 /// Lets `Option<TeamName>::as_deref()` give the text, as code written against the old
 /// `Option<String>` team of the command context expects.
-impl std::ops::Deref for TeamName {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
 impl FromStr for TeamName {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {

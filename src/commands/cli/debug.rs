@@ -5,18 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Benchmarks to run (default: all): latency, contention, inbox-size, claims, cold-send.
-    pub names: Vec<String>,
-    /// Small sizes, for a smoke test of the benchmark code itself; the numbers mean little.
-    #[arg(long)]
-    pub quick: bool,
-    /// Directory for the throwaway stores (default: the system temp directory).
-    #[arg(long, value_name = "DIR")]
-    pub scratch: Option<PathBuf>,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
     /// Take the store lock on FILE, print "locked", and hold it until killed.

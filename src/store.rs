@@ -8,6 +8,8 @@
 //! backend, so every other wing can depend on it.
 
 pub mod colour;
+#[cfg(test)]
+pub mod fixture;
 pub mod fsio;
 pub mod liveness;
 pub mod lock;

@@ -104,22 +104,8 @@ pub fn finish_worktree(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fixture::team_with;
     use crate::store::tasks::{NewTask, TaskStatus};
-
-    fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path());
-        let team: TeamName = "t".parse().unwrap();
-        let roster = Roster::new(&store, &team);
-        roster.create("", "/", "s").unwrap();
-        for n in names {
-            let name: AgentName = n.parse().unwrap();
-            let mut m = Member::teammate(&team, &name, "blue", "/");
-            m.is_active = Some(true);
-            roster.add_member(m).unwrap();
-        }
-        (dir, store, team)
-    }
 
     #[test]
     fn retiring_releases_tasks_and_tells_the_lead_once() {

@@ -346,22 +346,7 @@ pub fn shutdown(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::roster::{Member, Roster};
-
-    fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path());
-        let team: TeamName = "t".parse().unwrap();
-        let roster = Roster::new(&store, &team);
-        roster.create("", "/", "s").unwrap();
-        for n in names {
-            let name: AgentName = n.parse().unwrap();
-            let mut m = Member::teammate(&team, &name, "blue", "/");
-            m.is_active = Some(true);
-            roster.add_member(m).unwrap();
-        }
-        (dir, store, team)
-    }
+    use crate::store::fixture::team_with;
 
     #[test]
     fn replies_must_match_the_request_and_the_sender() {

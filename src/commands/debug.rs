@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use super::{agent, Context};
+use super::Context;
 use crate::bench::claude_code;
 use crate::bench::worker::message_text;
 use crate::commands::cli::{DebugAppendArgs, DebugCommand};
@@ -37,7 +37,7 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             agent: name,
             no_busy_check,
             max,
-        } => claim_loop(ctx, &agent(&name)?, !no_busy_check, max).map(|()| 0),
+        } => claim_loop(ctx, &name, !no_busy_check, max).map(|()| 0),
     }
 }
 
@@ -51,15 +51,15 @@ fn ack(seq: u64, started: Instant, timings: bool) -> Result<()> {
 
 fn append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     let team = ctx.existing_team()?;
-    let to = agent(&args.to)?;
+    let to = &args.to;
     let mailbox = Mailbox::new(&ctx.store, &team);
     for seq in args.start..args.start + args.count {
         let message = InboxMessage::new("team-lead", message_text(&args.writer, seq));
         let started = Instant::now();
         if args.no_lock {
-            append_without_lock(&ctx.store, &team, &to, message)?;
+            append_without_lock(&ctx.store, &team, to, message)?;
         } else {
-            mailbox.send(&to, message)?;
+            mailbox.send(to, message)?;
         }
         ack(seq, started, args.timings)?;
     }
@@ -84,8 +84,8 @@ fn append_without_lock(
 
 fn cc_append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     let team = ctx.existing_team()?;
-    let to = agent(&args.to)?;
-    let path = ctx.store.inbox_path(&team, &to);
+    let to = &args.to;
+    let path = ctx.store.inbox_path(&team, to);
     for seq in args.start..args.start + args.count {
         let message = InboxMessage::new("team-lead", message_text(&args.writer, seq));
         let started = Instant::now();

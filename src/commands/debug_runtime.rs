@@ -46,10 +46,10 @@ pub(crate) fn run(ctx: &Context, cmd: DebugRuntimeCommand) -> Result<i32> {
                 return Err(Error::usage("--min-gap-ms must not exceed --max-gap-ms"));
             }
             let gaps = (min_gap_ms, max_gap_ms);
-            latency(ctx, &to.parse()?, count, stream.then_some(gaps)).map(|()| 0)
+            latency(ctx, &to, count, stream.then_some(gaps)).map(|()| 0)
         }
         DebugRuntimeCommand::PollInbox { agent, interval_ms } => {
-            poll_inbox(ctx, &agent.parse()?, Duration::from_millis(interval_ms))
+            poll_inbox(ctx, &agent, Duration::from_millis(interval_ms))
         }
         DebugRuntimeCommand::WaitAlive {
             count,

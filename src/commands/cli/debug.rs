@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use crate::store::names::AgentName;
+
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
     /// Take the store lock on FILE, print "locked", and hold it until killed.
@@ -21,7 +23,7 @@ pub enum DebugCommand {
     /// Claim and complete tasks until none is available, printing each claimed id once claimed.
     ClaimLoop {
         #[arg(long, value_name = "NAME")]
-        agent: String,
+        agent: AgentName,
         /// Claim without the agent-busy check (no list lock).
         #[arg(long)]
         no_busy_check: bool,
@@ -39,7 +41,7 @@ pub enum DebugCommand {
 pub struct DebugAppendArgs {
     /// Recipient.
     #[arg(long, value_name = "NAME")]
-    pub to: String,
+    pub to: AgentName,
     /// Messages to append.
     #[arg(long, default_value_t = 1)]
     pub count: u64,
@@ -66,7 +68,7 @@ pub enum DebugRuntimeCommand {
     /// `--min-gap-ms`..`--max-gap-ms` without waiting (a poll loop, which answers nothing).
     Latency {
         #[arg(long, value_name = "NAME")]
-        to: String,
+        to: AgentName,
         #[arg(long, default_value_t = 300)]
         count: usize,
         #[arg(long)]
@@ -81,7 +83,7 @@ pub enum DebugRuntimeCommand {
     /// is unread as read. Runs until killed.
     PollInbox {
         #[arg(long, value_name = "NAME")]
-        agent: String,
+        agent: AgentName,
         #[arg(long, value_name = "MS")]
         interval_ms: u64,
     },

@@ -33,18 +33,26 @@ fn status(env: &Env, team: &str) -> Value {
 
 /// `pane id -> (pid, dead)` for every pane on the server.
 fn panes(tmux: &Tmux) -> Vec<(String, u32, bool)> {
-    tmux.cmd(["list-panes", "-a", "-F", "#{pane_id} #{pane_pid} #{pane_dead}"])
-        .stdout
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            (f[0].to_string(), f[1].parse().unwrap(), f[2] == "1")
-        })
-        .collect()
+    tmux.cmd([
+        "list-panes",
+        "-a",
+        "-F",
+        "#{pane_id} #{pane_pid} #{pane_dead}",
+    ])
+    .stdout
+    .lines()
+    .map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        (f[0].to_string(), f[1].parse().unwrap(), f[2] == "1")
+    })
+    .collect()
 }
 
 fn pane_of(doc: &Value, name: &str) -> String {
-    member(doc, name)["tmuxPaneId"].as_str().unwrap().to_string()
+    member(doc, name)["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn process_alive(pid: u32) -> bool {
@@ -71,7 +79,9 @@ fn after_a_tmux_server_restart_an_old_team_never_touches_the_new_teams_panes() {
     }
     let before = panes(&tmux);
     assert_eq!(before.len(), 2);
-    assert!(before.iter().all(|(_, pid, dead)| !dead && process_alive(*pid)));
+    assert!(before
+        .iter()
+        .all(|(_, pid, dead)| !dead && process_alive(*pid)));
 
     let old = status(&env, "old");
     for n in ["x", "y"] {
@@ -124,7 +134,10 @@ fn two_roots_with_one_team_name_get_their_own_sessions_and_never_touch_each_othe
     tmux.cmd(["kill-server"]);
     launch(&b, &tmux, &agent_b, "t", &["y"]);
     let stale = pane_of(&read_json(&a.path("teams/t/config.json")), "x");
-    assert_eq!(stale, pane_of(&read_json(&b.path("teams/t/config.json")), "y"));
+    assert_eq!(
+        stale,
+        pane_of(&read_json(&b.path("teams/t/config.json")), "y")
+    );
     let before = panes(&tmux);
     let s = status(&a, "t");
     assert_eq!(member(&s, "x")["pane"]["state"], "gone", "{s}");
@@ -174,7 +187,11 @@ fn swarm_tmux_socket_wins_over_tmux_and_the_launch_says_so() {
              swarm runs in",
             private.socket
         ));
-        assert!(!out.stderr.contains("running inside tmux"), "{}", out.stderr);
+        assert!(
+            !out.stderr.contains("running inside tmux"),
+            "{}",
+            out.stderr
+        );
         let roster = read_json(&env.path(&format!("teams/{team}/config.json")));
         assert!(member(&roster, "x")["swarmTmuxSocket"]
             .as_str()
@@ -189,7 +206,9 @@ fn swarm_tmux_socket_wins_over_tmux_and_the_launch_says_so() {
             .collect::<Vec<_>>(),
         ["main"]
     );
-    let sessions = private.cmd(["list-sessions", "-F", "#{session_name}"]).stdout;
+    let sessions = private
+        .cmd(["list-sessions", "-F", "#{session_name}"])
+        .stdout;
     assert_eq!(sessions.lines().count(), 2, "{sessions}");
     eventually(Duration::from_secs(20), "both teammates alive", || {
         let alive = ["t-auto", "t-tmux"]

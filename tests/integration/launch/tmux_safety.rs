@@ -220,7 +220,10 @@ fn every_value_that_reaches_tmux_arrives_verbatim_and_nothing_else_runs() {
     )
     .unwrap();
     // `--model` and `--agent-type` refuse control characters; everything else is fair game.
-    let model = format!("m #{{pane_id}} #(touch {0}-m) $(touch {0}-m);", marker.display());
+    let model = format!(
+        "m #{{pane_id}} #(touch {0}-m) $(touch {0}-m);",
+        marker.display()
+    );
     let agent_type = format!("t #(touch {}-t) \\;", marker.display());
     let settings = format!("s #(touch {0}-s)\n$(touch {0}-s) ;", marker.display());
     let mut args = vec![
@@ -284,7 +287,9 @@ fn every_value_that_reaches_tmux_arrives_verbatim_and_nothing_else_runs() {
     );
     // The spec the trampoline read is gone.
     assert_eq!(
-        std::fs::read_dir(root.join("teams/t/spawn")).unwrap().count(),
+        std::fs::read_dir(root.join("teams/t/spawn"))
+            .unwrap()
+            .count(),
         0
     );
     assert_eq!(markers(env.root()), Vec::<PathBuf>::new());

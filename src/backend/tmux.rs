@@ -320,7 +320,7 @@ mod tests {
         );
         assert!(calls[2].contains(&"pane-border-status".to_string()));
         let root = std::fs::canonicalize(dir.path().join("root"))
-            .unwrap_or_else(|_| crate::backend::absolute(&dir.path().join("root")));
+            .unwrap_or_else(|_| crate::backend::argv::absolute(&dir.path().join("root")));
         let set = |option: &str, value: &str| s(&["set", "-p", "-t", "%3", option, value]);
         let mut marks = Vec::new();
         for cmd in [

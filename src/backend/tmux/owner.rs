@@ -25,7 +25,8 @@ pub struct PaneOwner {
 
 impl PaneOwner {
     pub fn new(root: &Path, team: &str) -> PaneOwner {
-        let root = std::fs::canonicalize(root).unwrap_or_else(|_| super::super::absolute(root));
+        let root =
+            std::fs::canonicalize(root).unwrap_or_else(|_| crate::backend::argv::absolute(root));
         PaneOwner {
             root: root.to_string_lossy().into_owned(),
             team: team.to_string(),

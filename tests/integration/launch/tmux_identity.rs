@@ -1,7 +1,8 @@
 //! A pane is swarm's only on the server it was recorded on and only while its pane options name
 //! the same root, team and member (issue 9): tmux numbers panes from `%0` again after its server
-//! restarts, so an old team's roster must never reach a new team's panes. Also: two roots with
-//! one team name get separate sessions, and `SWARM_TMUX_SOCKET` wins over `$TMUX`.
+//! restarts, so an old team's roster must never reach a new team's panes, and a member with no
+//! recorded server is not looked for on a guessed one. Also: two roots with one team name get
+//! separate sessions, and `SWARM_TMUX_SOCKET` wins over `$TMUX`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -216,4 +217,40 @@ fn swarm_tmux_socket_wins_over_tmux_and_the_launch_says_so() {
             .all(|t| member(&status(&env, t), "x")["pane"]["state"] == "alive");
         alive.then_some(())
     });
+}
+
+#[test]
+fn a_member_without_a_recorded_server_is_never_looked_for_on_a_guessed_one() {
+    let env = Env::with_team(&["x"]);
+    let tmux = Tmux::new();
+    tmux.cmd(["new-session", "-d", "-s", "bystander", "sleep", "600"]);
+    let (pane, pid) = panes(&tmux)
+        .into_iter()
+        .map(|(p, pid, _)| (p, pid))
+        .next()
+        .unwrap();
+    // x's roster entry names that pane id, as a tmux member, but records no server.
+    let path = env.path("teams/t/config.json");
+    let mut config = read_json(&path);
+    let x = config["members"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|m| m["name"] == "x")
+        .unwrap();
+    x["backendType"] = "tmux".into();
+    x["tmuxPaneId"] = pane.clone().into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+
+    let s = env
+        .swarm(["--json", "status"])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok()
+        .json();
+    assert_eq!(member(&s, "x")["pane"]["state"], "unknown", "{s}");
+    env.swarm(["kill", "x"])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .run();
+    assert_eq!(panes(&tmux), [(pane, pid, false)]);
+    assert!(process_alive(pid));
 }

@@ -5,14 +5,17 @@
 //! through the [`Exec`] seam: tests swap in a recorder and assert the exact argv, and nothing
 //! user-provided is ever pasted into a shell string. Detection follows PROTOCOL.md section 10.
 //! For a member that is already running, [`for_member`] is the one place that decides which
-//! backend runs it and how its pane or process is inspected and killed. Backends know panes and
-//! processes, not the protocol or the shutdown policy.
+//! backend runs it and how its pane or process is inspected and killed: a tmux pane only on the
+//! server recorded for it and only while the pane's marks name the member's root, team and name.
+//! Every pane starts through the `swarm pane-exec` trampoline ([`pane_exec`]). Backends know
+//! panes and processes, not the protocol or the shutdown policy.
 
 pub(crate) mod argv;
 pub(crate) mod detect;
 pub(crate) mod in_process;
 pub(crate) mod iterm2;
 pub(crate) mod pane;
+pub(crate) mod pane_exec;
 pub(crate) mod tmux;
 
 pub use crate::process::exec::{Exec, SystemExec};
@@ -26,9 +29,11 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::process::group::{terminate_group, Refusal};
 use crate::process::pid::{recorded_exit, PidRecord};
+use crate::store::names::TeamName;
+use crate::store::paths::Store;
 use crate::store::roster::Member;
 use iterm2::Iterm2Backend;
-use tmux::{TmuxBackend, TmuxServer};
+use tmux::{PaneOwner, TmuxBackend, TmuxServer};
 
 /// Between SIGTERM and SIGKILL when killing a teammate's recorded process group.
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(3);
@@ -42,15 +47,20 @@ pub struct MemberBackend<'a> {
 
 #[derive(Debug)]
 enum Runner {
-    /// On the tmux server recorded for the member.
-    Tmux(TmuxBackend),
+    /// On the tmux server recorded for the member; `None` when none was recorded, so the pane
+    /// id names nothing swarm can find (its state is unknown and nothing is touched).
+    Tmux(Option<TmuxBackend>),
     Iterm2(Iterm2Backend),
     InProcess,
 }
 
-/// The backend that runs `member`: its `backendType`, else guessed from the pane id (a tmux
-/// `%N`, or `in-process`); `None` when swarm did not start it.
-pub fn for_member(member: &Member) -> Option<MemberBackend<'_>> {
+/// The backend that runs `member` of `team` in `store`: its `backendType`, else guessed from the
+/// pane id (a tmux `%N`, or `in-process`); `None` when swarm did not start it.
+pub fn for_member<'a>(
+    store: &Store,
+    team: &TeamName,
+    member: &'a Member,
+) -> Option<MemberBackend<'a>> {
     let kind = member
         .backend_type
         .as_deref()
@@ -63,10 +73,15 @@ pub fn for_member(member: &Member) -> Option<MemberBackend<'_>> {
             }
         })?;
     let runner = match kind {
-        BackendKind::Tmux => Runner::Tmux(TmuxBackend::on_server(
-            Arc::new(SystemExec),
-            TmuxServer::for_member(member),
-        )),
+        BackendKind::Tmux => Runner::Tmux(TmuxServer::for_member(member).map(|server| {
+            TmuxBackend::for_member(
+                Arc::new(SystemExec),
+                server,
+                PaneOwner::new(store.root(), team.as_str()),
+                PaneId(member.tmux_pane_id.clone()),
+                &member.name,
+            )
+        })),
         BackendKind::Iterm2 => Runner::Iterm2(Iterm2Backend::for_ops(Arc::new(SystemExec))),
         BackendKind::InProcess => Runner::InProcess,
     };
@@ -85,7 +100,7 @@ impl MemberBackend<'_> {
     /// The tmux backend on the member's server, for what only tmux can do (attach, capture).
     pub fn tmux(&self) -> Option<&TmuxBackend> {
         match &self.runner {
-            Runner::Tmux(b) => Some(b),
+            Runner::Tmux(b) => b.as_ref(),
             _ => None,
         }
     }
@@ -99,8 +114,8 @@ impl MemberBackend<'_> {
     /// The state of the member's pane (tmux) or recorded process (in-process, iTerm2).
     pub fn state(&self) -> Result<PaneState> {
         match (&self.runner, self.pane()) {
-            (Runner::Tmux(b), Some(pane)) => b.state(&pane),
-            (Runner::Tmux(_), None) => Ok(PaneState::Unknown),
+            (Runner::Tmux(Some(b)), Some(pane)) => b.state(&pane),
+            (Runner::Tmux(_), _) => Ok(PaneState::Unknown),
             (Runner::Iterm2(_) | Runner::InProcess, _) => Ok(pid_state(self.member)),
         }
     }
@@ -110,7 +125,16 @@ impl MemberBackend<'_> {
     pub fn kill(&mut self) -> Result<()> {
         let pane = self.pane();
         match &mut self.runner {
-            Runner::Tmux(b) => pane.map_or(Ok(()), |p| b.kill(&p)),
+            Runner::Tmux(Some(b)) => pane.map_or(Ok(()), |p| b.kill(&p)),
+            Runner::Tmux(None) => {
+                if let Some(p) = pane {
+                    eprintln!(
+                        "swarm: warning: not touching {}'s pane {p}: no tmux server was recorded for it",
+                        self.member.name
+                    );
+                }
+                Ok(())
+            }
             Runner::Iterm2(b) => {
                 stop_recorded_process(self.member);
                 pane.map_or(Ok(()), |p| b.kill(&p))

@@ -2,7 +2,9 @@
 //!
 //! Everything detection looks at is gathered once into a [`DetectEnv`], so tests feed their own
 //! and the rules read as a table: inside tmux, tmux; inside iTerm2 with a working `it2`, iTerm2;
-//! tmux on PATH, a detached tmux session; else child processes of the launcher. An explicit
+//! tmux on PATH, a detached tmux session; else child processes of the launcher.
+//! `SWARM_TMUX_SOCKET` always means a detached session on that server, even inside tmux, and
+//! the reason says so. An explicit
 //! choice whose tool is missing is a usage error that says how to install it.
 
 use std::path::PathBuf;
@@ -26,6 +28,8 @@ pub enum BackendChoice {
 pub struct DetectEnv {
     /// `$TMUX`
     pub tmux: Option<String>,
+    /// `$SWARM_TMUX_SOCKET`: a private tmux server, which wins over `$TMUX`.
+    pub tmux_socket: Option<String>,
     /// `$TERM_PROGRAM`
     pub term_program: Option<String>,
     /// `$ITERM_SESSION_ID`
@@ -41,6 +45,7 @@ impl DetectEnv {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let mut env = DetectEnv {
             tmux: var("TMUX"),
+            tmux_socket: var(crate::backend::tmux::SOCKET_ENV),
             term_program: var("TERM_PROGRAM"),
             iterm_session_id: var("ITERM_SESSION_ID"),
             tmux_bin: which::which("tmux").ok(),
@@ -59,6 +64,16 @@ impl DetectEnv {
             });
         }
         env
+    }
+
+    /// Why a tmux team goes where it goes, when `$TMUX` is set: `None` when it goes there.
+    fn elsewhere_than_tmux(&self) -> Option<String> {
+        let socket = self.tmux_socket.as_ref()?;
+        self.tmux.as_ref()?;
+        Some(format!(
+            "SWARM_TMUX_SOCKET={socket} is set: a detached session on that tmux server, not the \
+             one swarm runs in"
+        ))
     }
 
     fn in_iterm(&self) -> bool {
@@ -92,7 +107,10 @@ pub fn detect(choice: BackendChoice, env: &DetectEnv) -> Result<Detected> {
                  (e.g. apt-get install tmux) or pick --backend in-process",
                 path_hint()
             ))),
-            (Some(_), Some(_)) => pick(BackendKind::Tmux, "--backend tmux (inside tmux)"),
+            (Some(_), Some(_)) => match env.elsewhere_than_tmux() {
+                Some(why) => pick(BackendKind::Tmux, &format!("--backend tmux ({why})")),
+                None => pick(BackendKind::Tmux, "--backend tmux (inside tmux)"),
+            },
             (Some(_), None) => pick(
                 BackendKind::Tmux,
                 "--backend tmux (outside tmux: a detached session)",
@@ -114,7 +132,10 @@ pub fn detect(choice: BackendChoice, env: &DetectEnv) -> Result<Detected> {
         BackendChoice::InProcess => pick(BackendKind::InProcess, "--backend in-process"),
         BackendChoice::Auto => {
             if env.tmux.is_some() && env.tmux_bin.is_some() {
-                return pick(BackendKind::Tmux, "$TMUX is set: running inside tmux");
+                return match env.elsewhere_than_tmux() {
+                    Some(why) => pick(BackendKind::Tmux, &why),
+                    None => pick(BackendKind::Tmux, "$TMUX is set: running inside tmux"),
+                };
             }
             if env.in_iterm() {
                 if env.it2_bin.is_some() && env.iterm_session_id.is_some() {
@@ -197,6 +218,28 @@ mod tests {
             detect(BackendChoice::Auto, &env()).unwrap().kind,
             BackendKind::InProcess
         );
+    }
+
+    #[test]
+    fn swarm_tmux_socket_inside_tmux_says_the_team_goes_to_that_server() {
+        let env = DetectEnv {
+            tmux: Some("/tmp/tmux-0/default,1,0".into()),
+            tmux_socket: Some("priv".into()),
+            tmux_bin: Some(PathBuf::from("/usr/bin/tmux")),
+            ..env()
+        };
+        for choice in [BackendChoice::Auto, BackendChoice::Tmux] {
+            let d = detect(choice, &env).unwrap();
+            assert_eq!(d.kind, BackendKind::Tmux);
+            assert!(
+                d.why.contains(
+                    "SWARM_TMUX_SOCKET=priv is set: a detached session on that tmux server"
+                ),
+                "{}",
+                d.why
+            );
+            assert!(!d.why.contains("inside tmux"), "{}", d.why);
+        }
     }
 
     #[test]

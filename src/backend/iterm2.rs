@@ -9,31 +9,15 @@
 //! `pane-exec` records the teammate's pid in the roster and health comes from the pid and the
 //! liveness lock.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::pane::{BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, Started};
+use super::pane_exec::{ExecSpec, Iterm2Pane, Trampoline};
 use crate::error::{Error, Result};
 use crate::process::exec::Exec;
-use crate::store::colour::Colour;
-use crate::store::fsio;
 
-/// Everything `swarm pane-exec` needs to become the teammate.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ExecSpec {
-    pub argv: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: PathBuf,
-    /// Pane title and colour, set with escape sequences before the exec.
-    pub title: String,
-    pub color: String,
-    /// Store root, team and member, so the pid can be recorded in the roster.
-    pub root: PathBuf,
-    pub team: String,
-    pub name: String,
-}
+/// `swarm pane-exec`, which commands.rs runs for the hidden command; it serves every backend.
+pub use super::pane_exec::pane_exec;
 
 #[derive(Debug)]
 pub struct Iterm2Backend {
@@ -43,9 +27,8 @@ pub struct Iterm2Backend {
     lead_session: String,
     last: Option<String>,
     /// `<swarm exe>` and where spec files go.
-    swarm_exe: PathBuf,
-    spec_dir: PathBuf,
-    root: PathBuf,
+    trampoline: Trampoline,
+    root: std::path::PathBuf,
     team: String,
     titles: Vec<(String, String, String)>,
 }
@@ -54,9 +37,8 @@ impl Iterm2Backend {
     pub fn new(
         exec: Arc<dyn Exec>,
         iterm_session_id: &str,
-        swarm_exe: PathBuf,
-        spec_dir: PathBuf,
-        root: PathBuf,
+        trampoline: Trampoline,
+        root: std::path::PathBuf,
         team: String,
     ) -> Iterm2Backend {
         let lead_session = iterm_session_id
@@ -68,8 +50,7 @@ impl Iterm2Backend {
             it2: "it2".into(),
             lead_session,
             last: None,
-            swarm_exe,
-            spec_dir,
+            trampoline,
             root,
             team,
             titles: vec![],
@@ -78,14 +59,11 @@ impl Iterm2Backend {
 
     /// A handle for closing panes that already exist.
     pub fn for_ops(exec: Arc<dyn Exec>) -> Iterm2Backend {
-        Iterm2Backend::new(
-            exec,
-            "",
-            PathBuf::new(),
-            PathBuf::new(),
-            PathBuf::new(),
-            String::new(),
-        )
+        let trampoline = Trampoline {
+            swarm_exe: Default::default(),
+            spec_dir: Default::default(),
+        };
+        Iterm2Backend::new(exec, "", trampoline, Default::default(), String::new())
     }
 
     fn it2(&self, args: &[&str]) -> Result<String> {
@@ -144,21 +122,19 @@ impl PaneBackend for Iterm2Backend {
             .map(|(_, t, c)| (t.clone(), c.clone()))
             .unwrap_or_default();
         let spec = ExecSpec {
-            argv: launch.argv.clone(),
-            env: launch.env.clone(),
-            cwd: launch.cwd.clone(),
-            title: title.clone(),
-            color,
-            root: self.root.clone(),
-            team: self.team.clone(),
-            name: title.clone(),
+            iterm2: Some(Iterm2Pane {
+                title: title.clone(),
+                color,
+                root: self.root.clone(),
+                team: self.team.clone(),
+                name: title.clone(),
+            }),
+            ..ExecSpec::of(launch)
         };
-        fsio::ensure_dir(&self.spec_dir)?;
-        let path = self.spec_dir.join(format!("{title}.json"));
-        fsio::write_json(&path, &spec)?;
+        let path = self.trampoline.write(&title, &spec)?;
         let line = format!(
             "{} pane-exec {}",
-            single_quoted(&self.swarm_exe.to_string_lossy()),
+            single_quoted(&self.trampoline.swarm_exe.to_string_lossy()),
             single_quoted(&path.to_string_lossy())
         );
         if let Err(e) = self.it2(&["session", "run", "-s", pane.as_str(), &line]) {
@@ -190,55 +166,6 @@ impl PaneBackend for Iterm2Backend {
     }
 }
 
-/// `swarm pane-exec SPEC`: reads and deletes the spec, sets the title and colour, records the
-/// pid, and becomes the teammate. Returns only on failure.
-pub fn pane_exec(spec_path: &Path) -> Result<i32> {
-    use std::io::{IsTerminal, Write};
-    use std::os::unix::process::CommandExt;
-
-    let spec: ExecSpec = fsio::read_json(spec_path)?.ok_or_else(|| {
-        Error::usage(format!(
-            "{} does not exist (it is read once and deleted)",
-            spec_path.display()
-        ))
-    })?;
-    let _ = std::fs::remove_file(spec_path);
-    let mut out = std::io::stdout();
-    if out.is_terminal() {
-        let _ = write!(out, "\x1b]1;{}\x07", spec.title);
-        if let Some((r, g, b)) = Colour::named(&spec.color).map(|c| c.rgb) {
-            let _ = write!(
-                out,
-                "\x1b]6;1;bg;red;brightness;{r}\x07\x1b]6;1;bg;green;brightness;{g}\x07\x1b]6;1;bg;blue;brightness;{b}\x07"
-            );
-        }
-        let _ = out.flush();
-    }
-    if let (Ok(team), Ok(name)) = (
-        spec.team.parse::<crate::store::names::TeamName>(),
-        spec.name.parse::<crate::store::names::AgentName>(),
-    ) {
-        let store = crate::store::paths::Store::new(&spec.root);
-        let pid = std::process::id();
-        let _ = crate::store::roster::Roster::new(&store, &team).update_member(&name, |m| {
-            crate::process::pid::record_pid(m, pid);
-        });
-    }
-    let (program, args) = spec
-        .argv
-        .split_first()
-        .ok_or_else(|| Error::usage("the spec has an empty argv"))?;
-    let err = std::process::Command::new(program)
-        .args(args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.cwd)
-        .exec();
-    Err(Error::Command {
-        program: program.clone(),
-        detail: err.to_string(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,8 +194,10 @@ mod tests {
         let mut b = Iterm2Backend::new(
             rec.clone(),
             "w0t0p0:LEAD",
-            "/opt/swarm dir/swarm".into(),
-            dir.path().join("spawn"),
+            Trampoline {
+                swarm_exe: "/opt/swarm dir/swarm".into(),
+                spec_dir: dir.path().join("spawn"),
+            },
             dir.path().into(),
             "t".into(),
         );
@@ -300,7 +229,7 @@ mod tests {
         );
         assert!(!run_line.contains("rm -rf"));
         assert_eq!(calls[2], ["it2", "session", "split", "-h", "-s", "S1"]);
-        let written: ExecSpec = fsio::read_json(&dir.path().join("spawn/coder.json"))
+        let written: ExecSpec = crate::store::fsio::read_json(&dir.path().join("spawn/coder.json"))
             .unwrap()
             .unwrap();
         assert_eq!(written.argv[1], "$(rm -rf /)");

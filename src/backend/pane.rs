@@ -49,16 +49,6 @@ impl fmt::Display for BackendKind {
     }
 }
 
-/// `--backend`: a kind, or `auto` for the detection order of section 10.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendChoice {
-    #[default]
-    Auto,
-    Tmux,
-    Iterm2,
-    InProcess,
-}
-
 /// A pane (or process) handle as the roster records it in `tmuxPaneId`: `%5` for tmux, the
 /// iTerm2 session id, `in-process` for children of the launcher.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]

@@ -1,16 +1,22 @@
 //! Teammates in tmux panes, through `tmux_interface`'s command builders.
 //!
 //! Every tmux call is built as argv and run through the [`Exec`] seam, so tests assert the exact
-//! command lines and nothing reaches a shell: a pane is opened with a placeholder, titled and
-//! coloured, and its real command starts with `respawn-pane -k ... -- ARGV` (tmux execs argv of
-//! two or more words directly). `remain-on-exit on` keeps a crashed teammate's last output and
-//! exit status on screen. Which server, where the panes go and what `list-panes` says each live
-//! in their own file under `tmux/`.
+//! command lines and nothing reaches a shell. A pane is opened with a placeholder, marked with
+//! its owner (owner.rs), titled and coloured, and its real command starts with
+//! `respawn-pane -k -t PANE -- <swarm> pane-exec SPEC`: the teammate's argv, environment and
+//! working directory travel in the spec file (pane_exec.rs), never through tmux, which would
+//! read a final `;` as a command separator and `#(...)` in a directory as a command.
+//! `remain-on-exit on` keeps a crashed teammate's last output and exit status on screen. A
+//! backend touches only the panes it knows the member of, and only while their marks say so.
+//! Which server, where the panes go, whose a pane is and what `list-panes` says each live in
+//! their own file under `tmux/`.
 
+mod owner;
 mod placement;
 mod server;
 mod state;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -18,43 +24,79 @@ use tmux_interface::{CapturePane, KillPane, RespawnPane, SelectPane, SetOption};
 
 use super::argv::display_argv;
 use super::pane::{BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, Started};
-use crate::error::Result;
+use super::pane_exec::{ExecSpec, Trampoline};
+use crate::error::{Error, Result};
 use crate::process::exec::Exec;
 use crate::store::colour::Colour;
+pub use owner::PaneOwner;
 use placement::{Layout, Placement};
-use server::{words_of, Client};
-pub use server::{TmuxEnv, TmuxServer, SOCKET_FIELD};
+use server::{literal, words_of, Client};
+pub use server::{TmuxEnv, TmuxServer, SOCKET_ENV, SOCKET_FIELD};
 
 /// A tmux backend: for a launch (with a placement) or for operating on existing panes.
 #[derive(Debug)]
 pub struct TmuxBackend {
     client: Client,
+    owner: PaneOwner,
+    /// The panes this backend may touch, each with the member it belongs to.
+    members: HashMap<PaneId, String>,
     layout: Layout,
+    /// How panes are started; only a launch has one.
+    trampoline: Option<Trampoline>,
 }
 
 impl TmuxBackend {
-    /// A handle for panes that already exist (status, kill, attach).
-    pub fn on_server(exec: Arc<dyn Exec>, server: TmuxServer) -> TmuxBackend {
+    /// A handle for `member`'s existing pane on `server` (status, kill, logs, attach).
+    pub fn for_member(
+        exec: Arc<dyn Exec>,
+        server: TmuxServer,
+        owner: PaneOwner,
+        pane: PaneId,
+        member: &str,
+    ) -> TmuxBackend {
         TmuxBackend {
             client: Client::new(exec, server),
+            owner,
+            members: HashMap::from([(pane, member.to_string())]),
             layout: Layout::default(),
+            trampoline: None,
         }
     }
 
-    /// A backend for launching team `team`: decides the placement from the environment.
+    /// A backend for launching `owner`'s team: decides the placement from the environment.
     pub fn for_launch(
         exec: Arc<dyn Exec>,
-        team: &str,
+        owner: PaneOwner,
+        trampoline: Trampoline,
         split: bool,
         env: &TmuxEnv,
     ) -> Result<TmuxBackend> {
-        let mut backend = TmuxBackend::on_server(exec, env.server());
-        backend.layout.placement = Some(Placement::decide(&backend.client, team, split, env)?);
-        Ok(backend)
+        let client = Client::new(exec, env.server());
+        let mut layout = Layout::default();
+        layout.placement = Some(Placement::decide(&client, &owner, split, env)?);
+        Ok(TmuxBackend {
+            client,
+            owner,
+            members: HashMap::new(),
+            layout,
+            trampoline: Some(trampoline),
+        })
+    }
+
+    /// Fails unless `pane` is still there and still the member's: what every command that acts
+    /// on a pane checks first.
+    fn require_owned(&self, pane: &PaneId) -> Result<()> {
+        if self.state(pane)? == PaneState::Gone {
+            return Err(Error::Backend(format!(
+                "pane {pane} is gone (its tmux server restarted, or it is no longer swarm's)"
+            )));
+        }
+        Ok(())
     }
 
     /// The pane's scrollback and screen as text (`capture-pane -p -J -S -`).
     pub fn capture(&self, pane: &PaneId) -> Result<String> {
+        self.require_owned(pane)?;
         self.client.run(vec![CapturePane::new()
             .stdout()
             .join()
@@ -66,6 +108,7 @@ impl TmuxBackend {
     /// argv of `tmux ... attach-session -t PANE` (outside tmux) or `switch-client -t PANE`
     /// (inside), after selecting the pane's window and the pane itself.
     pub fn attach_argv(&self, pane: &PaneId, inside: bool) -> Result<Vec<String>> {
+        self.require_owned(pane)?;
         self.client.run(vec![
             tmux_interface::SelectWindow::new()
                 .target_window(pane.as_str())
@@ -99,52 +142,63 @@ impl PaneBackend for TmuxBackend {
         let set = |option: &str, value: &str| {
             SetOption::new()
                 .pane()
-                .target_pane(pane.as_str())
+                .target_pane(pane.clone())
                 .option(option.to_string())
                 .value(value.to_string())
                 .build()
         };
-        let result = self.client.run(vec![
+        let mut cmds = self.owner.mark(&pane, &spec.name);
+        cmds.extend([
             set("remain-on-exit", "on"),
             set("@swarm_name", &spec.name),
             set("@swarm_color", colour),
             SelectPane::new()
-                .target_pane(pane.as_str())
-                .title(spec.name.as_str())
+                .target_pane(pane.clone())
+                .title(literal(&spec.name))
                 .build(),
         ]);
-        if let Err(e) = result {
-            let _ = self.kill(&PaneId(pane.clone()));
+        let pane = PaneId(pane);
+        self.members.insert(pane.clone(), spec.name.clone());
+        if let Err(e) = self.client.run(cmds) {
+            // tmux just printed this id for the pane it made for us; it may lack its marks.
+            let _ = self
+                .client
+                .run(vec![KillPane::new().target_pane(pane.as_str()).build()]);
+            self.members.remove(&pane);
             return Err(e);
         }
-        Ok(PaneId(pane))
+        Ok(pane)
     }
 
     fn start(&mut self, pane: &PaneId, launch: &Launch) -> Result<Started> {
-        let mut cmd = RespawnPane::new()
-            .kill()
-            .start_directory(launch.cwd.to_string_lossy().into_owned())
-            .target_pane(pane.as_str())
-            .build();
-        for (k, v) in &launch.env {
-            cmd.push_option("-e", format!("{k}={v}"));
-        }
-        let mut words = words_of(cmd);
+        let trampoline = self
+            .trampoline
+            .clone()
+            .ok_or_else(|| Error::Backend("this tmux backend does not start panes".into()))?;
+        let member = self.members.get(pane).cloned().unwrap_or_default();
+        self.require_owned(pane)?;
+        let spec = trampoline.write(&member, &ExecSpec::of(launch))?;
+        let mut words = words_of(RespawnPane::new().kill().target_pane(pane.as_str()).build());
         words.push("--".into());
-        // One word would go through `sh -c`; `env` keeps it an exec of argv.
-        if launch.argv.len() == 1 {
-            words.push("env".into());
+        words.extend(trampoline.argv(&spec));
+        if let Err(e) = self.client.tmux(words) {
+            let _ = std::fs::remove_file(&spec);
+            return Err(e);
         }
-        words.extend(launch.argv.iter().cloned());
-        self.client.tmux(words)?;
         Ok(Started::default())
     }
 
     fn state(&self, pane: &PaneId) -> Result<PaneState> {
-        state::pane_state(&self.client, pane)
+        match self.members.get(pane) {
+            Some(member) => state::owned_pane_state(&self.client, pane, &self.owner, member),
+            None => Ok(PaneState::Gone),
+        }
     }
 
     fn kill(&mut self, pane: &PaneId) -> Result<()> {
+        if self.state(pane)? == PaneState::Gone {
+            return Ok(());
+        }
         match self
             .client
             .run(vec![KillPane::new().target_pane(pane.as_str()).build()])
@@ -191,23 +245,36 @@ mod tests {
     use crate::process::exec::testing::Recorder;
     use placement::NEW_PANE_FORMAT;
 
-    fn backend(rec: &Arc<Recorder>, placement: Placement) -> TmuxBackend {
-        let mut b = TmuxBackend::on_server(rec.clone(), TmuxServer::Name("sock".into()));
-        b.layout.placement = Some(placement);
-        b
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn launch_backend(rec: &Arc<Recorder>, dir: &std::path::Path) -> TmuxBackend {
+        let owner = PaneOwner::new(&dir.join("root"), "t");
+        let mut layout = Layout::default();
+        layout.placement = Some(Placement::Session {
+            name: owner.session_name(),
+        });
+        TmuxBackend {
+            client: Client::new(rec.clone(), TmuxServer::Name("sock".into())),
+            owner,
+            members: HashMap::new(),
+            layout,
+            trampoline: Some(Trampoline {
+                swarm_exe: "/opt/swarm".into(),
+                spec_dir: dir.join("spawn"),
+            }),
+        }
     }
 
     #[test]
-    fn a_new_session_gets_a_placeholder_then_respawn_runs_argv_without_a_shell() {
+    fn a_new_session_gets_a_marked_placeholder_then_respawn_runs_only_the_trampoline() {
+        let dir = tempfile::tempdir().unwrap();
         let rec = Arc::new(Recorder::default());
-        rec.fail("can't find session: =swarm-t"); // has-session
+        let mut b = launch_backend(&rec, dir.path());
+        let session = b.owner.session_name();
+        rec.fail(&format!("can't find session: ={session}")); // has-session
         rec.answer("%3\t@2\t/tmp/tmux-0/sock\n"); // new-session
-        let mut b = backend(
-            &rec,
-            Placement::Session {
-                name: "swarm-t".into(),
-            },
-        );
         let pane = b
             .open_pane(&PaneSpec {
                 name: "coder".into(),
@@ -215,37 +282,33 @@ mod tests {
             })
             .unwrap();
         assert_eq!(pane.as_str(), "%3");
-        b.start(
-            &pane,
-            &Launch {
-                argv: vec!["/bin/agent".into(), "--model".into(), "x y".into()],
-                env: vec![("SWARM_TEAM".into(), "t".into())],
-                cwd: "/repo".into(),
-                log: None,
-            },
-        )
-        .unwrap();
+        rec.answer(&format!("{}%3\t0\t\t\t42\n", b.owner.expected("coder"))); // the check
+        let launch = Launch {
+            argv: vec!["/bin/agent".into(), "a;".into(), "#(id)".into()],
+            env: vec![("SWARM_TEAM".into(), "t;".into())],
+            cwd: "/#(touch pwned)".into(),
+            log: None,
+        };
+        b.start(&pane, &launch).unwrap();
         let calls = rec.calls();
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            calls[0],
-            s(&["tmux", "-L", "sock", "has", "-t", "=swarm-t"])
-        );
+        let tmux = |v: &[&str]| {
+            let mut all = s(&["tmux", "-L", "sock"]);
+            all.extend(s(v));
+            all
+        };
+        assert_eq!(calls[0], tmux(&["has", "-t", &format!("={session}")]));
         assert_eq!(
             calls[1],
-            s(&[
-                "tmux",
-                "-L",
-                "sock",
+            tmux(&[
                 "new",
                 "-d",
                 "-P",
                 "-F",
                 NEW_PANE_FORMAT,
                 "-n",
-                "swarm-t",
+                &session,
                 "-s",
-                "swarm-t",
+                &session,
                 "-x",
                 "220",
                 "-y",
@@ -256,60 +319,45 @@ mod tests {
             ])
         );
         assert!(calls[2].contains(&"pane-border-status".to_string()));
+        let root = std::fs::canonicalize(dir.path().join("root"))
+            .unwrap_or_else(|_| crate::backend::argv::absolute(&dir.path().join("root")));
+        let set = |option: &str, value: &str| s(&["set", "-p", "-t", "%3", option, value]);
+        let mut marks = Vec::new();
+        for cmd in [
+            set("@swarm-root", root.to_str().unwrap()),
+            set("@swarm-team", "t"),
+            set("@swarm-member", "coder"),
+            set("remain-on-exit", "on"),
+            set("@swarm_name", "coder"),
+            set("@swarm_color", "colour208"),
+            s(&["selectp", "-T", "coder", "-t", "%3"]),
+        ] {
+            if !marks.is_empty() {
+                marks.push(";".to_string());
+            }
+            marks.extend(cmd);
+        }
+        assert_eq!(calls[3][..3], s(&["tmux", "-L", "sock"]));
+        assert_eq!(calls[3][3..], marks);
+        assert_eq!(calls[4][3..5], s(&["show", "-p"]), "the marks are checked");
+        let spec_path = dir.path().join("spawn/coder.json");
         assert_eq!(
-            calls[3],
-            s(&[
-                "tmux",
-                "-L",
-                "sock",
-                "set",
-                "-p",
-                "-t",
-                "%3",
-                "remain-on-exit",
-                "on",
-                ";",
-                "set",
-                "-p",
-                "-t",
-                "%3",
-                "@swarm_name",
-                "coder",
-                ";",
-                "set",
-                "-p",
-                "-t",
-                "%3",
-                "@swarm_color",
-                "colour208",
-                ";",
-                "selectp",
-                "-T",
-                "coder",
-                "-t",
-                "%3"
-            ])
-        );
-        assert_eq!(
-            calls[4],
-            s(&[
-                "tmux",
-                "-L",
-                "sock",
+            calls[5],
+            tmux(&[
                 "respawnp",
                 "-k",
-                "-c",
-                "/repo",
                 "-t",
                 "%3",
-                "-e",
-                "SWARM_TEAM=t",
                 "--",
-                "/bin/agent",
-                "--model",
-                "x y"
+                "/opt/swarm",
+                "pane-exec",
+                spec_path.to_str().unwrap()
             ])
         );
+        let spec: ExecSpec = crate::store::fsio::read_json(&spec_path).unwrap().unwrap();
+        assert_eq!(spec.argv, launch.argv);
+        assert_eq!(spec.env, launch.env);
+        assert_eq!(spec.cwd, launch.cwd);
         assert_eq!(
             b.member_extra()[SOCKET_FIELD],
             Value::from("/tmp/tmux-0/sock")
@@ -317,11 +365,29 @@ mod tests {
     }
 
     #[test]
-    fn a_single_word_command_is_wrapped_in_env_so_tmux_does_not_use_a_shell() {
+    fn words_ending_in_a_semicolon_are_escaped_and_titles_are_not_formats() {
+        let dir = tempfile::tempdir().unwrap();
         let rec = Arc::new(Recorder::default());
-        let mut b = backend(&rec, Placement::Split { pane: "%0".into() });
+        let mut b = launch_backend(&rec, dir.path());
+        b.trampoline = Some(Trampoline {
+            swarm_exe: "/opt/odd;".into(),
+            spec_dir: dir.path().join("spawn;"),
+        });
+        b.layout.window = Some("@1".into());
+        rec.answer("%4\t@1\t/tmp/tmux-0/sock\n"); // split
+        rec.answer(""); // select-layout
+        let pane = b
+            .open_pane(&PaneSpec {
+                name: "a#{pane_id}".into(),
+                color: "x;".into(),
+            })
+            .unwrap();
+        rec.answer(&format!(
+            "{}%4\t0\t\t\t42\n",
+            b.owner.expected("a#{pane_id}")
+        ));
         b.start(
-            &PaneId("%1".into()),
+            &pane,
             &Launch {
                 argv: vec!["/bin/agent".into()],
                 env: vec![],
@@ -330,7 +396,39 @@ mod tests {
             },
         )
         .unwrap();
-        let call = &rec.calls()[0];
-        assert_eq!(call[call.len() - 3..], ["--", "env", "/bin/agent"]);
+        let calls = rec.calls();
+        let marks = &calls[2];
+        assert!(marks.contains(&r"x\;".to_string()), "{marks:?}");
+        assert!(marks.contains(&"a##{pane_id}".to_string()), "{marks:?}");
+        let respawn = &calls[4];
+        assert_eq!(respawn[respawn.len() - 3], r"/opt/odd\;");
+    }
+
+    #[test]
+    fn a_pane_whose_marks_are_not_the_members_is_never_killed_or_captured() {
+        let rec = Arc::new(Recorder::default());
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "old");
+        let mut b = TmuxBackend::for_member(
+            rec.clone(),
+            TmuxServer::Path("/tmp/tmux-0/sock".into()),
+            owner,
+            PaneId("%0".into()),
+            "x",
+        );
+        let theirs = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "new");
+        let listing = format!("{}%0\t0\t\t\t42\n", theirs.expected("x"));
+        rec.answer(&listing);
+        assert_eq!(b.state(&PaneId("%0".into())).unwrap(), PaneState::Gone);
+        rec.answer(&listing);
+        b.kill(&PaneId("%0".into())).unwrap();
+        rec.answer(&listing);
+        assert!(b.capture(&PaneId("%0".into())).is_err());
+        rec.answer(&listing);
+        assert!(b.attach_argv(&PaneId("%0".into()), false).is_err());
+        // A pane this backend was not made for is not even asked about.
+        assert_eq!(b.state(&PaneId("%1".into())).unwrap(), PaneState::Gone);
+        let calls = rec.calls();
+        assert_eq!(calls.len(), 4, "only the checks ran: {calls:?}");
+        assert!(calls.iter().all(|c| c[3] == "show"), "{calls:?}");
     }
 }

@@ -200,12 +200,15 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
         None => config
             .members
             .iter()
-            .find(|m| m.is_lead() && for_member(m).map(|b| b.kind()) == Some(BackendKind::Tmux))
+            .find(|m| {
+                m.is_lead()
+                    && for_member(&ctx.store, &team, m).map(|b| b.kind()) == Some(BackendKind::Tmux)
+            })
             .or_else(|| config.teammates().find(|m| m.active()))
             .cloned()
             .ok_or_else(|| Error::usage(format!("team {team} has no panes to attach to")))?,
     };
-    let target_backend = for_member(&target);
+    let target_backend = for_member(&ctx.store, &team, &target);
     match target_backend.as_ref().map(|b| (b.kind(), b.tmux())) {
         Some((BackendKind::Tmux, Some(backend))) => {
             use std::os::unix::process::CommandExt;
@@ -347,8 +350,8 @@ pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> 
     let team = ctx.existing_team()?;
     let m = member(ctx, &team, name)?;
     let who: AgentName = m.name.parse()?;
-    match for_member(&m).map(|b| b.kind()) {
-        Some(BackendKind::Tmux) => tmux_logs(&m, follow),
+    match for_member(&ctx.store, &team, &m).map(|b| b.kind()) {
+        Some(BackendKind::Tmux) => tmux_logs(ctx, &team, &m, follow),
         Some(BackendKind::Iterm2) => Err(Error::usage(format!(
             "{who} runs in iTerm2 session {}; its output is in that pane",
             m.tmux_pane_id
@@ -409,8 +412,8 @@ fn file_logs(
     }
 }
 
-fn tmux_logs(m: &Member, follow: bool) -> Result<()> {
-    let member_backend = for_member(m);
+fn tmux_logs(ctx: &Context, team: &TeamName, m: &Member, follow: bool) -> Result<()> {
+    let member_backend = for_member(&ctx.store, team, m);
     let Some(backend) = member_backend.as_ref().and_then(|b| b.tmux()) else {
         return Err(Error::usage(format!("{} does not run in tmux", m.name)));
     };

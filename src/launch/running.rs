@@ -15,7 +15,8 @@ use super::supervisor::{self, ChildExit, Event, SuperviseOptions};
 use super::Prepared;
 use crate::backend::in_process::InProcessBackend;
 use crate::backend::iterm2::Iterm2Backend;
-use crate::backend::tmux::TmuxBackend;
+use crate::backend::pane_exec::Trampoline;
+use crate::backend::tmux::{PaneOwner, TmuxBackend};
 use crate::backend::{absolute, BackendKind, PaneBackend};
 use crate::error::Result;
 use crate::store::names::{TaskId, TeamName};
@@ -52,18 +53,22 @@ impl AnyBackend {
 /// The backend the prepared launch detected, set up for its team.
 pub(super) fn make_backend(prepared: &Prepared, store: &Store) -> Result<AnyBackend> {
     let opts = &prepared.opts;
+    let trampoline = Trampoline {
+        swarm_exe: opts.swarm_exe.clone(),
+        spec_dir: absolute(&store.spawn_dir(&prepared.team)),
+    };
     Ok(match prepared.backend.kind {
         BackendKind::Tmux => AnyBackend::Tmux(TmuxBackend::for_launch(
             opts.exec.clone(),
-            prepared.team.as_str(),
+            PaneOwner::new(store.root(), prepared.team.as_str()),
+            trampoline,
             prepared.split,
             &opts.tmux_env,
         )?),
         BackendKind::Iterm2 => AnyBackend::Iterm2(Iterm2Backend::new(
             opts.exec.clone(),
             opts.detect.iterm_session_id.as_deref().unwrap_or_default(),
-            opts.swarm_exe.clone(),
-            absolute(&store.spawn_dir(&prepared.team)),
+            trampoline,
             prepared.root.clone(),
             prepared.team.to_string(),
         )),

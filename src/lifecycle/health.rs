@@ -26,7 +26,7 @@ pub struct Health {
 pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<Health> {
     let name: AgentName = member.name.parse()?;
     let liveness = liveness::probe(store, team, &name)?;
-    let pane = match for_member(member) {
+    let pane = match for_member(store, team, member) {
         Some(backend) => backend.state()?,
         None => PaneState::Unknown,
     };

@@ -76,7 +76,7 @@ pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<()
     // Everything needed is on the member (pane id, socket, pid); the store and team stay in the
     // signature the lead console calls, for backends that will need them.
     let _ = (store, team);
-    match for_member(member) {
+    match for_member(store, team, member) {
         Some(mut backend) => backend.kill(),
         None => Ok(()),
     }

@@ -12,6 +12,8 @@ mod in_process;
 mod iterm2;
 mod ops;
 mod tmux;
+mod tmux_identity;
+mod tmux_safety;
 mod worktree;
 
 use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,7 @@
 //! Where a launch puts its panes, and opening each new one with a placeholder.
 //!
 //! Inside tmux the team gets its own window (or splits the current one with `--split`);
-//! outside, a detached session `swarm-<team>`. A window or session that already exists (a second
+//! outside, a detached session; both are named `swarm-<team>-<root hash>` (owner.rs). A window or session that already exists (a second
 //! launch into the same team) is split rather than made again. Every new pane runs a harmless
 //! placeholder until `respawn-pane` replaces it, and the first pane of a window swarm made turns
 //! on the border labels that show each member's name in its colour.
@@ -10,7 +10,8 @@ use tmux_interface::{
     HasSession, ListWindows, NewSession, NewWindow, SelectLayout, SetOption, SplitWindow,
 };
 
-use super::server::{words_of, Client, TmuxEnv};
+use super::owner::PaneOwner;
+use super::server::{literal, words_of, Client, TmuxEnv};
 use crate::error::{Error, Result};
 
 /// What a fresh pane runs until `respawn-pane` replaces it: two words, so tmux execs it without a
@@ -38,12 +39,17 @@ impl Placement {
     /// session when inside it).
     pub(super) fn decide(
         client: &Client,
-        team: &str,
+        owner: &PaneOwner,
         split: bool,
         env: &TmuxEnv,
     ) -> Result<Placement> {
-        let name = format!("swarm-{team}");
+        let name = owner.session_name();
         if !env.inside() {
+            if split && env.tmux.is_some() {
+                return Err(Error::usage(
+                    "--split splits the current tmux window, but SWARM_TMUX_SOCKET puts the team in a detached session on that server; drop --split or unset SWARM_TMUX_SOCKET",
+                ));
+            }
             if split {
                 return Err(Error::usage(
                     "--split splits the current tmux window, but swarm is not running inside tmux; drop --split",
@@ -115,8 +121,8 @@ impl Layout {
                         .detached()
                         .print()
                         .format(NEW_PANE_FORMAT)
-                        .session_name(name.as_str())
-                        .window_name(name.as_str())
+                        .session_name(literal(name))
+                        .window_name(literal(name))
                         .width(220)
                         .height(60)
                         .build(),
@@ -140,7 +146,7 @@ impl Layout {
                         .detached()
                         .print()
                         .format(NEW_PANE_FORMAT)
-                        .window_name(name.as_str())
+                        .window_name(literal(name))
                         .target_window(format!("{session}:"))
                         .build(),
                 )

@@ -1,15 +1,22 @@
 //! Which tmux server swarm talks to, and running tmux commands on it as argv.
 //!
 //! `SWARM_TMUX_SOCKET` selects a private server (`-L`), and the server's socket path is recorded
-//! per member (`swarmTmuxSocket`) so later commands find the pane from any shell. Every call is
-//! built with `tmux_interface`'s command builders and run through the [`Exec`] seam, so tests
-//! assert the exact command lines and nothing reaches a shell.
+//! per member (`swarmTmuxSocket`) so later commands find the pane from any shell; a member with
+//! no recorded server is never looked for on a guessed one. Every call is built with
+//! `tmux_interface`'s command builders and run through the [`Exec`] seam, so tests assert the
+//! exact command lines and nothing reaches a shell.
+//!
+//! tmux reads its own command line too: a word ending in `;` ends a command (even after `--`)
+//! unless the `;` follows a backslash, which tmux then removes. [`Client`] escapes every word it
+//! passes that way, so only the separators it inserts itself split commands; [`literal`] escapes
+//! `#` in the arguments tmux format-expands (`-s`, `-n`, `select-pane -T`). Checked against tmux
+//! 3.3a.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tmux_interface::{Tmux, TmuxCommand, TmuxCommands};
+use tmux_interface::{Tmux, TmuxCommand};
 
 use crate::error::Result;
 use crate::process::exec::Exec;
@@ -32,19 +39,12 @@ pub enum TmuxServer {
 }
 
 impl TmuxServer {
-    /// `$SWARM_TMUX_SOCKET` as `-L`, else the default.
-    pub fn from_env() -> TmuxServer {
-        match std::env::var(SOCKET_ENV) {
-            Ok(name) if !name.is_empty() => TmuxServer::Name(name),
-            _ => TmuxServer::Default,
-        }
-    }
-
-    /// The server a member's pane lives on: the socket recorded at launch, else the environment.
-    pub fn for_member(member: &Member) -> TmuxServer {
+    /// The server a member's pane lives on: the socket recorded at launch. `None` without one:
+    /// pane ids mean nothing on another server, so swarm does not guess.
+    pub fn for_member(member: &Member) -> Option<TmuxServer> {
         match member.extra.get(SOCKET_FIELD).and_then(Value::as_str) {
-            Some(path) if !path.is_empty() => TmuxServer::Path(PathBuf::from(path)),
-            _ => TmuxServer::from_env(),
+            Some(path) if !path.is_empty() => Some(TmuxServer::Path(PathBuf::from(path))),
+            _ => None,
         }
     }
 
@@ -80,20 +80,10 @@ impl TmuxEnv {
         }
     }
 
-    /// Inside tmux, and on the server swarm is told to use.
+    /// Inside tmux, and swarm puts the team there. `SWARM_TMUX_SOCKET` wins over `$TMUX`: with
+    /// it set the team goes to a detached session on that server, wherever swarm runs.
     pub fn inside(&self) -> bool {
-        let Some(tmux) = &self.tmux else {
-            return false;
-        };
-        match &self.socket {
-            None => true,
-            Some(name) => {
-                let path = tmux.split(',').next().unwrap_or_default();
-                Path::new(path)
-                    .file_name()
-                    .is_some_and(|f| f == name.as_str())
-            }
-        }
+        self.tmux.is_some() && self.socket.is_none()
     }
 
     pub(super) fn server(&self) -> TmuxServer {
@@ -119,6 +109,20 @@ pub(super) fn words_of(cmd: TmuxCommand) -> Vec<String> {
     cmd.to_vec().into_iter().map(|s| s.into_owned()).collect()
 }
 
+/// `word` as tmux must receive it to read it back unchanged and not as the end of a command: a
+/// final `;` gets one backslash before it (tmux removes exactly that one).
+fn command_word(word: String) -> String {
+    match word.strip_suffix(';') {
+        Some(head) => format!("{head}\\;"),
+        None => word,
+    }
+}
+
+/// `text` for an argument tmux expands as a format: `#` written `##`.
+pub(super) fn literal(text: &str) -> String {
+    text.replace('#', "##")
+}
+
 /// tmux's ways of saying there is no server (so no panes).
 pub(super) fn server_missing(stderr: &str) -> bool {
     stderr.contains("no server running")
@@ -138,20 +142,23 @@ impl Client {
         Client { exec, server }
     }
 
-    /// Runs `tmux <server args> ARGS`.
+    /// Runs `tmux <server args> ARGS`: one command, every word escaped (see [`command_word`]).
     pub(super) fn tmux(&self, args: Vec<String>) -> Result<String> {
         let mut argv = self.server.global_args();
-        argv.extend(args);
+        argv.extend(args.into_iter().map(command_word));
         self.exec.run("tmux", &argv)
     }
 
-    /// Runs several commands in one tmux call (joined by `;`).
+    /// Runs several commands in one tmux call, separated by `;` words of swarm's own.
     pub(super) fn run(&self, cmds: Vec<TmuxCommand>) -> Result<String> {
-        let mut all = TmuxCommands::new();
-        for c in cmds {
-            all.push(c);
+        let mut argv = self.server.global_args();
+        for (i, cmd) in cmds.into_iter().enumerate() {
+            if i > 0 {
+                argv.push(";".into());
+            }
+            argv.extend(words_of(cmd).into_iter().map(command_word));
         }
-        self.tmux(all.to_vec().into_iter().map(|s| s.into_owned()).collect())
+        self.exec.run("tmux", &argv)
     }
 }
 
@@ -160,23 +167,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn inside_means_on_the_server_swarm_was_told_to_use() {
+    fn swarm_tmux_socket_means_outside_even_inside_tmux() {
         let env = TmuxEnv {
             tmux: Some("/tmp/tmux-0/priv,1,0".into()),
             tmux_pane: Some("%0".into()),
             socket: Some("priv".into()),
         };
-        assert!(env.inside());
-        let other = TmuxEnv {
-            socket: Some("elsewhere".into()),
-            ..env.clone()
-        };
-        assert!(!other.inside());
+        assert!(!env.inside());
         assert!(TmuxEnv {
             socket: None,
             ..env
         }
         .inside());
         assert!(!TmuxEnv::default().inside());
+    }
+
+    #[test]
+    fn a_final_semicolon_is_escaped_once_and_hashes_doubled_for_formats() {
+        for (word, sent) in [
+            ("a;", r"a\;"),
+            (";", r"\;"),
+            (r"\;", r"\\;"),
+            ("a;b", "a;b"),
+            ("#(x)", "#(x)"),
+        ] {
+            assert_eq!(command_word(word.into()), sent);
+        }
+        assert_eq!(literal("a#{b}#(c)"), "a##{b}##(c)");
     }
 }

@@ -1,11 +1,13 @@
-//! A tmux pane's state, read from `list-panes -a`.
+//! A tmux pane's state, read together with the marks that say whose it is.
 //!
 //! `remain-on-exit on` keeps a finished teammate's pane with its exit status, so a pane is
-//! alive (with its pid), dead (with its status or signal), or gone; no server at all means every
-//! pane is gone.
+//! alive (with its pid), dead (with its status or signal), or gone. Gone also covers no server
+//! at all, an id that is not a pane id (`%N`), and a pane whose `@swarm-*` marks name another
+//! root, team or member (see owner.rs): one tmux call reads the marks and the state.
 
 use tmux_interface::ListPanes;
 
+use super::owner::PaneOwner;
 use super::server::{server_missing, Client};
 use crate::backend::pane::{PaneId, PaneState};
 use crate::error::{Error, Result};
@@ -13,20 +15,45 @@ use crate::error::{Error, Result};
 const LIST_FORMAT: &str =
     "#{pane_id}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}\t#{pane_pid}";
 
-/// The state of `pane` on the client's server.
-pub(super) fn pane_state(client: &Client, pane: &PaneId) -> Result<PaneState> {
-    let out = match client.run(vec![ListPanes::new().format(LIST_FORMAT).all().build()]) {
+/// `%` and digits: what tmux prints for a pane, and the only target swarm addresses a pane by
+/// (a name or `=` target could match something else).
+pub(super) fn is_pane_id(id: &str) -> bool {
+    id.strip_prefix('%')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The state of `pane` on the client's server if it is `member`'s of `owner`, else Gone.
+pub(super) fn owned_pane_state(
+    client: &Client,
+    pane: &PaneId,
+    owner: &PaneOwner,
+    member: &str,
+) -> Result<PaneState> {
+    let id = pane.as_str();
+    if !is_pane_id(id) {
+        return Ok(PaneState::Gone);
+    }
+    let mut cmds = PaneOwner::read_marks(id);
+    cmds.push(ListPanes::new().format(LIST_FORMAT).target(id).build());
+    let out = match client.run(cmds) {
         Ok(out) => out,
-        Err(Error::Command { detail, .. }) if server_missing(&detail) => {
+        Err(Error::Command { detail, .. }) if server_missing(&detail) || pane_missing(&detail) => {
             return Ok(PaneState::Gone)
         }
         Err(e) => return Err(e),
     };
-    Ok(out
+    let Some(listing) = out.strip_prefix(&owner.expected(member)) else {
+        return Ok(PaneState::Gone);
+    };
+    Ok(listing
         .lines()
         .filter_map(parse_list_line)
-        .find(|(id, _)| *id == pane.as_str())
+        .find(|(found, _)| *found == id)
         .map_or(PaneState::Gone, |(_, state)| state))
+}
+
+fn pane_missing(stderr: &str) -> bool {
+    stderr.contains("can't find pane") || stderr.contains("no such pane")
 }
 
 fn parse_list_line(line: &str) -> Option<(&str, PaneState)> {
@@ -56,9 +83,11 @@ mod tests {
     use crate::process::exec::testing::Recorder;
 
     #[test]
-    fn pane_states_come_from_list_panes() {
+    fn pane_states_come_from_list_panes_only_for_panes_with_the_owners_marks() {
         let rec = Arc::new(Recorder::default());
         let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let marks = owner.expected("coder");
         let listing = "%1\t0\t\t\t123\n%2\t1\t3\t\t0\n%4\t1\t\t9\t0\n";
         let expect = [
             ("%1", PaneState::Alive { pid: Some(123) }),
@@ -79,17 +108,44 @@ mod tests {
             ("%9", PaneState::Gone),
         ];
         for (pane, state) in expect {
-            rec.answer(listing);
-            assert_eq!(pane_state(&client, &PaneId(pane.into())).unwrap(), state);
+            rec.answer(&format!("{marks}{listing}"));
+            let got = owned_pane_state(&client, &PaneId(pane.into()), &owner, "coder").unwrap();
+            assert_eq!(got, state, "{pane}");
         }
-        assert_eq!(
-            rec.calls()[0],
-            ["tmux", "-L", "sock", "lsp", "-a", "-F", LIST_FORMAT]
-        );
-        rec.fail("no server running on /tmp/tmux-0/sock");
-        assert_eq!(
-            pane_state(&client, &PaneId("%1".into())).unwrap(),
-            PaneState::Gone
-        );
+        let show = |option: &str| ["show", "-p", "-q", "-v", "-t", "%1", option].map(String::from);
+        let mut want = vec!["tmux".to_string(), "-L".into(), "sock".into()];
+        for option in ["@swarm-root", "@swarm-team", "@swarm-member"] {
+            want.extend(show(option));
+            want.push(";".into());
+        }
+        want.extend(["lsp", "-F", LIST_FORMAT, "-t", "%1"].map(String::from));
+        assert_eq!(rec.calls()[0], want);
+
+        // Another member's, team's or root's pane, or one without marks, is gone.
+        let others = [
+            owner.expected("tester"),
+            PaneOwner::new(std::path::Path::new("/nonexistent/root"), "u").expected("coder"),
+            PaneOwner::new(std::path::Path::new("/nonexistent/other"), "t").expected("coder"),
+            String::new(),
+        ];
+        for marks in others {
+            rec.answer(&format!("{marks}{listing}"));
+            let got = owned_pane_state(&client, &PaneId("%1".into()), &owner, "coder").unwrap();
+            assert_eq!(got, PaneState::Gone, "{marks:?}");
+        }
+        let calls = rec.calls().len();
+        for bad in ["=swarm-t", "%", "%1;", "main:0.0", ""] {
+            let got = owned_pane_state(&client, &PaneId(bad.into()), &owner, "coder").unwrap();
+            assert_eq!(got, PaneState::Gone, "{bad}");
+        }
+        assert_eq!(rec.calls().len(), calls, "a bad id is never sent to tmux");
+        for stderr in [
+            "no server running on /tmp/tmux-0/sock",
+            "can't find pane: %1",
+        ] {
+            rec.fail(stderr);
+            let got = owned_pane_state(&client, &PaneId("%1".into()), &owner, "coder").unwrap();
+            assert_eq!(got, PaneState::Gone, "{stderr}");
+        }
     }
 }

@@ -245,8 +245,10 @@ fn attach_puts_a_terminal_on_the_teammates_pane() {
             .stdout;
         (!out.trim().is_empty()).then(|| out.trim().to_string())
     });
-    assert_eq!(client, format!("swarm-t {tester}"));
-    tmux.cmd(["detach-client", "-s", "swarm-t"]);
+    let (session, pane) = client.split_once(' ').unwrap();
+    assert!(session.starts_with("swarm-t-"), "{client}");
+    assert_eq!(pane, tester);
+    tmux.cmd(["detach-client", "-s", session]);
     let started = Instant::now();
     while attached.try_wait().unwrap().is_none() {
         assert!(

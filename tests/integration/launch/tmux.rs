@@ -3,6 +3,7 @@
 //! fails to start rolled back without touching the ones that started.
 
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -52,10 +53,14 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
         wait_for_file(&env.path(&format!("out/{name}.cwd")));
     }
     let config = read_json(&env.path("teams/t/config.json"));
+    // The session is `swarm-<team>-<hash of the root>`, and it is the only one.
+    let sessions = tmux.cmd(["list-sessions", "-F", "#{session_name}"]).stdout;
+    let session = sessions.trim();
+    assert!(session.starts_with("swarm-t-"), "{sessions}");
     let panes = tmux.cmd([
         "list-panes",
         "-t",
-        "=swarm-t",
+        &format!("={session}"),
         "-F",
         "#{pane_id} #{pane_title} #{@swarm_color} #{remain-on-exit}",
     ]);
@@ -94,11 +99,23 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
         .trim(),
         "top"
     );
-    // The lead console is the first pane, started as `swarm lead --team t`.
-    assert_eq!(
-        pane_field(&tmux, lead_pane, "#{pane_start_command}").replace('"', ""),
-        format!("{BIN} lead --team t")
+    // The lead console is the first pane, started through the trampoline as
+    // `swarm lead --team t`: the pane's process is the lead itself.
+    assert!(
+        pane_field(&tmux, lead_pane, "#{pane_start_command}").contains(" pane-exec "),
+        "tmux only ever starts `swarm pane-exec SPEC`"
     );
+    let lead_pid = pane_field(&tmux, lead_pane, "#{pane_pid}");
+    let lead_argv = eventually(Duration::from_secs(20), "the lead console", || {
+        let cmdline = std::fs::read(format!("/proc/{lead_pid}/cmdline")).ok()?;
+        let words: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        (words.get(1).map(String::as_str) == Some("lead")).then_some(words)
+    });
+    assert_eq!(lead_argv, [BIN, "lead", "--team", "t"]);
 
     let coder = member(&config, "coder");
     assert_eq!(coder["backendType"], "tmux");
@@ -232,8 +249,10 @@ fn inside_tmux_the_team_gets_a_window_of_the_current_session_or_splits_it() {
     let windows: Vec<&str> = windows.stdout.lines().collect();
     assert_eq!(windows.len(), 2, "{windows:?}");
     assert!(
-        windows.contains(&"swarm-t 3"),
-        "lead + 2 in window swarm-t: {windows:?}"
+        windows
+            .iter()
+            .any(|w| w.starts_with("swarm-t-") && w.ends_with(" 3")),
+        "lead + 2 in window swarm-t-<root hash>: {windows:?}"
     );
     assert_eq!(
         tmux.cmd(["list-panes", "-t", user_pane, "-F", "#{pane_id}"])
@@ -313,7 +332,7 @@ fn a_pane_that_fails_to_start_is_rolled_back() {
         &bin.join("tmux"),
         &format!(
             r#"#!/bin/sh
-case "$*" in *respawnp*"--agent-name tester"*) echo "boom: no pane for you" >&2; exit 1 ;; esac
+case "$*" in *respawnp*"pane-exec "*"/tester.json"*) echo "boom: no pane for you" >&2; exit 1 ;; esac
 exec '{real}' "$@"
 "#
         ),

@@ -17,7 +17,6 @@ use crate::error::{Error, Result};
 use crate::process::exec::Exec;
 
 /// `swarm pane-exec`, which commands.rs runs for the hidden command; it serves every backend.
-pub use super::pane_exec::pane_exec;
 
 #[derive(Debug)]
 pub struct Iterm2Backend {

@@ -23,7 +23,7 @@ pub struct LaunchArgs {
     /// Where teammates run; auto follows $TMUX, iTerm2 with it2, tmux on PATH, in-process.
     #[arg(long, value_enum, default_value = "auto")]
     pub backend: crate::backend::BackendChoice,
-    /// Inside tmux: split the current window instead of opening a window swarm-<team>.
+    /// Inside tmux: split the current window instead of opening a window swarm-<team>-<root hash>.
     #[arg(long)]
     pub split: bool,
     /// Do not run the lead console in the first tmux pane.

@@ -323,7 +323,11 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
         ));
     }
     let who: AgentName = m.name.parse()?;
-    let was_running = !lifecycle::member_health(&ctx.store, &team, &m)?.dead;
+    // Running as far as swarm can tell: its runtime holds its lock or its pane or process is
+    // alive, and nothing says it died.
+    let health = lifecycle::member_health(&ctx.store, &team, &m)?;
+    let was_running = !health.dead
+        && (health.liveness == Liveness::Alive || matches!(health.pane, PaneState::Alive { .. }));
     let killed = lifecycle::kill_member(&ctx.store, &team, &m)?;
     let released = lifecycle::retire_member(&ctx.store, &team, &who, "killed with swarm kill")?;
     let current = Roster::new(&ctx.store, &team).require_member(who.as_str())?;

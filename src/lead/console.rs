@@ -211,20 +211,17 @@ impl<'a> Console<'a> {
 
     /// Teammates whose runtime died without approving shutdown: retire them so their tasks go
     /// back to the pool. A runtime writes its approval before it lets go of its lock, so the
-    /// inbox is read once more when one is found dead: an approval that arrived during this pass
-    /// is reported as the approval it is, not as a death. The verdict is checked again under the
+    /// inbox is read again each time one is found dead: an approval that arrived during this
+    /// pass is reported as the approval it is, not as a death. The verdict is checked again under the
     /// reap gate, so a runtime started again in the meantime (`lifecycle::rejoin`) is left alone.
     pub(super) fn reap_dead(&mut self) -> Result<()> {
         let roster = Roster::new(self.store, self.team);
-        let mut inbox_read_again = false;
         for m in roster.load()?.teammates().filter(|m| m.active()) {
             if !lifecycle::member_health(self.store, self.team, m)?.dead {
                 continue;
             }
-            if !inbox_read_again {
-                self.drain_inbox()?;
-                inbox_read_again = true;
-            }
+            // After seeing this death, not before: its approval is in by now if it sent one.
+            self.drain_inbox()?;
             let _gate = ReapGate::take(self.store, self.team)?;
             let Some(m) = roster.load()?.member(&m.name).cloned() else {
                 continue;

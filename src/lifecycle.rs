@@ -14,4 +14,6 @@ pub(crate) mod worktree;
 
 pub use health::{member_health, Health};
 pub use retire::{finish_worktree, kill_member, rejoin, retire_member};
-pub use shutdown::{send_shutdown_request, shutdown, ShutdownOptions, ShutdownResult, Stopping};
+pub use shutdown::{
+    send_shutdown_request, shutdown, ShutdownOptions, ShutdownOutcome, ShutdownResult, Stopping,
+};

@@ -283,8 +283,12 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
                     ShutdownResult::NotRunning => "was not running".into(),
                 }
             );
-            if o.killed {
-                line.push_str("; stopped, marked inactive");
+            if o.killed || o.retired {
+                line.push_str(if o.killed {
+                    "; stopped, marked inactive"
+                } else {
+                    "; marked inactive, but its process was not signalled (see above)"
+                });
                 if !o.released.is_empty() {
                     line.push_str(&format!(
                         "; tasks back to pending: {}",
@@ -310,6 +314,9 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
     Ok(if refused > 0 { 1 } else { 0 })
 }
 
+/// Stops a teammate and retires it. A member that was already stopped is said to be so (exit 0:
+/// what `swarm kill` is for, a stopped and inactive member, holds either way); a recorded pid
+/// swarm cannot trust is not signalled, and that is an error (exit 1) once the member is retired.
 pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
     let team = ctx.existing_team()?;
     let m = member(ctx, &team, name)?;
@@ -319,31 +326,49 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
         ));
     }
     let who: AgentName = m.name.parse()?;
-    lifecycle::kill_member(&ctx.store, &team, &m)?;
+    // Running as far as swarm can tell: its runtime holds its lock or its pane or process is
+    // alive, and nothing says it died.
+    let health = lifecycle::member_health(&ctx.store, &team, &m)?;
+    let was_running = !health.dead
+        && (health.liveness == Liveness::Alive || matches!(health.pane, PaneState::Alive { .. }));
+    let killed = lifecycle::kill_member(&ctx.store, &team, &m)?;
     let released = lifecycle::retire_member(&ctx.store, &team, &who, "killed with swarm kill")?;
     let current = Roster::new(&ctx.store, &team).require_member(who.as_str())?;
     let worktree = lifecycle::finish_worktree(&ctx.store, &team, &current)?;
+    let refused = killed.report(who.as_str());
     if ctx.json {
-        return output::json(
-            &json!({"killed": who.as_str(), "released": released, "worktree": worktree}),
-        );
+        output::json(&json!({
+            "killed": who.as_str(),
+            "wasRunning": was_running,
+            "signalled": refused.is_none(),
+            "released": released,
+            "worktree": worktree,
+        }))?;
+    } else {
+        let mut line = match (&refused, was_running) {
+            (Some(_), _) => format!("{who} marked inactive, but not stopped"),
+            (None, true) => format!("killed {who}; marked inactive"),
+            (None, false) => format!("{who} was not running; marked inactive"),
+        };
+        if !released.is_empty() {
+            line.push_str(&format!(
+                "; tasks back to pending: {}",
+                released
+                    .iter()
+                    .map(|t| format!("#{t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        output::line(line)?;
+        if let Some(wt) = worktree {
+            output::line(format!("  {wt}"))?;
+        }
     }
-    let mut line = format!("killed {who}; marked inactive");
-    if !released.is_empty() {
-        line.push_str(&format!(
-            "; tasks back to pending: {}",
-            released
-                .iter()
-                .map(|t| format!("#{t}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+    match refused {
+        Some(report) => Err(Error::Backend(report)),
+        None => Ok(()),
     }
-    output::line(line)?;
-    if let Some(wt) = worktree {
-        output::line(format!("  {wt}"))?;
-    }
-    Ok(())
 }
 
 pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> {

@@ -1,17 +1,21 @@
 //! `swarm team create|list|show|add|remove|delete`: rosters from the command line.
 //!
 //! A team is its `config.json`; these commands create and read it, and add or remove members
-//! by hand (a removed member's unfinished tasks go back to pending) for teammates swarm did not
-//! launch.
+//! by hand (a removed member's unfinished tasks go back to pending, its liveness lock and mailbox
+//! go) for teammates swarm did not launch. A forced delete first stops whatever still runs.
+
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::Context;
 use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
+use crate::lifecycle::{self, ShutdownOptions, ShutdownOutcome, ShutdownResult};
 use crate::output;
 use crate::store::colour::Colour;
-use crate::store::names::TeamName;
+use crate::store::liveness::{self, Liveness};
+use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::{self, Member, Roster, TeamConfig};
 use crate::store::tasks::TaskList;
 
@@ -126,6 +130,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             let team = ctx.existing_team()?;
             Roster::new(&ctx.store, &team).remove_member(&who)?;
             let released = TaskList::new(&ctx.store, &team).release_agent(who.as_str())?;
+            clear_what_was_left(ctx, &team, &who)?;
             if ctx.json {
                 output::json(&json!({"removed": who.as_str(), "released": released}))
             } else {
@@ -134,14 +139,73 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::Delete { name, force } => {
             let team = pick(ctx, name)?;
-            Roster::new(&ctx.store, &team).delete(force)?;
-            if ctx.json {
-                output::json(&json!({"deleted": team.as_str()}))
+            let roster = Roster::new(&ctx.store, &team);
+            let stopped = if force {
+                stop_everyone(ctx, &team)?
             } else {
+                Vec::new()
+            };
+            roster.delete(force)?;
+            if ctx.json {
+                output::json(&json!({"deleted": team.as_str(), "stopped": stopped}))
+            } else {
+                for o in &stopped {
+                    output::line(format!("stopped {} ({})", o.name, o.outcome))?;
+                }
                 output::line(format!("deleted team {team}"))
             }
         }
     }
+}
+
+/// How long `team delete --force` waits for teammates to answer the shutdown request before it
+/// kills them.
+const DELETE_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Before a forced delete: the shutdown handshake with every teammate still running, then a
+/// kill, so no runtime outlives its team (and joins a later team of the same name).
+fn stop_everyone(ctx: &Context, team: &TeamName) -> Result<Vec<ShutdownOutcome>> {
+    let config = Roster::new(&ctx.store, team).load()?;
+    let names: Vec<AgentName> = config
+        .teammates()
+        .map(|m| m.name.parse())
+        .collect::<Result<_>>()?;
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let opts = ShutdownOptions {
+        timeout: DELETE_SHUTDOWN_TIMEOUT,
+        force: true,
+        reason: Some("the team is being deleted".into()),
+    };
+    let outcomes = lifecycle::shutdown(&ctx.store, team, &names, &opts)?;
+    Ok(outcomes
+        .into_iter()
+        .filter(|o| o.outcome != ShutdownResult::NotRunning)
+        .collect())
+}
+
+/// After `team remove`: the member's liveness lock and mailbox, so a member added later under
+/// the same name starts clean. A lock left by a runtime that is gone would make the lead judge
+/// the new member dead before its runtime starts; an old shutdown request in the inbox would
+/// make an old approval count for the new member. A lock still held is left alone: that runtime
+/// sees it is off the roster and stops.
+fn clear_what_was_left(ctx: &Context, team: &TeamName, who: &AgentName) -> Result<()> {
+    let store = &ctx.store;
+    let mut leftovers = vec![store.inbox_path(team, who), store.archive_path(team, who)];
+    if liveness::probe(store, team, who)? == Liveness::Alive {
+        eprintln!("swarm: warning: {who}'s runtime is still running; it stops now that {who} is off the roster");
+    } else {
+        leftovers.push(store.alive_path(team, who));
+    }
+    for path in leftovers {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("remove", &path)(e)),
+        }
+    }
+    Ok(())
 }
 
 fn pick(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {

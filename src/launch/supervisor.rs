@@ -25,7 +25,7 @@ use tokio::time::{sleep_until, Instant};
 use crate::error::Result;
 use crate::lifecycle::{finish_worktree, retire_member, ShutdownResult, Stopping};
 use crate::process::group::signal_group;
-use crate::process::pid::record_exit;
+use crate::process::pid::{record_exit, PidRecord};
 use crate::process::signals::Signals;
 use crate::process::spawn::LoggedChild;
 use crate::store::fsio;
@@ -391,12 +391,30 @@ impl Supervisor<'_> {
         let status = c.child.reap()?;
         c.exited = true;
         let roster = Roster::new(store, team);
-        let _ = roster.update_member(&c.name, |m| record_exit(m, status));
         (self.on_event)(Event::Exited {
             name: c.name.to_string(),
             code: status.code(),
             signal: status.signal(),
         });
+        // The roster entry is this child's only while it records this child's pid: after
+        // `team remove` (and a new member under the name) or `team delete` it is someone else's,
+        // or nobody's, and must not be marked or retired for this exit.
+        let ours = roster.load().ok().and_then(|config| {
+            config
+                .member(c.name.as_str())
+                .and_then(PidRecord::of_member)
+        }) == Some(c.child.record());
+        let exit = ChildExit {
+            name: c.name.to_string(),
+            code: status.code(),
+            signal: status.signal(),
+            stopped: shutting_down && c.stop_at.is_some(),
+        };
+        if !ours {
+            self.exits.push(exit);
+            return Ok(());
+        }
+        let _ = roster.update_member(&c.name, |m| record_exit(m, status));
         let why = c.why.clone().unwrap_or_else(|| match status.code() {
             Some(code) => format!("its process exited with status {code}"),
             None => format!(
@@ -417,12 +435,7 @@ impl Supervisor<'_> {
                 });
             }
         }
-        self.exits.push(ChildExit {
-            name: c.name.to_string(),
-            code: status.code(),
-            signal: status.signal(),
-            stopped: shutting_down && c.stop_at.is_some(),
-        });
+        self.exits.push(exit);
         Ok(())
     }
 }

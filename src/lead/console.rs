@@ -80,7 +80,12 @@ impl<'a> Console<'a> {
         }
         let keys: Vec<String> = unread.iter().map(InboxMessage::key).collect();
         for message in unread {
-            self.handle(&message)?;
+            match self.handle(&message) {
+                // The roster changed under the message (the member was removed meanwhile):
+                // the console says so and goes on, whatever the team does to its roster.
+                Err(e @ Error::NoSuchMember { .. }) => self.say(&format!("! {e}")),
+                other => other?,
+            }
         }
         mailbox.mark_delivered(&self.lead, &keys)?;
         Ok(())
@@ -205,15 +210,18 @@ impl<'a> Console<'a> {
     }
 
     /// Teammates whose runtime died without approving shutdown: retire them so their tasks go
-    /// back to the pool. The verdict is checked again under the reap gate, so a runtime started
-    /// again in the meantime (`lifecycle::rejoin`) is left alone.
-    pub(super) fn reap_dead(&self) -> Result<()> {
+    /// back to the pool. A runtime writes its approval before it lets go of its lock, so the
+    /// inbox is read again each time one is found dead: an approval that arrived during this
+    /// pass is reported as the approval it is, not as a death. The verdict is checked again under the
+    /// reap gate, so a runtime started again in the meantime (`lifecycle::rejoin`) is left alone.
+    pub(super) fn reap_dead(&mut self) -> Result<()> {
         let roster = Roster::new(self.store, self.team);
-        let config = roster.load()?;
-        for m in config.teammates().filter(|m| m.active()) {
+        for m in roster.load()?.teammates().filter(|m| m.active()) {
             if !lifecycle::member_health(self.store, self.team, m)?.dead {
                 continue;
             }
+            // After seeing this death, not before: its approval is in by now if it sent one.
+            self.drain_inbox()?;
             let _gate = ReapGate::take(self.store, self.team)?;
             let Some(m) = roster.load()?.member(&m.name).cloned() else {
                 continue;
@@ -231,15 +239,28 @@ impl<'a> Console<'a> {
     }
 
     /// Closes the member's pane (already gone is fine) and retires it; the notice lifecycle
-    /// writes to the lead's inbox is printed on the next pass.
+    /// writes to the lead's inbox is printed on the next pass. A member no longer on the roster
+    /// (removed meanwhile) has nothing left to retire.
     fn retire(&self, name: &str, why: &str) -> Result<()> {
         let config = Roster::new(self.store, self.team).load()?;
-        if let Some(member) = config.member(name) {
-            if let Err(e) = lifecycle::kill_member(self.store, self.team, member) {
-                self.say(&format!("! could not close {name}'s pane: {e}"));
+        let Some(member) = config.member(name) else {
+            self.say(&format!("{name} is no longer on the team"));
+            return Ok(());
+        };
+        match lifecycle::kill_member(self.store, self.team, member) {
+            Ok(killed) => {
+                if let Some(report) = killed.report(name) {
+                    self.say(&format!("! {report}"));
+                }
             }
+            Err(e) => self.say(&format!("! could not close {name}'s pane: {e}")),
         }
-        lifecycle::retire_member(self.store, self.team, &name.parse()?, why)?;
+        match lifecycle::retire_member(self.store, self.team, &name.parse()?, why) {
+            Err(Error::NoSuchMember { .. }) => {
+                self.say(&format!("{name} is no longer on the team"))
+            }
+            other => drop(other?),
+        }
         Ok(())
     }
 }

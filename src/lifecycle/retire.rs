@@ -8,6 +8,8 @@
 use crate::backend::for_member;
 use crate::error::Result;
 use crate::lifecycle::worktree::{self, Worktree};
+use crate::process::group::{check_group, Refusal};
+use crate::process::pid::{PidRecord, PID_FIELD, PID_START_FIELD};
 use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
@@ -71,15 +73,54 @@ pub fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> 
     })
 }
 
-/// Kills the member's pane or process group through its backend; already dead is fine.
-pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<()> {
-    // Everything needed is on the member (pane id, socket, pid); the store and team stay in the
-    // signature the lead console calls, for backends that will need them.
-    let _ = (store, team);
-    match for_member(store, team, member) {
-        Some(mut backend) => backend.kill(),
-        None => Ok(()),
+/// What [`kill_member`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Killed {
+    /// Its pane was closed and its recorded process group stopped (or they were already gone).
+    Stopped,
+    /// Its recorded pid was not one swarm can trust (reserved, no start time, recycled, not a
+    /// group leader), so nothing was signalled; its pane, if any, was still closed.
+    NotSignalled { pid: u32, why: Refusal },
+}
+
+impl Killed {
+    /// For a refused record: what happened and what the user can do, on one line.
+    pub fn report(&self, name: &str) -> Option<String> {
+        match self {
+            Killed::Stopped => None,
+            Killed::NotSignalled { pid, why } => Some(format!(
+                "did not signal {name}'s recorded pid {pid}: {why}; if {name} is still running, \
+                 stop it yourself (`ps -o pid,pgid,lstart,args -p {pid}` shows what that pid is now)"
+            )),
+        }
     }
+}
+
+/// Kills the member's pane or process group through its backend; already dead is fine. A
+/// recorded pid is checked first ([`check_group`]): one swarm cannot trust is never handed to
+/// the backend, and the caller reports it.
+pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Killed> {
+    let refused = PidRecord::of_member(member).and_then(|record| match check_group(&record) {
+        Ok(()) | Err(Refusal::Gone) => None,
+        Err(why) => Some(Killed::NotSignalled {
+            pid: record.pid,
+            why,
+        }),
+    });
+    let mut untrusted;
+    let member = match refused {
+        Some(_) => {
+            untrusted = member.clone();
+            untrusted.extra.remove(PID_FIELD);
+            untrusted.extra.remove(PID_START_FIELD);
+            &untrusted
+        }
+        None => member,
+    };
+    if let Some(mut backend) = for_member(store, team, member) {
+        backend.kill()?;
+    }
+    Ok(refused.unwrap_or(Killed::Stopped))
 }
 
 /// Removes the member's worktree if unchanged, else keeps it; `None` if it has none.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::health::member_health;
-use super::retire::{finish_worktree, kill_member, retire_member};
+use super::retire::{finish_worktree, kill_member, retire_member, Killed};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree;
 use crate::store::fsio;
@@ -318,8 +318,11 @@ pub fn shutdown(
             outcomes.push(outcome);
             continue;
         }
-        kill_member(store, team, &member)?;
-        outcome.killed = true;
+        let killed = kill_member(store, team, &member)?;
+        if let Some(report) = killed.report(s.name.as_str()) {
+            eprintln!("swarm: warning: {report}");
+        }
+        outcome.killed = killed == Killed::Stopped;
         let why = match &result {
             ShutdownResult::Approved => "shutdown approved".to_string(),
             ShutdownResult::Rejected { reason } => {

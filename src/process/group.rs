@@ -53,6 +53,12 @@ pub fn signal_group(record: &PidRecord, signal: Signal) -> Result<(), Refusal> {
     }
 }
 
+/// Whether [`signal_group`] would signal the recorded group now, without sending anything: lets
+/// a caller report a record it must not trust (with what the user can do) before it acts.
+pub fn check_group(record: &PidRecord) -> Result<(), Refusal> {
+    checked_leader(record).map(|_| ())
+}
+
 fn checked_leader(record: &PidRecord) -> Result<Pid, Refusal> {
     if record.pid <= 1 || record.pid > i32::MAX as u32 {
         return Err(Refusal::ReservedPid);

@@ -95,21 +95,41 @@ impl PidRecord {
 }
 
 /// Fields after the command name in `/proc/<pid>/stat` (the name may contain spaces and `)`).
+#[cfg(target_os = "linux")]
 fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
-/// Process start time in clock ticks since boot (`/proc/<pid>/stat` field 22); Linux only.
+/// Process start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
+#[cfg(target_os = "linux")]
 pub fn start_time(pid: u32) -> Option<u64> {
     stat_fields(pid)?.get(19)?.parse().ok()
 }
 
+/// Without `/proc` there is no start time yet, so every record is one swarm will not signal
+/// ([`super::group::Refusal::NoStartTime`]): safe, but a teammate is then only stopped through
+/// its pane or its shutdown handshake. The start time on macOS is `kinfo_proc.kp_proc.p_starttime`
+/// from `sysctl(CTL_KERN, KERN_PROC, KERN_PROC_PID, pid)` (or `proc_pidinfo` with
+/// `PROC_PIDTBSDINFO`, `pbi_start_tvsec`/`pbi_start_tvusec`), which needs a crate that wraps
+/// it (e.g. `libproc`, as a macOS-only dependency); it cannot be built and tested here.
+#[cfg(not(target_os = "linux"))]
+pub fn start_time(_pid: u32) -> Option<u64> {
+    None
+}
+
+#[cfg(target_os = "linux")]
 fn is_zombie(pid: u32) -> bool {
     stat_fields(pid)
         .and_then(|f| f.first().map(|st| st == "Z" || st == "X"))
         .unwrap_or(false)
+}
+
+/// A zombie still answers signal 0; without `/proc` it counts as alive until it is reaped.
+#[cfg(not(target_os = "linux"))]
+fn is_zombie(_pid: u32) -> bool {
+    false
 }
 
 #[cfg(test)]

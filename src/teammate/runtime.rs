@@ -7,10 +7,12 @@
 //! The loop owns all state; the file watches and the turn's worker only send it events, so there
 //! is no shared mutable state beyond the running turn's process group. The loop's steps live in
 //! the files below: `inbox` (protocol messages), `turns` (choosing and starting turns), `claim`
-//! (tasks), `report` (idle notifications and plans), `stop` (shutdown, signals, failures).
+//! (tasks), `report` (idle notifications and plans), `membership` (is this still our team and
+//! our roster entry), `stop` (shutdown, signals, leaving, failures).
 
 mod claim;
 mod inbox;
+mod membership;
 mod report;
 mod stop;
 mod turns;
@@ -32,8 +34,10 @@ use crate::store::fsio;
 use crate::store::liveness::AliveLock;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::TaskId;
+use crate::store::roster::Roster;
 use crate::store::tasks::TaskList;
 use crate::store::watcher::{rescan_interval, Subscription};
+use membership::Membership;
 
 enum Event {
     /// The inbox or task directory changed.
@@ -61,11 +65,20 @@ async fn serve(config: Config) -> Result<i32> {
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.
     let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
+    let roster = Roster::new(&config.store, &config.team).load()?;
+    let membership =
+        Membership::of(&roster, config.name.as_str()).ok_or_else(|| Error::NoSuchMember {
+            team: config.team.to_string(),
+            name: config.name.to_string(),
+        })?;
     let (tx, rx) = mpsc::unbounded_channel();
     let mut _subscriptions = Vec::new();
+    // The team directory too: `config.json` is replaced there on every roster change, and the
+    // directory goes when the team is deleted (see `membership`).
     for dir in [
         config.store.inboxes_dir(&config.team),
         config.store.tasks_dir(&config.team),
+        config.store.team_dir(&config.team),
     ] {
         fsio::ensure_dir(&dir)?;
         let tx = tx.clone();
@@ -73,7 +86,7 @@ async fn serve(config: Config) -> Result<i32> {
             let _ = tx.send(Event::Wake);
         })?);
     }
-    let mut runtime = Runtime::new(config, tx, rx);
+    let mut runtime = Runtime::new(config, membership, tx, rx);
     if rejoined {
         runtime
             .pane
@@ -88,6 +101,8 @@ async fn serve(config: Config) -> Result<i32> {
 
 struct Runtime {
     cfg: Config,
+    /// The team and member this runtime started for.
+    membership: Membership,
     pane: Pane,
     tx: UnboundedSender<Event>,
     rx: UnboundedReceiver<Event>,
@@ -104,8 +119,14 @@ struct Runtime {
 }
 
 impl Runtime {
-    fn new(cfg: Config, tx: UnboundedSender<Event>, rx: UnboundedReceiver<Event>) -> Runtime {
+    fn new(
+        cfg: Config,
+        membership: Membership,
+        tx: UnboundedSender<Event>,
+        rx: UnboundedReceiver<Event>,
+    ) -> Runtime {
         Runtime {
+            membership,
             pane: Pane::new(cfg.name.as_str(), &cfg.color),
             launch: cfg.launch(),
             plan: PlanState::at_start(cfg.plan_mode_required),
@@ -145,6 +166,9 @@ impl Runtime {
         // again when nothing woke it for a while.
         let rescan = rescan_interval();
         loop {
+            if let Some(why) = self.left_team()? {
+                return self.leave(&why).await;
+            }
             if let Some(request) = self.read_inbox()? {
                 return self.shutdown(request).await;
             }

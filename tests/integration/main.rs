@@ -8,5 +8,6 @@ mod demo;
 mod faults;
 mod launch;
 mod lead;
+mod lifecycle_safety;
 mod store;
 mod teammate;

@@ -1,8 +1,9 @@
-//! Ending the runtime: an approved shutdown, a signal, or a failure.
+//! Ending the runtime: an approved shutdown, a signal, leaving a team that is gone, or a failure.
 //!
 //! However it ends, the running turn is stopped the way nextest stops a test (SIGTERM to its
 //! process group, a grace period, then SIGKILL) and this teammate's unfinished tasks go back to
-//! pending, so the lead can hand them to someone else at once. Only an approved shutdown answers
+//! pending, so the lead can hand them to someone else at once (except when it leaves a team or
+//! roster entry that is gone: those tasks are no longer its). Only an approved shutdown answers
 //! the lead with `shutdown_approved`; a signal exits with 128 + its number.
 
 use std::time::Duration;
@@ -79,6 +80,15 @@ impl Runtime {
         });
         self.to_lead(&approved, None)?;
         self.pane.say("shutdown approved; bye");
+        Ok(0)
+    }
+
+    /// The team or this member's roster entry is gone (`why` says which): stop the turn and
+    /// exit 0. Tasks are left alone: `team remove` and `team delete` already dealt with them,
+    /// and under a re-added name they are the new member's.
+    pub(super) async fn leave(&mut self, why: &str) -> Result<i32> {
+        self.pane.say(format!("{why}; stopping"));
+        self.stop_turn().await;
         Ok(0)
     }
 

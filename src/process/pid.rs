@@ -108,13 +108,24 @@ pub fn start_time(pid: u32) -> Option<u64> {
     stat_fields(pid)?.get(19)?.parse().ok()
 }
 
-/// Without `/proc` there is no start time yet, so every record is one swarm will not signal
+/// The BSD process info macOS keeps for `pid` (`proc_pidinfo` with `PROC_PIDTBSDINFO`).
+#[cfg(target_os = "macos")]
+fn bsd_info(pid: u32) -> Option<libproc::bsd_info::BSDInfo> {
+    libproc::proc_pid::pidinfo::<libproc::bsd_info::BSDInfo>(i32::try_from(pid).ok()?, 0).ok()
+}
+
+/// Process start time in microseconds since the epoch (`pbi_start_tvsec`/`pbi_start_tvusec`).
+/// Not built or run on this project's Linux CI: checked against the struct macOS documents.
+#[cfg(target_os = "macos")]
+pub fn start_time(pid: u32) -> Option<u64> {
+    let info = bsd_info(pid)?;
+    Some(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
+}
+
+/// Elsewhere there is no start time, so no record is one swarm will signal
 /// ([`super::group::Refusal::NoStartTime`]): safe, but a teammate is then only stopped through
-/// its pane or its shutdown handshake. The start time on macOS is `kinfo_proc.kp_proc.p_starttime`
-/// from `sysctl(CTL_KERN, KERN_PROC, KERN_PROC_PID, pid)` (or `proc_pidinfo` with
-/// `PROC_PIDTBSDINFO`, `pbi_start_tvsec`/`pbi_start_tvusec`), which needs a crate that wraps
-/// it (e.g. `libproc`, as a macOS-only dependency); it cannot be built and tested here.
-#[cfg(not(target_os = "linux"))]
+/// its pane or its shutdown handshake.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn start_time(_pid: u32) -> Option<u64> {
     None
 }
@@ -126,8 +137,15 @@ fn is_zombie(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// A zombie still answers signal 0; without `/proc` it counts as alive until it is reaped.
-#[cfg(not(target_os = "linux"))]
+/// `SZOMB` from macOS's `sys/proc.h`: the process has exited and waits to be reaped.
+#[cfg(target_os = "macos")]
+fn is_zombie(pid: u32) -> bool {
+    const SZOMB: u32 = 5;
+    bsd_info(pid).is_some_and(|info| info.pbi_status == SZOMB)
+}
+
+/// A zombie still answers signal 0; without a process table it counts as alive until reaped.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn is_zombie(_pid: u32) -> bool {
     false
 }

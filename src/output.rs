@@ -2,7 +2,10 @@
 //!
 //! Every command that prints state prints either text for people or, with `--json`, one JSON
 //! document (or JSON lines when following). A closed stdout (`swarm inbox | head`) is not an
-//! error: the write fails with a broken pipe and `main` exits 0.
+//! error: the write fails with a broken pipe and `main` exits 0. Text for people shows control
+//! characters as escapes (`terminal`); JSON is written as it is.
+
+pub(crate) mod terminal;
 
 use std::io::{self, Write};
 

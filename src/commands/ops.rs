@@ -2,7 +2,8 @@
 //!
 //! Unlike the store commands these look past the files at the processes and panes behind each
 //! member (through `lifecycle` and the backends), to show who is alive, go to a pane, print its
-//! output, or stop a teammate and return its tasks.
+//! output, or stop a teammate and return its tasks. What the team's files and panes say is
+//! printed with control characters made visible (`output::terminal`); `--json` stays raw.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -17,6 +18,7 @@ use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, Health, ShutdownOptions, ShutdownResult};
 use crate::output;
+use crate::output::terminal::{visible, visible_lines};
 use crate::store::liveness::Liveness;
 use crate::store::mailbox::Mailbox;
 use crate::store::names::{AgentName, TeamName};
@@ -76,7 +78,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "quarantined": quarantined,
         }));
     }
-    output::line(format!("team {}  {}", team, config.description))?;
+    output::line(format!("team {}  {}", team, visible(&config.description)))?;
     output::line(format!(
         "  {:<16} {:<7} {:<10} {:<6} {:<28} {:>6}  TASK",
         "NAME", "COLOR", "BACKEND", "PANE", "STATE", "UNREAD"
@@ -87,22 +89,22 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             .map(|t| {
                 format!(
                     "#{} {}",
-                    t["id"].as_str().unwrap_or_default(),
-                    t["subject"].as_str().unwrap_or_default()
+                    visible(t["id"].as_str().unwrap_or_default()),
+                    visible(t["subject"].as_str().unwrap_or_default())
                 )
             })
             .unwrap_or_else(|| "-".into());
         output::line(format!(
             "  {:<16} {:<7} {:<10} {:<6} {:<28} {:>6}  {}",
-            m.name,
-            m.color_or_default(),
-            m.backend_type.as_deref().unwrap_or("-"),
+            visible(&m.name),
+            visible(m.color_or_default()),
+            visible(m.backend_type.as_deref().unwrap_or("-")),
             if m.tmux_pane_id.is_empty() {
-                "-"
+                "-".into()
             } else {
-                &m.tmux_pane_id
+                visible(&m.tmux_pane_id)
             },
-            state,
+            visible(state),
             row["unread"].as_u64().unwrap_or_default(),
             task
         ))?;
@@ -114,14 +116,17 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         for p in &pending {
             output::line(format!(
                 "  {} {} {} {}",
-                p.id, p.worker_name, p.tool_name, p.description
+                visible(&p.id),
+                visible(&p.worker_name),
+                visible(&p.tool_name),
+                visible(&p.description)
             ))?;
         }
     }
     if !quarantined.is_empty() {
         output::line("quarantined files (could not be parsed; moved aside):")?;
         for q in &quarantined {
-            output::line(format!("  {q}"))?;
+            output::line(format!("  {}", visible(q)))?;
         }
     }
     Ok(())
@@ -229,7 +234,8 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
         Some((BackendKind::InProcess, _)) => logs(ctx, &target.name.parse()?, true),
         Some((BackendKind::Iterm2, _)) => output::line(format!(
             "{} runs in iTerm2 session {}, split into the tab swarm was launched from",
-            target.name, target.tmux_pane_id
+            visible(&target.name),
+            visible(&target.tmux_pane_id)
         )),
         Some((BackendKind::Tmux, None)) | None => Err(Error::usage(format!(
             "{} has no pane swarm knows about (it was not started by swarm launch)",
@@ -379,7 +385,7 @@ pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> 
         Some(BackendKind::Tmux) => tmux_logs(ctx, &team, &m, follow),
         Some(BackendKind::Iterm2) => Err(Error::usage(format!(
             "{who} runs in iTerm2 session {}; its output is in that pane",
-            m.tmux_pane_id
+            visible(&m.tmux_pane_id)
         ))),
         _ => {
             let path = ctx.store.log_path(&team, &who);
@@ -414,10 +420,16 @@ fn file_logs(
         buf.clear();
         file.read_to_end(&mut buf)
             .map_err(Error::io("read", path))?;
-        if !buf.is_empty() {
-            pos += buf.len() as u64;
+        // When following, a character cut in half by the writer is printed once its rest is in.
+        let whole = match std::str::from_utf8(&buf) {
+            Err(e) if follow && e.error_len().is_none() => e.valid_up_to(),
+            _ => buf.len(),
+        };
+        if whole > 0 {
+            pos += whole as u64;
+            let text = String::from_utf8_lossy(&buf[..whole]);
             let mut out = std::io::stdout().lock();
-            out.write_all(&buf)
+            out.write_all(visible_lines(&text).as_bytes())
                 .and_then(|()| out.flush())
                 .map_err(|e| Error::Io {
                     action: "write",
@@ -430,7 +442,7 @@ fn file_logs(
         }
         let member = Roster::new(&ctx.store, team).require_member(who.as_str())?;
         let done = !member.active() && crate::backend::pid_state(&member).is_dead();
-        if done && buf.is_empty() {
+        if done && whole == 0 {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -472,7 +484,7 @@ fn tmux_logs(ctx: &Context, team: &TeamName, m: &Member, follow: bool) -> Result
                 .unwrap_or(0)
         };
         for l in &lines[start..] {
-            output::line(l)?;
+            output::line(visible_lines(l))?;
         }
         shown = lines;
         if !follow {

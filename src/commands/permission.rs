@@ -1,7 +1,8 @@
 //! `swarm permission request|list|approve|deny|wait`
 //!
 //! `request --wait` and `wait` exit 0 when approved, 1 when denied and 2 on timeout, so a hook
-//! script can branch on the code alone.
+//! script can branch on the code alone. Requests are printed with their control characters
+//! made visible: the requester wrote every field.
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,7 @@ use super::{json_arg, Context};
 use crate::commands::cli::PermissionCommand;
 use crate::error::Result;
 use crate::output;
+use crate::output::terminal::visible;
 use crate::store::permissions::{Ask, Decision, PermissionRecord, Permissions};
 
 pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
@@ -122,10 +124,15 @@ fn print_record(ctx: &Context, r: &PermissionRecord) -> Result<()> {
     let feedback = r
         .feedback
         .as_deref()
-        .map(|f| format!(" - {f}"))
+        .map(|f| format!(" - {}", visible(f)))
         .unwrap_or_default();
     output::line(format!(
         "{}  {:<8} {} wants {}: {} {}{feedback}",
-        r.id, r.status, r.worker_name, r.tool_name, r.description, r.input
+        visible(&r.id),
+        visible(&r.status),
+        visible(&r.worker_name),
+        visible(&r.tool_name),
+        visible(&r.description),
+        visible(&r.input.to_string())
     ))
 }

@@ -3,6 +3,8 @@
 //! A team is its `config.json`; these commands create and read it, and add or remove members
 //! by hand (a removed member's unfinished tasks go back to pending, its liveness lock and mailbox
 //! go) for teammates swarm did not launch. A forced delete first stops whatever still runs.
+//! Any member can write `config.json`, so what it says is printed with control characters made
+//! visible.
 
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, ShutdownOptions, ShutdownOutcome, ShutdownResult};
 use crate::output;
+use crate::output::terminal::visible;
 use crate::store::colour::Colour;
 use crate::store::liveness::{self, Liveness};
 use crate::store::names::{AgentName, TeamName};
@@ -61,7 +64,10 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 let s = summary(c);
                 output::line(format!(
                     "{:<24} {} teammates, {} active  {}",
-                    c.name, s["teammates"], s["active"], c.description
+                    visible(&c.name),
+                    s["teammates"],
+                    s["active"],
+                    visible(&c.description)
                 ))?;
             }
             Ok(())
@@ -72,7 +78,11 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             if ctx.json {
                 return output::json(&config);
             }
-            output::line(format!("team {}  {}", config.name, config.description))?;
+            output::line(format!(
+                "team {}  {}",
+                visible(&config.name),
+                visible(&config.description)
+            ))?;
             for m in &config.members {
                 let state = if m.is_lead() {
                     "lead"
@@ -83,14 +93,14 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 };
                 output::line(format!(
                     "  {:<20} {:<8} {:<9} {:<10} pane {}",
-                    m.name,
-                    m.color_or_default(),
+                    visible(&m.name),
+                    visible(m.color_or_default()),
                     state,
-                    m.backend_type.as_deref().unwrap_or("-"),
+                    visible(m.backend_type.as_deref().unwrap_or("-")),
                     if m.tmux_pane_id.is_empty() {
-                        "-"
+                        "-".into()
                     } else {
-                        &m.tmux_pane_id
+                        visible(&m.tmux_pane_id)
                     }
                 ))?;
             }

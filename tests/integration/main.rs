@@ -5,6 +5,7 @@ mod support;
 
 mod bench;
 mod demo;
+mod escaping;
 mod faults;
 mod launch;
 mod lead;

@@ -1,26 +1,26 @@
 //! The lead's side of the protocol: what the console does with each message in `team-lead.json`.
 //!
 //! Text is printed; a shutdown approval retires the member (only for a request someone really
-//! sent); permission and plan requests become questions for the person, or are approved with
-//! `--auto-approve`; teammates whose runtime died are retired so their tasks go back to the
-//! pool. Each pass handles every undelivered message and only then marks exactly those, so a
-//! console stopped mid-pass sees the rest again on its next start.
-
-use std::collections::VecDeque;
-
-use serde_json::Map;
+//! sent); permission and plan requests become questions for the person (`questions`), or are
+//! approved with `--auto-approve`; teammates whose runtime died are retired so their tasks go
+//! back to the pool. Each pass handles every undelivered message and only then marks exactly
+//! those, so a console stopped mid-pass sees the rest again on its next start.
+//!
+//! Everything printed goes through `say` or `say_from`, which make control characters visible:
+//! what teammates write must not be able to rewrite the lines the person reads. A text over
+//! several lines has its later lines indented, so none of them passes for a console line.
 
 use super::paint::{describe_idle, Paint};
+use super::questions::Questions;
 use crate::error::{Error, Result};
 use crate::lifecycle;
+use crate::output::terminal::visible_lines;
 use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::permissions::{Decision, Permissions};
-use crate::store::protocol::{
-    timestamp_now, Payload, PermissionRequest, PlanApprovalRequest, PlanApprovalResponse, Protocol,
-};
+use crate::store::permissions::Permissions;
+use crate::store::protocol::{Payload, Protocol};
 use crate::store::roster::Roster;
 
 #[derive(Debug, Clone, Default)]
@@ -31,19 +31,12 @@ pub(crate) struct LeadOptions {
     pub(crate) exit_when_done: bool,
 }
 
-/// A question waiting for the person's `y` / `n [feedback]`.
-#[derive(Debug)]
-pub(super) enum Question {
-    Permission(PermissionRequest, String),
-    Plan(PlanApprovalRequest),
-}
-
 pub(super) struct Console<'a> {
     pub(super) store: &'a Store,
     pub(super) team: &'a TeamName,
     pub(super) opts: LeadOptions,
-    /// Oldest first: `y` and `n` answer the front.
-    pub(super) questions: VecDeque<Question>,
+    /// The open questions; `y` and `n` answer the current one.
+    pub(super) questions: Questions,
     pub(super) paint: Paint,
     pub(super) lead: AgentName,
 }
@@ -54,14 +47,20 @@ impl<'a> Console<'a> {
             store,
             team,
             opts,
-            questions: VecDeque::new(),
+            questions: Questions::default(),
             paint: Paint::detect(),
             lead: AgentName::lead(),
         }
     }
 
+    /// Prints `text` with control characters made visible and later lines indented.
     pub(super) fn say(&self, text: &str) {
-        let _ = crate::output::line(text);
+        let _ = crate::output::line(shown(text));
+    }
+
+    /// `name` in its colour, then `rest`, both with control characters made visible.
+    pub(super) fn say_from(&self, name: &str, color: &str, rest: &str) {
+        let _ = crate::output::line(format!("{}{}", self.paint.name(name, color), shown(rest)));
     }
 
     /// Whether there are teammates and none of them is active any more.
@@ -93,37 +92,37 @@ impl<'a> Console<'a> {
 
     fn handle(&mut self, m: &InboxMessage) -> Result<()> {
         let color = m.color.clone().unwrap_or_default();
-        let who = self.paint.name(&m.from, &color);
+        let say = |rest: &str| self.say_from(&m.from, &color, rest);
         match m.payload() {
             Payload::Text(text) => {
                 let summary = m
                     .summary
                     .as_deref()
-                    .map(|s| format!(" ({s})"))
+                    .map(|s| format!(" ({})", crate::output::terminal::visible(s)))
                     .unwrap_or_default();
-                self.say(&format!("{who}{summary}: {text}"));
+                say(&format!("{summary}: {text}"));
             }
             Payload::Protocol(p) => match *p {
-                Protocol::IdleNotification(n) => self.say(&format!("{who} {}", describe_idle(&n))),
+                Protocol::IdleNotification(n) => say(&format!(" {}", describe_idle(&n))),
                 Protocol::ShutdownApproved(a)
                     if a.from == m.from && self.asked(&m.from, &a.request_id)? =>
                 {
-                    self.say(&format!("{who} approved shutdown"));
+                    say(" approved shutdown");
                     self.retire(&m.from, "it approved shutdown")?;
                 }
                 Protocol::ShutdownRejected(r) if r.from == m.from => {
-                    self.say(&format!("{who} declined shutdown: {}", r.reason));
+                    say(&format!(" declined shutdown: {}", r.reason));
                 }
                 Protocol::PermissionRequest(r) if r.agent_id == m.from => {
                     // A Claude Code teammate only sends the message; file it so `ls pending/`
                     // shows it and the normal resolve path applies.
                     Permissions::new(self.store, self.team).adopt(&r, &m.from)?;
-                    self.ask(Question::Permission(r, m.from.clone()))?;
+                    self.ask_permission(&r.request_id)?;
                 }
                 Protocol::PlanApprovalRequest(r) if r.from == m.from => {
-                    self.ask(Question::Plan(r))?;
+                    self.ask_plan(r)?;
                 }
-                other => self.say(&format!("{who} sent {} (ignored)", other.type_name())),
+                other => say(&format!(" sent {} (ignored)", other.type_name())),
             },
         }
         Ok(())
@@ -136,77 +135,6 @@ impl<'a> Console<'a> {
             return Ok(false);
         };
         shutdown_was_requested(self.store, self.team, &who, request_id)
-    }
-
-    fn ask(&mut self, q: Question) -> Result<()> {
-        if self.opts.auto_approve {
-            return self.answer(q, true, None);
-        }
-        let text = match &q {
-            Question::Permission(r, from) => format!(
-                "{} asks to use {}: {} {}",
-                from, r.tool_name, r.description, r.input
-            ),
-            Question::Plan(r) => format!(
-                "{} submitted a plan ({}):\n{}",
-                r.from, r.plan_file_path, r.plan_content
-            ),
-        };
-        self.say(&format!("? {text}"));
-        self.questions.push_back(q);
-        if self.questions.len() == 1 {
-            self.say("  answer y to approve, or n [feedback] to reject");
-        }
-        Ok(())
-    }
-
-    pub(super) fn answer(
-        &mut self,
-        q: Question,
-        approve: bool,
-        feedback: Option<String>,
-    ) -> Result<()> {
-        match q {
-            Question::Permission(r, from) => {
-                let decision = Decision {
-                    approve,
-                    feedback,
-                    updated_input: None,
-                    resolved_by: self.lead.to_string(),
-                };
-                match Permissions::new(self.store, self.team).resolve(&r.request_id, decision) {
-                    Ok(_) => self.say(&format!(
-                        "{} {from}'s use of {}",
-                        if approve { "approved" } else { "rejected" },
-                        r.tool_name
-                    )),
-                    // Someone decided from another shell first; theirs stands.
-                    Err(e @ (Error::Usage(_) | Error::NoSuchPermission(_))) => {
-                        self.say(&format!("{e}"))
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            Question::Plan(r) => {
-                let to: AgentName = r.from.parse()?;
-                let response = Protocol::PlanApprovalResponse(PlanApprovalResponse {
-                    request_id: r.request_id.clone(),
-                    approved: approve,
-                    feedback: feedback.clone(),
-                    timestamp: timestamp_now(),
-                    permission_mode: None,
-                    extra: Map::new(),
-                });
-                Mailbox::new(self.store, self.team)
-                    .send(&to, InboxMessage::protocol(self.lead.as_str(), &response))?;
-                self.say(&format!(
-                    "{} {}'s plan",
-                    if approve { "approved" } else { "rejected" },
-                    r.from
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Teammates whose runtime died without approving shutdown: retire them so their tasks go
@@ -229,10 +157,11 @@ impl<'a> Console<'a> {
             if !m.active() || !lifecycle::member_health(self.store, self.team, &m)?.dead {
                 continue;
             }
-            self.say(&format!(
-                "{} stopped without saying goodbye",
-                self.paint.name(&m.name, m.color_or_default())
-            ));
+            self.say_from(
+                &m.name,
+                m.color_or_default(),
+                " stopped without saying goodbye",
+            );
             self.retire(&m.name, "its process died")?;
         }
         Ok(())
@@ -263,6 +192,11 @@ impl<'a> Console<'a> {
         }
         Ok(())
     }
+}
+
+/// `text` as the console prints it: control characters visible, later lines indented.
+fn shown(text: &str) -> String {
+    visible_lines(text).replace('\n', "\n  ")
 }
 
 /// Looks for the `shutdown_request` with `request_id` in `to`'s inbox and its archive.

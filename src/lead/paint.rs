@@ -3,6 +3,7 @@
 
 use std::io::IsTerminal;
 
+use crate::output::terminal::visible;
 use crate::store::colour::Colour;
 use crate::store::protocol::IdleNotification;
 
@@ -18,9 +19,11 @@ impl Paint {
         }
     }
 
+    /// `name` (control characters made visible) in its roster colour.
     pub(super) fn name(&self, name: &str, color: &str) -> String {
+        let name = visible(name);
         if !self.on {
-            return name.to_string();
+            return name.into_owned();
         }
         let code = Colour::named(color).map_or("1", |c| c.ansi);
         format!("\x1b[{code}m{name}\x1b[0m")

@@ -1,5 +1,5 @@
 //! What the person types at the lead console: `@name text`, `@* text`, `/status`, `/tasks`,
-//! `/shutdown [name]`, `/help`, `/quit`, and `y` / `n [feedback]` for the oldest question.
+//! `/shutdown [name]`, `/help`, `/quit`, and `y` / `n [feedback]` for the question on screen.
 //!
 //! A typo is reported on the console and never ends it; only a failure of the store does.
 
@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::console::Console;
 use crate::error::{Error, Result};
 use crate::lifecycle;
+use crate::output::terminal::visible;
 use crate::store::liveness::Liveness;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::AgentName;
@@ -18,7 +19,7 @@ const HELP: &str = "\
 @name text  message a teammate     @* text   message everyone
 /status     members and health      /tasks    the task list
 /shutdown [name]  ask one or all teammates to stop
-y | n [feedback]  answer the oldest open question
+y | n [feedback]  answer the question on screen (named in its prompt line)
 /quit       leave the console (teammates keep running)";
 
 impl Console<'_> {
@@ -50,14 +51,10 @@ impl Console<'_> {
             "/tasks" => self.print_tasks()?,
             "/shutdown" => self.request_shutdown(arg)?,
             "/quit" | "/exit" => return Ok(false),
-            "/help" => self.say(HELP),
+            "/help" => HELP.lines().for_each(|l| self.say(l)),
             "y" | "yes" | "n" | "no" => {
-                let Some(q) = self.questions.pop_front() else {
-                    return Err(Error::usage("no question is waiting for an answer"));
-                };
-                let approve = word.starts_with('y');
                 let feedback = (!arg.is_empty()).then(|| arg.to_string());
-                self.answer(q, approve, feedback)?;
+                self.answer_current(word.starts_with('y'), feedback)?;
             }
             _ => {
                 return Err(Error::usage(format!(
@@ -98,17 +95,22 @@ impl Console<'_> {
                 .map(|t| format!("#{} {}", t.id, t.subject))
                 .unwrap_or_else(|| "-".into());
             let unread = Mailbox::new(self.store, self.team).read(&name, true)?.len();
-            self.say(&format!(
-                "{:<20} {:<8} {:<7} unread {:<3} {current}",
-                self.paint.name(&m.name, m.color_or_default()),
-                if m.active() { "active" } else { "stopped" },
-                match (health.dead, health.liveness) {
-                    (true, _) => "dead",
-                    (false, Liveness::Alive) => "alive",
-                    (false, _) => "?",
-                },
-                unread
-            ));
+            let pad = 20usize.saturating_sub(visible(&m.name).chars().count());
+            self.say_from(
+                &m.name,
+                m.color_or_default(),
+                &format!(
+                    "{:pad$} {:<8} {:<7} unread {:<3} {current}",
+                    "",
+                    if m.active() { "active" } else { "stopped" },
+                    match (health.dead, health.liveness) {
+                        (true, _) => "dead",
+                        (false, Liveness::Alive) => "alive",
+                        (false, _) => "?",
+                    },
+                    unread
+                ),
+            );
         }
         Ok(())
     }

@@ -1,5 +1,7 @@
 //! The lead console (`swarm lead`) driven through its stdin, with teammates played by the CLI.
 
+mod escaping;
+
 use std::time::Duration;
 
 use serde_json::{json, Value};

@@ -1,0 +1,241 @@
+//! The questions waiting for the person at the lead console, and how `y` / `n` answer them.
+//!
+//! One question is current: it is the one shown in full, and the prompt line under it names its
+//! id, so `y` and `n` answer exactly what the person read. Questions that arrive meanwhile wait
+//! behind it with a one-line notice and are shown in full when their turn comes. A permission
+//! request can also be decided from another shell (`swarm permission approve ID`): before every
+//! pass and before every answer the queue drops such requests with a line saying who decided,
+//! so an answer typed for one request never lands on another. What a permission question shows
+//! is the pending record (what an approval would let run), not the message that announced it.
+
+use std::collections::VecDeque;
+
+use serde_json::Map;
+
+use super::console::Console;
+use crate::error::{Error, Result};
+use crate::output::terminal::visible;
+use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::names::AgentName;
+use crate::store::permissions::{Decision, PermissionRecord, Permissions};
+use crate::store::protocol::{timestamp_now, PlanApprovalRequest, PlanApprovalResponse, Protocol};
+
+/// A question waiting for the person's `y` / `n [feedback]`.
+#[derive(Debug)]
+pub(super) enum Question {
+    Permission(Box<PermissionRecord>),
+    Plan(PlanApprovalRequest),
+}
+
+impl Question {
+    fn id(&self) -> &str {
+        match self {
+            Question::Permission(r) => &r.id,
+            Question::Plan(r) => &r.request_id,
+        }
+    }
+
+    /// The whole question: who asks, for which tool, with which input (in full).
+    fn full(&self) -> String {
+        match self {
+            Question::Permission(r) => {
+                let mut text = format!(
+                    "? {}: {} asks to use {} with {}",
+                    r.id,
+                    visible(&r.worker_name),
+                    visible(&r.tool_name),
+                    visible(&r.input.to_string())
+                );
+                if !r.description.is_empty() {
+                    text.push_str(&format!(
+                        "\n{}'s description: {}",
+                        visible(&r.worker_name),
+                        visible(&r.description)
+                    ));
+                }
+                text
+            }
+            Question::Plan(r) => format!(
+                "? {}: {} submitted a plan ({}):\n{}",
+                visible(&r.request_id),
+                visible(&r.from),
+                visible(&r.plan_file_path),
+                r.plan_content
+            ),
+        }
+    }
+
+    /// One line for a question waiting behind the current one.
+    fn brief(&self) -> String {
+        match self {
+            Question::Permission(r) => format!(
+                "{} from {} ({})",
+                r.id,
+                visible(&r.worker_name),
+                visible(&r.tool_name)
+            ),
+            Question::Plan(r) => format!("{} (a plan from {})", r.request_id, visible(&r.from)),
+        }
+    }
+}
+
+/// The open questions, the current one first.
+#[derive(Debug, Default)]
+pub(super) struct Questions(VecDeque<Question>);
+
+impl Console<'_> {
+    /// A permission request announced in the lead's inbox: asked from its pending record.
+    pub(super) fn ask_permission(&mut self, id: &str) -> Result<()> {
+        let perms = Permissions::new(self.store, self.team);
+        if let Some(record) = perms.decision(id)? {
+            self.say(&decided_line(&record));
+            return Ok(());
+        }
+        let Some(record) = perms.pending()?.into_iter().find(|r| r.id == id) else {
+            return Err(Error::NoSuchPermission(id.to_string()));
+        };
+        self.ask(Question::Permission(Box::new(record)))
+    }
+
+    pub(super) fn ask_plan(&mut self, r: PlanApprovalRequest) -> Result<()> {
+        self.ask(Question::Plan(r))
+    }
+
+    fn ask(&mut self, q: Question) -> Result<()> {
+        if self.questions.0.iter().any(|open| open.id() == q.id()) {
+            return Ok(());
+        }
+        if self.opts.auto_approve {
+            return self.answer(q, true, None);
+        }
+        self.questions.0.push_back(q);
+        if self.questions.0.len() == 1 {
+            self.show_current();
+        } else if let (Some(current), Some(new)) =
+            (self.questions.0.front(), self.questions.0.back())
+        {
+            self.say(&format!(
+                "  also waiting: {}; shown once {} is answered",
+                new.brief(),
+                current.id()
+            ));
+            self.say(&prompt(current));
+        }
+        Ok(())
+    }
+
+    fn show_current(&self) {
+        if let Some(q) = self.questions.0.front() {
+            self.say(&q.full());
+            self.say(&prompt(q));
+        }
+    }
+
+    /// Drops the permission requests decided elsewhere, each with a line saying who decided;
+    /// shows the next question if the current one went. Returns whether the current one went.
+    pub(super) fn forget_decided(&mut self) -> Result<bool> {
+        let perms = Permissions::new(self.store, self.team);
+        let mut current_went = false;
+        let mut kept = VecDeque::new();
+        for (i, q) in std::mem::take(&mut self.questions.0)
+            .into_iter()
+            .enumerate()
+        {
+            let decided = match &q {
+                Question::Permission(r) => perms.decision(&r.id)?,
+                Question::Plan(_) => None,
+            };
+            match decided {
+                Some(record) => {
+                    self.say(&format!("{}; it leaves the queue", decided_line(&record)));
+                    current_went |= i == 0;
+                }
+                None => kept.push_back(q),
+            }
+        }
+        self.questions.0 = kept;
+        if current_went {
+            self.show_current();
+        }
+        Ok(current_went)
+    }
+
+    /// `y` or `n [feedback]`: answers the current question, the one the prompt line named.
+    pub(super) fn answer_current(&mut self, approve: bool, feedback: Option<String>) -> Result<()> {
+        if self.questions.0.is_empty() {
+            return Err(Error::usage("no question is waiting for an answer"));
+        }
+        // Decided elsewhere since it was shown: this answer was meant for it, not the next one.
+        if self.forget_decided()? {
+            return Ok(());
+        }
+        let Some(q) = self.questions.0.pop_front() else {
+            return Ok(());
+        };
+        self.answer(q, approve, feedback)?;
+        self.show_current();
+        Ok(())
+    }
+
+    fn answer(&mut self, q: Question, approve: bool, feedback: Option<String>) -> Result<()> {
+        let verb = if approve { "approved" } else { "rejected" };
+        match q {
+            Question::Permission(r) => {
+                let decision = Decision {
+                    approve,
+                    feedback,
+                    updated_input: None,
+                    resolved_by: self.lead.to_string(),
+                };
+                let perms = Permissions::new(self.store, self.team);
+                match perms.resolve(&r.id, decision) {
+                    Ok(_) => self.say(&format!(
+                        "{verb} {}'s use of {}",
+                        r.worker_name, r.tool_name
+                    )),
+                    // Someone decided from another shell first; theirs stands.
+                    Err(e @ (Error::Usage(_) | Error::NoSuchPermission(_))) => {
+                        match perms.decision(&r.id)? {
+                            Some(record) => self.say(&decided_line(&record)),
+                            None => self.say(&format!("! {e}")),
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Question::Plan(r) => {
+                let to: AgentName = r.from.parse()?;
+                let response = Protocol::PlanApprovalResponse(PlanApprovalResponse {
+                    request_id: r.request_id.clone(),
+                    approved: approve,
+                    feedback: feedback.clone(),
+                    timestamp: timestamp_now(),
+                    permission_mode: None,
+                    extra: Map::new(),
+                });
+                Mailbox::new(self.store, self.team)
+                    .send(&to, InboxMessage::protocol(self.lead.as_str(), &response))?;
+                self.say(&format!("{verb} {}'s plan", r.from));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The line under the current question: which request `y` and `n` answer.
+fn prompt(q: &Question) -> String {
+    format!(
+        "  answer y to approve {}, or n [feedback] to reject it",
+        visible(q.id())
+    )
+}
+
+/// `perm-… was approved by NAME elsewhere`.
+fn decided_line(r: &PermissionRecord) -> String {
+    format!(
+        "{} was {} by {} elsewhere",
+        r.id,
+        visible(&r.status),
+        visible(r.resolved_by.as_deref().unwrap_or("someone"))
+    )
+}

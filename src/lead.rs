@@ -68,7 +68,7 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
     let mut look_again = false;
     loop {
         console.drain_inbox()?;
-        console.forget_decided()?;
+        console.questions.forget_decided()?;
         console.reap_dead()?;
         if console.opts.exit_when_done && console.all_done()? {
             console.drain_inbox()?; // the retirement notices just written

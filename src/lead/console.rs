@@ -10,11 +10,10 @@
 //! what teammates write must not be able to rewrite the lines the person reads. A text over
 //! several lines has its later lines indented, so none of them passes for a console line.
 
-use super::paint::{describe_idle, Paint};
+use super::paint::{describe_idle, shown, Paint};
 use super::questions::Questions;
 use crate::error::{Error, Result};
 use crate::lifecycle;
-use crate::output::terminal::visible_lines;
 use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
@@ -36,7 +35,7 @@ pub(super) struct Console<'a> {
     pub(super) team: &'a TeamName,
     pub(super) opts: LeadOptions,
     /// The open questions; `y` and `n` answer the current one.
-    pub(super) questions: Questions,
+    pub(super) questions: Questions<'a>,
     pub(super) paint: Paint,
     pub(super) lead: AgentName,
 }
@@ -46,8 +45,8 @@ impl<'a> Console<'a> {
         Console {
             store,
             team,
+            questions: Questions::new(store, team, opts.auto_approve),
             opts,
-            questions: Questions::default(),
             paint: Paint::detect(),
             lead: AgentName::lead(),
         }
@@ -117,10 +116,10 @@ impl<'a> Console<'a> {
                     // A Claude Code teammate only sends the message; file it so `ls pending/`
                     // shows it and the normal resolve path applies.
                     Permissions::new(self.store, self.team).adopt(&r, &m.from)?;
-                    self.ask_permission(&r.request_id)?;
+                    self.questions.ask_permission(&r.request_id)?;
                 }
                 Protocol::PlanApprovalRequest(r) if r.from == m.from => {
-                    self.ask_plan(r)?;
+                    self.questions.ask_plan(r)?;
                 }
                 other => say(&format!(" sent {} (ignored)", other.type_name())),
             },
@@ -192,11 +191,6 @@ impl<'a> Console<'a> {
         }
         Ok(())
     }
-}
-
-/// `text` as the console prints it: control characters visible, later lines indented.
-fn shown(text: &str) -> String {
-    visible_lines(text).replace('\n', "\n  ")
 }
 
 /// Looks for the `shutdown_request` with `request_id` in `to`'s inbox and its archive.

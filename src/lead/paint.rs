@@ -1,9 +1,10 @@
-//! How the lead console renders what it prints: names in their roster colour, and teammates'
-//! idle notifications as sentences a person reads at a glance.
+//! How the lead console renders what it prints: names in their roster colour, text with its
+//! control characters made visible, and teammates' idle notifications as sentences a person
+//! reads at a glance.
 
 use std::io::IsTerminal;
 
-use crate::output::terminal::visible;
+use crate::output::terminal::{visible, visible_lines};
 use crate::store::colour::Colour;
 use crate::store::protocol::IdleNotification;
 
@@ -28,6 +29,12 @@ impl Paint {
         let code = Colour::named(color).map_or("1", |c| c.ansi);
         format!("\x1b[{code}m{name}\x1b[0m")
     }
+}
+
+/// `text` as the console prints it: control characters made visible, and the lines after the
+/// first indented, so no line of a teammate's text passes for a line of the console's own.
+pub(super) fn shown(text: &str) -> String {
+    visible_lines(text).replace('\n', "\n  ")
 }
 
 /// `finished task #3 (resolved)`, `failed task #4: exit 1`, `is idle - waiting for review`.

@@ -12,11 +12,12 @@ use std::collections::VecDeque;
 
 use serde_json::Map;
 
-use super::console::Console;
+use super::paint::shown;
 use crate::error::{Error, Result};
 use crate::output::terminal::visible;
 use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::AgentName;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
 use crate::store::permissions::{Decision, PermissionRecord, Permissions};
 use crate::store::protocol::{timestamp_now, PlanApprovalRequest, PlanApprovalResponse, Protocol};
 
@@ -80,15 +81,35 @@ impl Question {
 }
 
 /// The open questions, the current one first.
-#[derive(Debug, Default)]
-pub(super) struct Questions(VecDeque<Question>);
+pub(super) struct Questions<'a> {
+    store: &'a Store,
+    team: &'a TeamName,
+    lead: AgentName,
+    /// Approve every request at once instead of asking.
+    auto_approve: bool,
+    open: VecDeque<Question>,
+}
 
-impl Console<'_> {
+fn say(text: &str) {
+    let _ = crate::output::line(shown(text));
+}
+
+impl<'a> Questions<'a> {
+    pub(super) fn new(store: &'a Store, team: &'a TeamName, auto_approve: bool) -> Questions<'a> {
+        Questions {
+            store,
+            team,
+            lead: AgentName::lead(),
+            auto_approve,
+            open: VecDeque::new(),
+        }
+    }
+
     /// A permission request announced in the lead's inbox: asked from its pending record.
     pub(super) fn ask_permission(&mut self, id: &str) -> Result<()> {
         let perms = Permissions::new(self.store, self.team);
         if let Some(record) = perms.decision(id)? {
-            self.say(&decided_line(&record));
+            say(&decided_line(&record));
             return Ok(());
         }
         let Some(record) = perms.pending()?.into_iter().find(|r| r.id == id) else {
@@ -102,32 +123,30 @@ impl Console<'_> {
     }
 
     fn ask(&mut self, q: Question) -> Result<()> {
-        if self.questions.0.iter().any(|open| open.id() == q.id()) {
+        if self.open.iter().any(|open| open.id() == q.id()) {
             return Ok(());
         }
-        if self.opts.auto_approve {
+        if self.auto_approve {
             return self.answer(q, true, None);
         }
-        self.questions.0.push_back(q);
-        if self.questions.0.len() == 1 {
+        self.open.push_back(q);
+        if self.open.len() == 1 {
             self.show_current();
-        } else if let (Some(current), Some(new)) =
-            (self.questions.0.front(), self.questions.0.back())
-        {
-            self.say(&format!(
+        } else if let (Some(current), Some(new)) = (self.open.front(), self.open.back()) {
+            say(&format!(
                 "  also waiting: {}; shown once {} is answered",
                 new.brief(),
                 current.id()
             ));
-            self.say(&prompt(current));
+            say(&prompt(current));
         }
         Ok(())
     }
 
     fn show_current(&self) {
-        if let Some(q) = self.questions.0.front() {
-            self.say(&q.full());
-            self.say(&prompt(q));
+        if let Some(q) = self.open.front() {
+            say(&q.full());
+            say(&prompt(q));
         }
     }
 
@@ -137,23 +156,20 @@ impl Console<'_> {
         let perms = Permissions::new(self.store, self.team);
         let mut current_went = false;
         let mut kept = VecDeque::new();
-        for (i, q) in std::mem::take(&mut self.questions.0)
-            .into_iter()
-            .enumerate()
-        {
+        for (i, q) in std::mem::take(&mut self.open).into_iter().enumerate() {
             let decided = match &q {
                 Question::Permission(r) => perms.decision(&r.id)?,
                 Question::Plan(_) => None,
             };
             match decided {
                 Some(record) => {
-                    self.say(&format!("{}; it leaves the queue", decided_line(&record)));
+                    say(&format!("{}; it leaves the queue", decided_line(&record)));
                     current_went |= i == 0;
                 }
                 None => kept.push_back(q),
             }
         }
-        self.questions.0 = kept;
+        self.open = kept;
         if current_went {
             self.show_current();
         }
@@ -162,14 +178,14 @@ impl Console<'_> {
 
     /// `y` or `n [feedback]`: answers the current question, the one the prompt line named.
     pub(super) fn answer_current(&mut self, approve: bool, feedback: Option<String>) -> Result<()> {
-        if self.questions.0.is_empty() {
+        if self.open.is_empty() {
             return Err(Error::usage("no question is waiting for an answer"));
         }
         // Decided elsewhere since it was shown: this answer was meant for it, not the next one.
         if self.forget_decided()? {
             return Ok(());
         }
-        let Some(q) = self.questions.0.pop_front() else {
+        let Some(q) = self.open.pop_front() else {
             return Ok(());
         };
         self.answer(q, approve, feedback)?;
@@ -189,15 +205,15 @@ impl Console<'_> {
                 };
                 let perms = Permissions::new(self.store, self.team);
                 match perms.resolve(&r.id, decision) {
-                    Ok(_) => self.say(&format!(
+                    Ok(_) => say(&format!(
                         "{verb} {}'s use of {}",
                         r.worker_name, r.tool_name
                     )),
                     // Someone decided from another shell first; theirs stands.
                     Err(e @ (Error::Usage(_) | Error::NoSuchPermission(_))) => {
                         match perms.decision(&r.id)? {
-                            Some(record) => self.say(&decided_line(&record)),
-                            None => self.say(&format!("! {e}")),
+                            Some(record) => say(&decided_line(&record)),
+                            None => say(&format!("! {e}")),
                         }
                     }
                     Err(e) => return Err(e),
@@ -215,7 +231,7 @@ impl Console<'_> {
                 });
                 Mailbox::new(self.store, self.team)
                     .send(&to, InboxMessage::protocol(self.lead.as_str(), &response))?;
-                self.say(&format!("{verb} {}'s plan", r.from));
+                say(&format!("{verb} {}'s plan", r.from));
             }
         }
         Ok(())

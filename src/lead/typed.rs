@@ -54,7 +54,8 @@ impl Console<'_> {
             "/help" => HELP.lines().for_each(|l| self.say(l)),
             "y" | "yes" | "n" | "no" => {
                 let feedback = (!arg.is_empty()).then(|| arg.to_string());
-                self.answer_current(word.starts_with('y'), feedback)?;
+                self.questions
+                    .answer_current(word.starts_with('y'), feedback)?;
             }
             _ => {
                 return Err(Error::usage(format!(

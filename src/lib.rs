@@ -33,7 +33,10 @@ pub fn run() -> i32 {
         Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => 0,
         Err(e) => {
-            eprintln!("swarm: error: {e}");
+            eprintln!(
+                "swarm: error: {}",
+                output::terminal::visible(&e.to_string())
+            );
             e.exit_code()
         }
     }
@@ -46,7 +49,10 @@ fn parse_error(e: clap::Error) -> i32 {
     use std::error::Error as _;
     if e.kind() == clap::error::ErrorKind::ValueValidation {
         if let Some(reason) = e.source() {
-            eprintln!("swarm: error: {reason}");
+            eprintln!(
+                "swarm: error: {}",
+                output::terminal::visible(&reason.to_string())
+            );
             return 2;
         }
     }

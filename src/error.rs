@@ -61,13 +61,14 @@ pub enum Error {
     #[error("refusing to use {path}: it is a {found} where a regular file or directory belongs; move it away and retry")]
     NotARegularFile { path: PathBuf, found: &'static str },
 
-    #[error("refusing to use {path}: other users can write to it (mode {mode:o}) and setting it to 0700 failed ({source}); run `chmod 700 {path}`")]
-    InsecureDir {
-        path: PathBuf,
-        mode: u32,
-        #[source]
-        source: io::Error,
-    },
+    #[error("refusing to use {path}: other users can write to it (mode {mode:o}), so they could plant or swap store files; run `chmod 700 {path}` or pass another --root")]
+    InsecureDir { path: PathBuf, mode: u32 },
+
+    #[error("refusing to use {path}: it belongs to uid {owner}, not to you (uid {me}), so that user could plant or swap store files; remove it (`rm -r {path}`) or, if you trust it, run `chown -R {me} {path}`")]
+    NotOwned { path: PathBuf, owner: u32, me: u32 },
+
+    #[error("refusing to use {path}: it has {links} hard links, so writing it would change another file too; remove it (`rm {path}`) and retry")]
+    HardLinked { path: PathBuf, links: u64 },
 
     #[error("failed to {action} {path}: {source}")]
     Io {
@@ -135,6 +136,8 @@ impl Error {
             | Error::MessageTooLarge { .. }
             | Error::NotARegularFile { .. }
             | Error::InsecureDir { .. }
+            | Error::NotOwned { .. }
+            | Error::HardLinked { .. }
             | Error::ClaimRefused { .. } => 2,
             _ => 1,
         }

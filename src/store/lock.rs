@@ -23,6 +23,7 @@ use fs4::fs_std::FileExt;
 
 use crate::error::{Error, Result};
 use crate::store::fsio::{self, now_ms};
+use crate::store::guard;
 
 /// Claude Code's staleness rule for a lock directory with no owner file.
 const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -107,6 +108,7 @@ fn gate_path(target: &Path) -> PathBuf {
 }
 
 fn take_gate(target: &Path, start: Instant) -> Result<File> {
+    guard::check_dirs(target.parent().unwrap_or(Path::new("")))?;
     let path = gate_path(target);
     let gate = OpenOptions::new()
         .read(true)

@@ -347,6 +347,7 @@ fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> {
         .custom_flags(fsio::NOFOLLOW)
         .open(path)
         .map_err(Error::io("open", path))?;
+    fsio::check_opened(&f, path)?;
     f.write_all(&buf).map_err(Error::io("append to", path))?;
     f.sync_all().map_err(Error::io("sync", path))
 }

@@ -11,6 +11,7 @@
 mod bad_input;
 mod claimers;
 mod disk;
+mod hostile;
 mod permissions;
 mod watcher;
 mod writers;

@@ -88,6 +88,12 @@ pub enum Error {
     #[error("gave up waiting for the lock on {path} after {waited_ms} ms; if no swarm or claude process is writing there, remove the directory {path}")]
     LockTimeout { path: PathBuf, waited_ms: u128 },
 
+    #[error("broadcast not delivered to {}; delivered to {}. Fix those inboxes and run the same command again: members that have it already are skipped", failed.iter().map(|(n, e)| format!("{n} ({e})")).collect::<Vec<_>>().join(", "), if delivered.is_empty() { "nobody".to_string() } else { delivered.join(", ") })]
+    BroadcastIncomplete {
+        delivered: Vec<String>,
+        failed: Vec<(String, String)>,
+    },
+
     #[error("{program} failed: {detail}")]
     Command { program: String, detail: String },
 

@@ -232,6 +232,46 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     write_atomic(path, &bytes)
 }
 
+/// `write_json` for a file that must not exist yet: the complete temp file is hard-linked to
+/// `path`, which fails if anything is there, so nothing is ever overwritten or seen half written.
+pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    check_regular(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(
+        ".{name}{TEMP_MARK}{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(NOFOLLOW)
+            .open(&tmp)
+            .map_err(Error::io("create", &tmp))?;
+        FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
+        file.write_all(&bytes).map_err(Error::io("write", &tmp))?;
+        file.sync_all().map_err(Error::io("sync", &tmp))?;
+        fs::hard_link(&tmp, path).map_err(|e| match e.kind() {
+            ErrorKind::AlreadyExists => Error::usage(format!(
+                "{} already exists; refusing to overwrite it (is the high-water mark behind?)",
+                path.display()
+            )),
+            _ => Error::io("create", path)(e),
+        })?;
+        sync_dir(dir)
+    })();
+    let _ = fs::remove_file(&tmp);
+    result
+}
+
 /// Creates `path` with `contents` unless it exists (O_EXCL), mode 0600.
 pub fn create_if_missing(path: &Path, contents: &[u8]) -> Result<()> {
     check_regular(path)?;

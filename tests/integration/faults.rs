@@ -10,6 +10,7 @@
 
 mod bad_input;
 mod claimers;
+mod damaged;
 mod disk;
 mod hostile;
 mod permissions;

@@ -85,8 +85,12 @@ pub enum Error {
         source: serde_json::Error,
     },
 
-    #[error("gave up waiting for the lock on {path} after {waited_ms} ms; if no swarm or claude process is writing there, remove the directory {path}")]
-    LockTimeout { path: PathBuf, waited_ms: u128 },
+    #[error("gave up waiting for the lock on {path} after {waited_ms} ms: it is held by {holder}; if that process is not writing there, end it, or remove the directory {path} if no process holds it")]
+    LockTimeout {
+        path: PathBuf,
+        waited_ms: u128,
+        holder: String,
+    },
 
     #[error("broadcast not delivered to {}; delivered to {}. Fix those inboxes and run the same command again: members that have it already are skipped", failed.iter().map(|(n, e)| format!("{n} ({e})")).collect::<Vec<_>>().join(", "), if delivered.is_empty() { "nobody".to_string() } else { delivered.join(", ") })]
     BroadcastIncomplete {

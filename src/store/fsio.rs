@@ -164,7 +164,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// What marks a temp file of [`write_atomic`]: `.<name>.tmp-<pid>-<random>`.
-const TEMP_MARK: &str = ".tmp-";
+pub const TEMP_MARK: &str = ".tmp-";
 /// A temp file younger than this is left alone even if unlocked: its writer may have created it
 /// and not yet taken the flock.
 const TEMP_GRACE: Duration = Duration::from_secs(5);
@@ -178,6 +178,26 @@ fn sweep_once(dir: &Path) {
         swept.push(dir.to_path_buf());
         drop(swept);
         sweep_temp_files(dir);
+    }
+}
+
+/// A lock directory being built or released (`.F.lock.new.tmp-…`, `.F.lock.released.tmp-…`)
+/// whose process is gone: its owner file is missing or unlocked, and it is not fresh.
+fn sweep_lock_leftover(dir: &Path) {
+    let fresh = fs::symlink_metadata(dir)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|age| age <= TEMP_GRACE);
+    if fresh {
+        return;
+    }
+    let dead = match File::open(dir.join("owner")) {
+        Ok(owner) => FileExt::try_lock_exclusive(&owner).unwrap_or(false),
+        Err(e) => e.kind() == ErrorKind::NotFound,
+    };
+    if dead {
+        let _ = fs::remove_dir_all(dir);
     }
 }
 
@@ -195,6 +215,10 @@ pub fn sweep_temp_files(dir: &Path) {
             continue;
         }
         let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            sweep_lock_leftover(&path);
+            continue;
+        }
         let Ok(file) = OpenOptions::new()
             .read(true)
             .custom_flags(NOFOLLOW | O_NONBLOCK)

@@ -11,8 +11,8 @@
 //! * a gate: a hidden sibling file `.F.gate` that swarm processes flock before they go for the
 //!   directory. Among swarm processes the kernel queues the waiters, so nobody sleeps in a
 //!   backoff loop while the lock sits free; the directory is then almost never contended. The
-//!   holder writes its pid into the gate, so a waiter that gives up (a stopped holder) can say
-//!   who holds it.
+//!   wait has a deadline, and a waiter that gives up (a stopped holder) names the pid in the
+//!   owner file.
 //!
 //! The lock directory appears and disappears whole: it is built under a temp name with its
 //! flocked owner file inside and renamed into place without replacing anything
@@ -138,7 +138,7 @@ fn gate_path(target: &Path) -> PathBuf {
 }
 
 /// Takes the gate, waiting in the kernel's queue until `give_up_after` has passed since
-/// `start`; then gives up and says which pid holds it. The gate then records our pid.
+/// `start`; then gives up and says which pid holds it.
 fn take_gate(
     target: &Path,
     start: Instant,
@@ -178,9 +178,11 @@ fn take_gate(
         match answer {
             Ok(taken) => taken.map_err(Error::io("lock", &path))?,
             Err(_) => {
-                let holder = fs::read_to_string(&path)
+                // The gate holder is almost always the lock's owner, whose file names it.
+                let holder = fs::read(lock_dir.join("owner"))
                     .ok()
-                    .and_then(|s| s.trim().parse::<u32>().ok())
+                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                    .and_then(|v| v["pid"].as_u64())
                     .map_or("another swarm process".to_string(), |pid| {
                         format!("swarm process {pid} (stopped or stuck?)")
                     });
@@ -192,11 +194,6 @@ fn take_gate(
             }
         }
     };
-    if gate.metadata().is_ok_and(|m| m.is_file()) {
-        let mut record = &gate;
-        let _ = gate.set_len(0);
-        let _ = write!(record, "{}", std::process::id());
-    }
     Ok(gate)
 }
 

@@ -256,8 +256,8 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     write_atomic(path, &bytes)
 }
 
-/// `write_json` for a file that must not exist yet: the complete temp file is hard-linked to
-/// `path`, which fails if anything is there, so nothing is ever overwritten or seen half written.
+/// `write_json` for a file that must not exist yet: the complete temp file is renamed to `path`
+/// without replacing (`RENAME_NOREPLACE`), so nothing is ever overwritten or seen half written.
 pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
         path: path.to_path_buf(),
@@ -283,7 +283,7 @@ pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(
         FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
         file.write_all(&bytes).map_err(Error::io("write", &tmp))?;
         file.sync_all().map_err(Error::io("sync", &tmp))?;
-        fs::hard_link(&tmp, path).map_err(|e| match e.kind() {
+        place_new(&tmp, path).map_err(|e| match e.kind() {
             ErrorKind::AlreadyExists => Error::usage(format!(
                 "{} already exists; refusing to overwrite it (is the high-water mark behind?)",
                 path.display()
@@ -294,6 +294,16 @@ pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(
     })();
     let _ = fs::remove_file(&tmp);
     result
+}
+
+/// Renames `tmp` to `path` unless something is there. Where the file system cannot do that in
+/// one step, a hard link does it (readers may then briefly see two links).
+fn place_new(tmp: &Path, path: &Path) -> std::io::Result<()> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, tmp, CWD, path, RenameFlags::NOREPLACE) {
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => fs::hard_link(tmp, path),
+        other => other.map_err(Into::into),
+    }
 }
 
 /// Creates `path` with `contents` unless it exists (O_EXCL), mode 0600.

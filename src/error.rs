@@ -61,13 +61,14 @@ pub enum Error {
     #[error("refusing to use {path}: it is a {found} where a regular file or directory belongs; move it away and retry")]
     NotARegularFile { path: PathBuf, found: &'static str },
 
-    #[error("refusing to use {path}: other users can write to it (mode {mode:o}) and setting it to 0700 failed ({source}); run `chmod 700 {path}`")]
-    InsecureDir {
-        path: PathBuf,
-        mode: u32,
-        #[source]
-        source: io::Error,
-    },
+    #[error("refusing to use {path}: other users can write to it (mode {mode:o}), so they could plant or swap store files; run `chmod 700 {path}` or pass another --root")]
+    InsecureDir { path: PathBuf, mode: u32 },
+
+    #[error("refusing to use {path}: it belongs to uid {owner}, not to you (uid {me}), so that user could plant or swap store files; remove it (`rm -r {path}`) or, if you trust it, run `chown -R {me} {path}`")]
+    NotOwned { path: PathBuf, owner: u32, me: u32 },
+
+    #[error("refusing to use {path}: it has {links} hard links, so writing it would change another file too; remove it (`rm {path}`) and retry")]
+    HardLinked { path: PathBuf, links: u64 },
 
     #[error("failed to {action} {path}: {source}")]
     Io {
@@ -84,8 +85,18 @@ pub enum Error {
         source: serde_json::Error,
     },
 
-    #[error("gave up waiting for the lock on {path} after {waited_ms} ms; if no swarm or claude process is writing there, remove the directory {path}")]
-    LockTimeout { path: PathBuf, waited_ms: u128 },
+    #[error("gave up waiting for the lock on {path} after {waited_ms} ms: it is held by {holder}; if that process is not writing there, end it, or remove the directory {path} if no process holds it")]
+    LockTimeout {
+        path: PathBuf,
+        waited_ms: u128,
+        holder: String,
+    },
+
+    #[error("broadcast not delivered to {}; delivered to {}. Fix those inboxes and run the same command again: members that have it already are skipped", failed.iter().map(|(n, e)| format!("{n} ({e})")).collect::<Vec<_>>().join(", "), if delivered.is_empty() { "nobody".to_string() } else { delivered.join(", ") })]
+    BroadcastIncomplete {
+        delivered: Vec<String>,
+        failed: Vec<(String, String)>,
+    },
 
     #[error("{program} failed: {detail}")]
     Command { program: String, detail: String },
@@ -135,6 +146,8 @@ impl Error {
             | Error::MessageTooLarge { .. }
             | Error::NotARegularFile { .. }
             | Error::InsecureDir { .. }
+            | Error::NotOwned { .. }
+            | Error::HardLinked { .. }
             | Error::ClaimRefused { .. } => 2,
             _ => 1,
         }

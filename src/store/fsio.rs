@@ -5,19 +5,24 @@
 //! directory fsynced. A file that does not parse is moved aside to `<file>.corrupt-<ms>` (and
 //! said on stderr) instead of being read as empty and overwritten, which is how Claude Code loses
 //! inboxes. Symlinks, FIFOs and other non-regular files where a store file belongs are refused.
-//! A store directory that other users can write to (a permissive umask, a `chmod -R 777`) is
-//! set back to 0700 with a warning before swarm writes in it, or refused if that fails.
+//! Every path is first walked from the store root down by [`guard`]: directories and files
+//! another user owns or can write to, symlinks in any component and hard-linked files are
+//! refused.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use fs4::fs_std::FileExt;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::store::guard::{self, kind_of};
 
 /// `O_NOFOLLOW` for `OpenOptionsExt::custom_flags`: opening a symlink fails instead of following
 /// it, so a link planted in the store cannot redirect a read or write.
@@ -32,61 +37,20 @@ pub fn now_ms() -> u64 {
         .unwrap_or_default()
 }
 
-fn kind_of(meta: &fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_symlink() {
-        "symlink"
-    } else if t.is_dir() {
-        "directory"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_block_device() || t.is_char_device() {
-        "device"
-    } else {
-        "special file"
-    }
-}
-
-/// Creates `dir` and its missing parents with mode 0700. An existing component that is a
-/// symlink or not a directory is refused. If `dir` (a store directory) already exists and
-/// others can write to it, it is set back to 0700 (see [`secure_dir`]); existing parents are
-/// left alone, since they may be the user's own (`--root /tmp/x`).
+/// Creates `dir` and its missing parents with mode 0700, after walking the existing part of the
+/// path from the store root down (see [`guard`]): a component that is a symlink, not a
+/// directory, not ours or open to others is refused (or, if ours and merely too open, set back
+/// to 0700).
 pub fn ensure_dir(dir: &Path) -> Result<()> {
+    guard::check_dirs(dir)?;
     match fs::symlink_metadata(dir) {
-        Ok(meta) if meta.is_dir() => secure_dir(dir, &meta),
+        Ok(meta) if meta.is_dir() => Ok(()),
         Ok(meta) => Err(Error::NotARegularFile {
             path: dir.to_path_buf(),
             found: kind_of(&meta),
         }),
         Err(e) if e.kind() == ErrorKind::NotFound => create_dir_all(dir),
         Err(e) => Err(Error::io("inspect", dir)(e)),
-    }
-}
-
-/// Store directories are private. One that other users can write to would let them swap files
-/// under swarm (rename an inbox away, plant a symlink), so it is set back to 0700 and said on
-/// stderr; if the mode cannot be changed the directory is refused.
-fn secure_dir(dir: &Path, meta: &fs::Metadata) -> Result<()> {
-    let mode = meta.permissions().mode() & 0o7777;
-    if mode & 0o022 == 0 {
-        return Ok(());
-    }
-    match fs::set_permissions(dir, fs::Permissions::from_mode(0o700)) {
-        Ok(()) => {
-            eprintln!(
-                "swarm: warning: {} was writable by other users (mode {mode:o}); set it to 0700",
-                dir.display()
-            );
-            Ok(())
-        }
-        Err(source) => Err(Error::InsecureDir {
-            path: dir.to_path_buf(),
-            mode,
-            source,
-        }),
     }
 }
 
@@ -117,8 +81,9 @@ fn create_dir_all(dir: &Path) -> Result<()> {
 
 /// Fails unless `path` is absent or a regular file.
 pub fn check_regular(path: &Path) -> Result<bool> {
+    guard::check_dirs(path.parent().unwrap_or(Path::new("")))?;
     match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_file() => Ok(true),
+        Ok(meta) if meta.file_type().is_file() => guard::check_file(path, &meta).map(|()| true),
         Ok(meta) => Err(Error::NotARegularFile {
             path: path.to_path_buf(),
             found: kind_of(&meta),
@@ -126,6 +91,19 @@ pub fn check_regular(path: &Path) -> Result<bool> {
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io("inspect", path)(e)),
     }
+}
+
+/// Checks a store file swarm has opened (race-free, unlike checking the path): a regular file,
+/// ours, with one link.
+pub fn check_opened(file: &File, path: &Path) -> Result<()> {
+    let meta = file.metadata().map_err(Error::io("inspect", path))?;
+    if !meta.is_file() {
+        return Err(Error::NotARegularFile {
+            path: path.to_path_buf(),
+            found: kind_of(&meta),
+        });
+    }
+    guard::check_file(path, &meta)
 }
 
 /// Reads a whole regular file; `None` when it does not exist. Never follows a symlink and never
@@ -143,37 +121,37 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("open", path)(e)),
     };
+    check_opened(&file, path)?;
     let mut buf = Vec::new();
     file.read_to_end(&mut buf)
         .map_err(Error::io("read", path))?;
     Ok(Some(buf))
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `bytes` to `path` atomically with mode 0600. The directory it is written in is set
-/// back to 0700 first if other users can write to it.
+/// Writes `bytes` to `path` atomically with mode 0600.
+///
+/// The temp file has a random name (so a reused pid never meets a killed writer's leftover) and
+/// is flocked while it exists under that name, which is how [`sweep_temp_files`] tells a dead
+/// writer's leftover from a live writer's file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    if let Ok(meta) = fs::symlink_metadata(dir) {
-        if meta.is_dir() {
-            secure_dir(dir, &meta)?;
-        }
-    }
+    sweep_once(dir);
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
+        ".{name}{TEMP_MARK}{}-{}",
         std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        uuid::Uuid::new_v4().simple()
     ));
     let result = (|| {
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
+            .custom_flags(NOFOLLOW)
             .open(&tmp)
             .map_err(Error::io("create", &tmp))?;
+        FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
         file.write_all(bytes).map_err(Error::io("write", &tmp))?;
         file.sync_all().map_err(Error::io("sync", &tmp))?;
         fs::rename(&tmp, path).map_err(Error::io("replace", path))?;
@@ -183,6 +161,84 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// What marks a temp file of [`write_atomic`]: `.<name>.tmp-<pid>-<random>`.
+pub const TEMP_MARK: &str = ".tmp-";
+/// A temp file younger than this is left alone even if unlocked: its writer may have created it
+/// and not yet taken the flock.
+const TEMP_GRACE: Duration = Duration::from_secs(5);
+
+/// Sweeps each directory once per process: a CLI call writes a few files and exits, and a
+/// long-running teammate's directories are swept by the next CLI call.
+fn sweep_once(dir: &Path) {
+    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if !swept.iter().any(|d| d == dir) {
+        swept.push(dir.to_path_buf());
+        drop(swept);
+        sweep_temp_files(dir);
+    }
+}
+
+/// A lock directory being built or released (`.F.lock.new.tmp-…`, `.F.lock.released.tmp-…`)
+/// whose process is gone: its owner file is missing or unlocked, and it is not fresh.
+fn sweep_lock_leftover(dir: &Path) {
+    let fresh = fs::symlink_metadata(dir)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|age| age <= TEMP_GRACE);
+    if fresh {
+        return;
+    }
+    let dead = match File::open(dir.join("owner")) {
+        Ok(owner) => FileExt::try_lock_exclusive(&owner).unwrap_or(false),
+        Err(e) => e.kind() == ErrorKind::NotFound,
+    };
+    if dead {
+        let _ = fs::remove_dir_all(dir);
+    }
+}
+
+/// Removes temp files whose writer is gone: unlocked and older than [`TEMP_GRACE`]. A writer
+/// killed between creating its temp file and the rename leaves one behind; without this they
+/// pile up beside the file forever.
+pub fn sweep_temp_files(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !name.starts_with('.') || !name.contains(TEMP_MARK) {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            sweep_lock_leftover(&path);
+            continue;
+        }
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags(NOFOLLOW | O_NONBLOCK)
+            .open(&path)
+        else {
+            continue;
+        };
+        let old = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > TEMP_GRACE);
+        if old
+            && file.metadata().is_ok_and(|m| m.is_file())
+            && FileExt::try_lock_exclusive(&file).unwrap_or(false)
+        {
+            let _ = fs::remove_file(&path);
+        }
+    }
 }
 
 pub fn sync_dir(dir: &Path) -> Result<()> {
@@ -198,6 +254,56 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     })?;
     bytes.push(b'\n');
     write_atomic(path, &bytes)
+}
+
+/// `write_json` for a file that must not exist yet: the complete temp file is renamed to `path`
+/// without replacing (`RENAME_NOREPLACE`), so nothing is ever overwritten or seen half written.
+pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    check_regular(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(
+        ".{name}{TEMP_MARK}{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(NOFOLLOW)
+            .open(&tmp)
+            .map_err(Error::io("create", &tmp))?;
+        FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
+        file.write_all(&bytes).map_err(Error::io("write", &tmp))?;
+        file.sync_all().map_err(Error::io("sync", &tmp))?;
+        place_new(&tmp, path).map_err(|e| match e.kind() {
+            ErrorKind::AlreadyExists => Error::usage(format!(
+                "{} already exists; refusing to overwrite it (is the high-water mark behind?)",
+                path.display()
+            )),
+            _ => Error::io("create", path)(e),
+        })?;
+        sync_dir(dir)
+    })();
+    let _ = fs::remove_file(&tmp);
+    result
+}
+
+/// Renames `tmp` to `path` unless something is there. Where the file system cannot do that in
+/// one step, a hard link does it (readers may then briefly see two links).
+fn place_new(tmp: &Path, path: &Path) -> std::io::Result<()> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, tmp, CWD, path, RenameFlags::NOREPLACE) {
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => fs::hard_link(tmp, path),
+        other => other.map_err(Into::into),
+    }
 }
 
 /// Creates `path` with `contents` unless it exists (O_EXCL), mode 0600.
@@ -289,6 +395,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp_files() {
@@ -358,20 +465,45 @@ mod tests {
     #[test]
     fn world_writable_store_directories_are_set_back_to_0700() {
         let dir = tempfile::tempdir().unwrap();
-        let inboxes = dir.path().join("inboxes");
+        let root = dir.path().join("root");
+        crate::store::paths::Store::new(&root);
+        let inboxes = root.join("inboxes");
         ensure_dir(&inboxes).unwrap();
         fs::set_permissions(&inboxes, fs::Permissions::from_mode(0o777)).unwrap();
         ensure_dir(&inboxes).unwrap();
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode(&inboxes), 0o700);
         fs::set_permissions(&inboxes, fs::Permissions::from_mode(0o757)).unwrap();
         write_atomic(&inboxes.join("coder.json"), b"[]").unwrap();
         assert_eq!(mode(&inboxes), 0o700);
-        // An existing parent is not ours to change.
+        // Above the root is not ours to change; a shared (sticky) root is refused, not closed.
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
-        ensure_dir(&dir.path().join("a/b")).unwrap();
+        ensure_dir(&root.join("a/b")).unwrap();
         assert_eq!(mode(dir.path()), 0o777);
-        assert_eq!(mode(&dir.path().join("a")), 0o700);
+        assert_eq!(mode(&root.join("a")), 0o700);
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(matches!(
+            ensure_dir(&root.join("a")),
+            Err(Error::InsecureDir { mode: 0o1777, .. })
+        ));
+        assert_eq!(mode(&root), 0o1777);
+    }
+
+    #[test]
+    fn a_killed_writers_temp_file_is_swept_and_a_live_ones_kept() {
+        use std::time::SystemTime;
+        let dir = tempfile::tempdir().unwrap();
+        let old = SystemTime::now() - Duration::from_secs(60);
+        let dead = dir.path().join(".a.json.tmp-4242-0");
+        let live = dir.path().join(".b.json.tmp-4243-0");
+        for p in [&dead, &live] {
+            File::create(p).unwrap().set_modified(old).unwrap();
+        }
+        let holder = File::open(&live).unwrap();
+        FileExt::lock_exclusive(&holder).unwrap();
+        write_atomic(&dir.path().join("a.json"), b"x").unwrap();
+        assert!(!dead.exists());
+        assert!(live.exists());
     }
 
     #[test]

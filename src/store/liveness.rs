@@ -47,6 +47,7 @@ impl AliveLock {
             .custom_flags(fsio::NOFOLLOW)
             .open(&path)
             .map_err(Error::io("open", &path))?;
+        fsio::check_opened(&file, &path)?;
         if !FileExt::try_lock_exclusive(&file).map_err(Error::io("lock", &path))? {
             return Err(Error::usage(format!(
                 "{agent} is already running in team {team} (another process holds {})",
@@ -135,5 +136,20 @@ mod tests {
         assert!(AliveLock::hold(&store, &team, &coder).is_err());
         drop(held);
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Dead);
+    }
+
+    #[test]
+    fn an_alive_lock_hard_linked_elsewhere_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("root"));
+        let team: TeamName = "t".parse().unwrap();
+        let coder: AgentName = "coder".parse().unwrap();
+        fsio::ensure_dir(&store.alive_dir(&team)).unwrap();
+        let precious = dir.path().join("precious");
+        std::fs::write(&precious, "keep me").unwrap();
+        std::fs::hard_link(&precious, store.alive_path(&team, &coder)).unwrap();
+        let err = AliveLock::hold(&store, &team, &coder).unwrap_err();
+        assert!(matches!(err, Error::HardLinked { links: 2, .. }), "{err}");
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
     }
 }

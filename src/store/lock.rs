@@ -8,9 +8,17 @@
 //!   the lock is held. A contender that can take that flock knows the holder died and breaks the
 //!   lock at once instead of waiting 10 s. A lock directory without an owner file (a Claude Code
 //!   holder) is honoured until it is 10 s stale.
-//! * a gate: a hidden sibling file `.F.gate` that swarm processes flock, blocking, before they go
-//!   for the directory. Among swarm processes the kernel queues the waiters, so nobody sleeps in
-//!   a backoff loop while the lock sits free; the directory is then almost never contended.
+//! * a gate: a hidden sibling file `.F.gate` that swarm processes flock before they go for the
+//!   directory. Among swarm processes the kernel queues the waiters, so nobody sleeps in a
+//!   backoff loop while the lock sits free; the directory is then almost never contended. The
+//!   wait has a deadline, and a waiter that gives up (a stopped holder) names the pid in the
+//!   owner file.
+//!
+//! The lock directory appears and disappears whole: it is built under a temp name with its
+//! flocked owner file inside and renamed into place without replacing anything
+//! (`RENAME_NOREPLACE`), and released by renaming it away before it is emptied. So a swarm
+//! holder killed at any instant leaves either no `F.lock` or one whose owner file is unlocked,
+//! never the empty directory that would be honoured as Claude Code's for 10 s.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -23,6 +31,7 @@ use fs4::fs_std::FileExt;
 
 use crate::error::{Error, Result};
 use crate::store::fsio::{self, now_ms};
+use crate::store::guard;
 
 /// Claude Code's staleness rule for a lock directory with no owner file.
 const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -49,8 +58,8 @@ impl FileLock {
 
     pub fn acquire_with(target: &Path, give_up_after: Duration) -> Result<FileLock> {
         let start = Instant::now();
-        let gate = take_gate(target, start)?;
         let lock_dir = lock_dir_of(target);
+        let gate = take_gate(target, start, give_up_after, &lock_dir)?;
         let mut backoff = Duration::from_millis(5);
         let mut said_waiting = false;
         loop {
@@ -73,6 +82,7 @@ impl FileLock {
                 return Err(Error::LockTimeout {
                     path: lock_dir,
                     waited_ms: waited.as_millis(),
+                    holder: "a process without an owner file (Claude Code)".into(),
                 });
             }
             if !said_waiting && waited > SAY_WAITING_AFTER {
@@ -87,10 +97,19 @@ impl FileLock {
 
 impl Drop for FileLock {
     fn drop(&mut self) {
-        // Unlink the owner before the directory and keep our flock until both are gone, so a
-        // contender that opened the old owner file finds it no longer at the owner path.
-        let _ = fs::remove_file(self.lock_dir.join("owner"));
-        let _ = fs::remove_dir(&self.lock_dir);
+        // Released the moment the directory leaves its name; emptied under the tomb name, so it
+        // is never an ownerless `F.lock`. Our flock is kept until both are gone.
+        let tomb = sibling(&self.lock_dir, "released");
+        match fs::rename(&self.lock_dir, &tomb) {
+            Ok(()) => {
+                let _ = fs::remove_file(tomb.join("owner"));
+                let _ = fs::remove_dir(&tomb);
+            }
+            Err(_) => {
+                let _ = fs::remove_file(self.lock_dir.join("owner"));
+                let _ = fs::remove_dir(&self.lock_dir);
+            }
+        }
         let _ = FileExt::unlock(&self.owner);
     }
 }
@@ -101,83 +120,159 @@ pub fn lock_dir_of(target: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// `.F.lock.<what>-<random>` beside `F.lock`: a name no other lock uses and the temp sweep
+/// knows (see `fsio::sweep_temp_files`).
+fn sibling(lock_dir: &Path, what: &str) -> PathBuf {
+    let name = lock_dir.file_name().unwrap_or_default().to_string_lossy();
+    lock_dir.with_file_name(format!(
+        ".{name}.{what}{}{}-{}",
+        fsio::TEMP_MARK,
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
 fn gate_path(target: &Path) -> PathBuf {
     let name = target.file_name().unwrap_or_default().to_string_lossy();
     target.with_file_name(format!(".{name}.gate"))
 }
 
-fn take_gate(target: &Path, start: Instant) -> Result<File> {
+/// Takes the gate, waiting in the kernel's queue until `give_up_after` has passed since
+/// `start`; then gives up and says which pid holds it.
+fn take_gate(
+    target: &Path,
+    start: Instant,
+    give_up_after: Duration,
+    lock_dir: &Path,
+) -> Result<File> {
+    guard::check_dirs(target.parent().unwrap_or(Path::new("")))?;
     let path = gate_path(target);
-    let gate = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(&path)
-        .map_err(Error::io("open lock gate", &path))?;
-    if FileExt::try_lock_exclusive(&gate).map_err(Error::io("lock", &path))? {
-        return Ok(gate);
-    }
-    // Someone else is in; wait in the kernel's queue, and say so if it takes a while.
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let shown = path
-        .with_file_name(target.file_name().unwrap_or_default())
-        .display()
-        .to_string();
-    let waited_already = start.elapsed();
-    let sayer = std::thread::spawn(move || {
-        let wait = SAY_WAITING_AFTER.saturating_sub(waited_already);
-        // Dropping the sender (lock taken) disconnects; only a real timeout means a long wait.
-        if done_rx.recv_timeout(wait) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(fsio::NOFOLLOW)
+            .open(&path)
+            .map_err(Error::io("open lock gate", &path))
+    };
+    let gate = open()?;
+    let gate = if FileExt::try_lock_exclusive(&gate).map_err(Error::io("lock", &path))? {
+        gate
+    } else {
+        // Someone else is in. A helper thread waits in the queue; if we give up first, it
+        // drops the gate the moment it gets it, so nobody is left holding it for us.
+        let (tx, rx) = std::sync::mpsc::channel::<std::io::Result<File>>();
+        std::thread::spawn(move || {
+            let _ = tx.send(FileExt::lock_exclusive(&gate).map(|()| gate));
+        });
+        let shown = lock_dir.with_extension("").display().to_string();
+        let say_at = SAY_WAITING_AFTER.saturating_sub(start.elapsed());
+        let mut answer = rx.recv_timeout(say_at);
+        if answer.is_err() {
             eprintln!("swarm: waiting for lock on {shown}");
+            answer = rx.recv_timeout(give_up_after.saturating_sub(start.elapsed()));
         }
-    });
-    let result = FileExt::lock_exclusive(&gate).map_err(Error::io("lock", &path));
-    drop(done_tx);
-    let _ = sayer.join();
-    result.map(|()| gate)
+        match answer {
+            Ok(taken) => taken.map_err(Error::io("lock", &path))?,
+            Err(_) => {
+                // The gate holder is almost always the lock's owner, whose file names it.
+                let holder = fs::read(lock_dir.join("owner"))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                    .and_then(|v| v["pid"].as_u64())
+                    .map_or("another swarm process".to_string(), |pid| {
+                        format!("swarm process {pid} (stopped or stuck?)")
+                    });
+                return Err(Error::LockTimeout {
+                    path: lock_dir.to_path_buf(),
+                    waited_ms: start.elapsed().as_millis(),
+                    holder,
+                });
+            }
+        }
+    };
+    Ok(gate)
 }
 
-/// Tries `mkdir F.lock` and, on success, installs a flocked owner file. `None` if it exists.
+/// Builds a lock directory with a flocked owner file under a temp name and renames it to
+/// `lock_dir` if nothing is there. `None` if a lock directory exists. Where the file system
+/// cannot rename without replacing, falls back to `mkdir` and installing the owner after it.
 fn try_take_dir(lock_dir: &Path) -> Result<Option<File>> {
+    let staged = sibling(lock_dir, "new");
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&staged)
+        .map_err(Error::io("create lock directory", &staged))?;
+    let owner = match install_owner(&staged) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = fs::remove_dir_all(&staged);
+            return Err(Error::io("write lock owner in", lock_dir)(e));
+        }
+    };
+    let placed = rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        &staged,
+        rustix::fs::CWD,
+        lock_dir,
+        rustix::fs::RenameFlags::NOREPLACE,
+    );
+    match placed {
+        Ok(()) => Ok(Some(owner)),
+        Err(e) => {
+            let _ = fs::remove_file(staged.join("owner"));
+            let _ = fs::remove_dir(&staged);
+            match e {
+                rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => Ok(None),
+                rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS => try_mkdir_dir(lock_dir),
+                e => Err(Error::io("create lock directory", lock_dir)(e.into())),
+            }
+        }
+    }
+}
+
+/// A fresh owner file in `dir`, flocked before it appears under its name, so nobody can open
+/// `owner` and find it unlocked while we live.
+fn install_owner(dir: &Path) -> std::io::Result<File> {
+    let tmp = dir.join(format!("owner.tmp-{}", std::process::id()));
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    if !FileExt::try_lock_exclusive(&f)? {
+        let _ = fs::remove_file(&tmp);
+        return Err(std::io::Error::other(
+            "fresh owner file is locked by someone else",
+        ));
+    }
+    writeln!(
+        f,
+        "{{\"pid\": {}, \"acquiredAt\": {}}}",
+        std::process::id(),
+        now_ms()
+    )?;
+    fs::rename(&tmp, dir.join("owner")).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })?;
+    Ok(f)
+}
+
+/// The `mkdir` way, for file systems without `RENAME_NOREPLACE`: a kill between the `mkdir` and
+/// the owner's rename leaves `owner.tmp-<pid>`, which [`break_if_dead_or_stale`] recognises.
+fn try_mkdir_dir(lock_dir: &Path) -> Result<Option<File>> {
     match fs::DirBuilder::new().mode(0o700).create(lock_dir) {
         Ok(()) => {}
         Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(None),
         Err(e) => return Err(Error::io("create lock directory", lock_dir)(e)),
     }
-    // The owner file is locked before it appears under its name, so nobody can open `owner`
-    // and find it unlocked while we live.
-    let tmp = lock_dir.join(format!("owner.tmp-{}", std::process::id()));
-    let install = || -> std::io::Result<File> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        if !FileExt::try_lock_exclusive(&f)? {
-            return Err(std::io::Error::other(
-                "fresh owner file is locked by someone else",
-            ));
-        }
-        writeln!(
-            f,
-            "{{\"pid\": {}, \"acquiredAt\": {}}}",
-            std::process::id(),
-            now_ms()
-        )?;
-        fs::rename(&tmp, lock_dir.join("owner"))?;
-        Ok(f)
-    };
-    match install() {
-        Ok(f) => Ok(Some(f)),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            let _ = fs::remove_dir(lock_dir);
-            Err(Error::io("write lock owner in", lock_dir)(e))
-        }
-    }
+    install_owner(lock_dir).map(Some).map_err(|e| {
+        let _ = fs::remove_dir_all(lock_dir);
+        Error::io("write lock owner in", lock_dir)(e)
+    })
 }
 
 /// Breaks the lock when its holder is provably dead (owner file present and unlocked, or a

@@ -6,15 +6,15 @@
 //! messages beyond the newest 100 move to `<agent>.archive.jsonl`: the live file stays small and
 //! the history stays on disk.
 
-use std::borrow::Cow;
+mod file;
+
 use std::collections::HashSet;
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use file::{append_jsonl, load_locked, parse_inbox, splice_append};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -112,27 +112,37 @@ impl<'a> Mailbox<'a> {
         self.append(to, message)
     }
 
-    /// Sends a copy to every member but `from`; returns who got it.
+    /// Sends a copy to every member but `from`; returns who got it. One bad inbox does not stop
+    /// the others: every good inbox gets its copy and the error names the ones that did not.
+    /// Each copy's `msg_id` comes from the broadcast and its recipient, so running the same
+    /// broadcast again (after a partial failure) skips recipients who have it unread.
     pub fn broadcast(&self, from: &str, message: InboxMessage) -> Result<Vec<AgentName>> {
         check_size(&message)?;
         let config = Roster::new(self.store, self.team).load()?;
-        let mut sent = Vec::new();
+        let broadcast = broadcast_key(self.team, &message);
+        let (mut sent, mut failed) = (Vec::new(), Vec::new());
         for member in config.members.iter().filter(|m| m.name != from) {
             let to: AgentName = member.name.parse()?;
             let mut copy = message.clone();
-            copy.msg_id = Some(uuid::Uuid::new_v4().to_string());
-            self.append(&to, copy)?;
-            sent.push(to);
+            copy.msg_id = Some(copy_id(broadcast, &to));
+            match self.append_once(&to, copy) {
+                Ok(()) => sent.push(to),
+                Err(e) => failed.push((to.to_string(), e.to_string())),
+            }
         }
-        Ok(sent)
+        if failed.is_empty() {
+            return Ok(sent);
+        }
+        Err(Error::BroadcastIncomplete {
+            delivered: sent.iter().map(|a| a.to_string()).collect(),
+            failed,
+        })
     }
 
     /// Appends without the roster check: for the launcher, which writes the first prompt while
     /// it holds its own view of the roster.
     pub fn append(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
-        let path = self.store.inbox_path(self.team, to);
-        fsio::ensure_dir(&self.store.inboxes_dir(self.team))?;
-        fsio::create_if_missing(&path, b"[]\n")?;
+        let path = self.prepare(to)?;
         let _lock = FileLock::acquire(&path)?;
         if let Some(bytes) = fsio::read_file(&path)? {
             if let Some(spliced) = splice_append(&bytes, &message) {
@@ -144,9 +154,37 @@ impl<'a> Mailbox<'a> {
         self.compact_and_write(to, &path, messages)
     }
 
+    /// `append` unless the inbox already holds this `msg_id` unread. A copy already read gives
+    /// way to a fresh id: the same words broadcast again later are a new message.
+    fn append_once(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
+        let path = self.prepare(to)?;
+        let _lock = FileLock::acquire(&path)?;
+        let mut messages = load_locked(&path)?;
+        if let Some(prior) = messages.iter().find(|m| m.msg_id == message.msg_id) {
+            if !prior.read {
+                return Ok(());
+            }
+            message.msg_id = Some(uuid::Uuid::new_v4().to_string());
+        }
+        messages.push(message);
+        self.compact_and_write(to, &path, messages)
+    }
+
+    /// The inbox path of `to`, created `[]` if missing (O_EXCL). Something that is not a file
+    /// there (a FIFO, a socket, a directory) is moved aside like a corrupt file: one damaged
+    /// inbox must not stop a team. A symlink or a file another user owns is still refused.
+    fn prepare(&self, to: &AgentName) -> Result<std::path::PathBuf> {
+        let path = self.store.inbox_path(self.team, to);
+        fsio::ensure_dir(&self.store.inboxes_dir(self.team))?;
+        move_aside_if_special(&path)?;
+        fsio::create_if_missing(&path, b"[]\n")?;
+        Ok(path)
+    }
+
     /// All messages, oldest first (`unread_only`: those not yet delivered).
     pub fn read(&self, agent: &AgentName, unread_only: bool) -> Result<Vec<InboxMessage>> {
         let path = self.store.inbox_path(self.team, agent);
+        move_aside_if_special(&path)?;
         let messages = match fsio::read_file(&path)? {
             None => vec![],
             Some(bytes) => match parse_inbox(&bytes) {
@@ -172,6 +210,7 @@ impl<'a> Mailbox<'a> {
             return Ok(0);
         }
         let path = self.store.inbox_path(self.team, agent);
+        move_aside_if_special(&path)?;
         if !fsio::check_regular(&path)? {
             return Ok(0);
         }
@@ -217,64 +256,43 @@ impl<'a> Mailbox<'a> {
     }
 }
 
-/// An entry checked against the message schema (every known field, its type, no repeats) without
-/// building it: strings are borrowed from the file and unknown fields skipped.
-#[derive(Deserialize)]
-#[expect(dead_code, reason = "the fields are read only to check their types")]
-struct Peek<'a> {
-    #[serde(borrow)]
-    from: Cow<'a, str>,
-    #[serde(borrow)]
-    text: Cow<'a, str>,
-    #[serde(borrow)]
-    timestamp: Cow<'a, str>,
-    #[serde(default, borrow)]
-    summary: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    color: Option<Cow<'a, str>>,
-    #[serde(rename = "msgV", default)]
-    msg_v: Option<u32>,
-    #[serde(default, borrow)]
-    msg_id: Option<Cow<'a, str>>,
-    #[serde(rename = "type", default, borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default)]
-    read: bool,
+fn move_aside_if_special(path: &Path) -> Result<()> {
+    match fsio::check_regular(path) {
+        Err(Error::NotARegularFile { found, .. }) if found != "symlink" => {
+            fsio::quarantine(path, &format!("it is a {found}"))?;
+            Ok(())
+        }
+        other => other.map(drop),
+    }
 }
 
-/// The common append, without parsing every message into a struct and printing them all again:
-/// check that the file is a JSON array of objects, then write the new entry in before the closing
-/// `]`. That keeps an append to an inbox nobody reads from costing a full parse and re-print of
-/// thousands of messages. `None` sends the caller down the full path: a file that does not
-/// parse (quarantine), entries of the wrong shape, or more delivered entries than are kept (archive).
-fn splice_append(bytes: &[u8], message: &InboxMessage) -> Option<Vec<u8>> {
-    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
-        return None;
+/// 128 bits identifying one broadcast: the team, the sender and the words. FNV-1a, twice with
+/// different offsets, because it must be the same in every process and every build.
+fn broadcast_key(team: &TeamName, message: &InboxMessage) -> u128 {
+    let parts = [
+        team.as_str(),
+        &message.from,
+        message.summary.as_deref().unwrap_or(""),
+        &message.text,
+    ];
+    let mut halves = [0xcbf2_9ce4_8422_2325_u64, 0x6c62_272e_07bb_0142];
+    for h in &mut halves {
+        for part in parts {
+            for b in part.bytes().chain([0xff]) {
+                *h = (*h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
     }
-    let entries: Vec<Peek> = serde_json::from_slice(bytes).ok()?;
-    if entries.iter().filter(|e| e.read).count() > KEEP_DELIVERED {
-        return None;
+    (u128::from(halves[0]) << 64) | u128::from(halves[1])
+}
+
+/// The `msg_id` of one recipient's copy of a broadcast, shaped like the UUIDs of other messages.
+fn copy_id(broadcast: u128, to: &AgentName) -> String {
+    let mut h = broadcast;
+    for b in to.as_str().to_ascii_lowercase().bytes() {
+        h = (h ^ u128::from(b)).wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
     }
-    let close = bytes.iter().rposition(|b| !b.is_ascii_whitespace())?;
-    if bytes[close] != b']' {
-        return None;
-    }
-    let entry = serde_json::to_string_pretty(message).ok()?;
-    let mut out = Vec::with_capacity(bytes.len() + entry.len() + 16);
-    if entries.is_empty() {
-        out.push(b'[');
-    } else {
-        let before = &bytes[..close];
-        let end = before.iter().rposition(|b| !b.is_ascii_whitespace())? + 1;
-        out.extend_from_slice(&before[..end]);
-        out.push(b',');
-    }
-    for line in entry.lines() {
-        out.extend_from_slice(b"\n  ");
-        out.extend_from_slice(line.as_bytes());
-    }
-    out.extend_from_slice(b"\n]\n");
-    Some(out)
+    uuid::Uuid::from_u128(h).to_string()
 }
 
 fn check_size(message: &InboxMessage) -> Result<()> {
@@ -286,69 +304,6 @@ fn check_size(message: &InboxMessage) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Parses an inbox. `Err` if the file is not a JSON array of messages.
-fn parse_inbox(bytes: &[u8]) -> std::result::Result<Vec<InboxMessage>, String> {
-    fsio::parse_json(bytes)
-}
-
-/// Reads an inbox under its lock, repairing what does not parse: a file that is not a JSON array
-/// is quarantined whole; entries of an array that fail the schema are moved to a quarantine file
-/// and the good ones kept.
-fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
-    let Some(bytes) = fsio::read_file(path)? else {
-        return Ok(vec![]);
-    };
-    if let Ok(messages) = parse_inbox(&bytes) {
-        return Ok(messages);
-    }
-    let entries: Vec<Value> = match fsio::parse_json(&bytes) {
-        Ok(entries) => entries,
-        Err(e) => {
-            fsio::quarantine(path, &e)?;
-            return Ok(vec![]);
-        }
-    };
-    let (mut good, mut bad) = (Vec::new(), Vec::new());
-    for entry in entries {
-        match serde_json::from_value::<InboxMessage>(entry.clone()) {
-            Ok(m) => good.push(m),
-            Err(_) => bad.push(entry),
-        }
-    }
-    if bad.is_empty() {
-        return Ok(good);
-    }
-    let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());
-    fsio::write_json(Path::new(&target), &bad)?;
-    eprintln!(
-        "swarm: warning: {} had {} malformed message(s); moved them to {target}",
-        path.display(),
-        bad.len()
-    );
-    Ok(good)
-}
-
-fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> {
-    fsio::check_regular(path)?;
-    let mut buf = Vec::new();
-    for e in entries {
-        serde_json::to_writer(&mut buf, e).map_err(|source| Error::Json {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        buf.push(b'\n');
-    }
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(path)
-        .map_err(Error::io("open", path))?;
-    f.write_all(&buf).map_err(Error::io("append to", path))?;
-    f.sync_all().map_err(Error::io("sync", path))
 }
 
 #[cfg(test)]
@@ -386,35 +341,6 @@ mod tests {
         let archive = std::fs::read_to_string(store.archive_path(&team, &coder)).unwrap();
         assert_eq!(archive.lines().count(), 20);
         assert!(archive.lines().next().unwrap().contains("\"m0\""));
-    }
-
-    #[test]
-    fn a_spliced_append_is_byte_for_byte_a_full_rewrite() {
-        let m1 =
-            InboxMessage::new("team-lead", "first\nline \"two\"").with_summary(Some("s".into()));
-        let m2 = InboxMessage::new("coder", "second");
-        let mut full = serde_json::to_vec_pretty(&vec![m1.clone()]).unwrap();
-        full.push(b'\n');
-        let spliced = splice_append(b"[]\n", &m1).unwrap();
-        assert_eq!(
-            String::from_utf8(spliced.clone()).unwrap(),
-            String::from_utf8(full).unwrap()
-        );
-        let mut full = serde_json::to_vec_pretty(&vec![m1, m2.clone()]).unwrap();
-        full.push(b'\n');
-        assert_eq!(splice_append(&spliced, &m2).unwrap(), full);
-        // Compact files from other writers stay valid JSON.
-        let compact = br#"[{"from":"a","text":"x","timestamp":"t"}]"#;
-        let out: Vec<InboxMessage> =
-            serde_json::from_slice(&splice_append(compact, &m2).unwrap()).unwrap();
-        assert_eq!(out.len(), 2);
-        for bad in [&b"[1]"[..], b"{}", b"[{\"from\": ", b"\xEF\xBB\xBF[]", b""] {
-            assert!(
-                splice_append(bad, &m2).is_none(),
-                "{:?}",
-                String::from_utf8_lossy(bad)
-            );
-        }
     }
 
     #[test]

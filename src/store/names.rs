@@ -153,7 +153,11 @@ impl AgentName {
     }
 }
 
-/// Decimal task ids, "1", "2", ...; never reused.
+/// The largest task id: 2^53 - 1, the largest integer Claude Code (JavaScript) reads exactly.
+/// Past it two ids would read as one number, and past `u64` they would wrap to 0.
+pub const MAX_TASK_ID: u64 = (1 << 53) - 1;
+
+/// Decimal task ids, "1", "2", ... up to [`MAX_TASK_ID`]; never reused.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TaskId(u64);
 
@@ -192,13 +196,18 @@ impl FromStr for TaskId {
                 "task ids are positive decimal numbers such as 1 or 42",
             ));
         }
-        digits.parse().map(TaskId).map_err(|_| {
-            invalid(
+        digits
+            .parse()
+            .ok()
+            .filter(|n| *n <= MAX_TASK_ID)
+            .map(TaskId)
+            .ok_or_else(|| {
+                invalid(
                 "task id",
                 s,
-                "task ids are positive decimal numbers such as 1 or 42",
+                "task ids are positive decimal numbers such as 1 or 42, at most 9007199254740991",
             )
-        })
+            })
     }
 }
 
@@ -274,7 +283,16 @@ mod tests {
     fn task_ids_are_positive_decimals() {
         assert_eq!("42".parse::<TaskId>().unwrap().number(), 42);
         assert_eq!("#7".parse::<TaskId>().unwrap().to_string(), "7");
-        for bad in ["", "0", "01", "-1", "1.5", "a", "99999999999999999999"] {
+        for bad in [
+            "",
+            "0",
+            "01",
+            "-1",
+            "1.5",
+            "a",
+            "99999999999999999999",
+            "9007199254740992",
+        ] {
             assert!(bad.parse::<TaskId>().is_err(), "{bad:?}");
         }
     }

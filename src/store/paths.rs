@@ -15,7 +15,9 @@ pub struct Store {
 
 impl Store {
     pub fn new(root: impl Into<PathBuf>) -> Store {
-        Store { root: root.into() }
+        let root = root.into();
+        crate::store::guard::register_root(&root);
+        Store { root }
     }
 
     /// `--root`, else `$SWARM_ROOT`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`: the place a

@@ -19,7 +19,7 @@ pub use task::{NewTask, Task, TaskOutcome, TaskPatch, TaskStatus, SWARM_FAILED};
 use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::lock::FileLock;
-use crate::store::names::{TaskId, TeamName};
+use crate::store::names::{TaskId, TeamName, MAX_TASK_ID};
 use crate::store::paths::Store;
 pub struct TaskList<'a> {
     store: &'a Store,
@@ -65,12 +65,15 @@ impl<'a> TaskList<'a> {
         if text.is_empty() {
             return Ok(0);
         }
-        text.parse().map_err(|_| {
-            Error::usage(format!(
-                "{} holds {text:?}, not a task number; write the largest task id ever issued into it",
-                path.display()
-            ))
-        })
+        text.parse()
+            .ok()
+            .filter(|n| *n <= MAX_TASK_ID)
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "{} holds {text:?}, not a task number up to {MAX_TASK_ID}; write the largest task id ever issued into it",
+                    path.display()
+                ))
+            })
     }
 
     /// The largest id among quarantined task files (`<id>.json.corrupt-<ms>`): their ids were
@@ -114,12 +117,42 @@ impl<'a> TaskList<'a> {
     }
 
     pub fn get(&self, id: &TaskId) -> Result<Task> {
-        let path = self.store.task_path(self.team, id);
-        fsio::read_json(&path)?.ok_or_else(|| self.no_such(id))
+        self.get_opt(id)?.ok_or_else(|| self.no_such(id))
     }
 
+    /// A file whose `id` is not its name (`5.json` holding task 1) is refused: writing it back
+    /// would go to the other task's file without its lock.
     fn get_opt(&self, id: &TaskId) -> Result<Option<Task>> {
-        fsio::read_json(&self.store.task_path(self.team, id))
+        let path = self.store.task_path(self.team, id);
+        match fsio::read_json::<Task>(&path)? {
+            Some(task) if &task.id != id => Err(Error::usage(format!(
+                "{} holds task #{}, not #{id}; `swarm task list` moves it aside",
+                path.display(),
+                task.id
+            ))),
+            other => Ok(other),
+        }
+    }
+
+    /// `get` for a holder of the task's lock: a file that holds another task's id is
+    /// quarantined and the task is then missing (one that does not parse is refused, as by `get`).
+    fn get_locked(&self, id: &TaskId) -> Result<Task> {
+        let path = self.store.task_path(self.team, id);
+        let task = fsio::read_json::<Task>(&path)?;
+        self.unless_mismatched(id, task)?
+            .ok_or_else(|| self.no_such(id))
+    }
+
+    /// `task`, read from `id`'s file, unless it holds another id: then the file is quarantined.
+    fn unless_mismatched(&self, id: &TaskId, task: Option<Task>) -> Result<Option<Task>> {
+        match task {
+            Some(task) if &task.id != id => {
+                let path = self.store.task_path(self.team, id);
+                fsio::quarantine(&path, &format!("it holds task #{}", task.id))?;
+                Ok(None)
+            }
+            other => Ok(other),
+        }
     }
 
     /// Every task, by id. A task file that does not parse is quarantined (under its lock) and
@@ -132,14 +165,15 @@ impl<'a> TaskList<'a> {
         Ok(tasks)
     }
 
-    /// One task as `list` reads it: gone is `None`, and a file that does not parse is
-    /// quarantined (under its lock) and also `None`.
+    /// One task as `list` reads it: gone is `None`, and a file that does not parse or holds
+    /// another id is quarantined (under its lock) and also `None`.
     fn read_listed(&self, id: &TaskId) -> Result<Option<Task>> {
-        let path = self.store.task_path(self.team, id);
-        match fsio::read_json::<Task>(&path) {
+        match self.get_opt(id) {
             Err(Error::Usage(_)) => {
                 let _lock = self.task_lock(id)?;
-                fsio::read_json_or_quarantine::<Task>(&path)
+                let path = self.store.task_path(self.team, id);
+                let task = fsio::read_json_or_quarantine::<Task>(&path)?;
+                self.unless_mismatched(id, task)
             }
             other => other,
         }
@@ -157,6 +191,12 @@ impl<'a> TaskList<'a> {
         let issued = largest
             .max(self.highwatermark()?)
             .max(self.largest_quarantined()?);
+        if issued >= MAX_TASK_ID {
+            return Err(Error::usage(format!(
+                "team {} has issued task id {issued}, the largest there can be; no task can be created",
+                self.team
+            )));
+        }
         let id = TaskId::new(issued + 1);
         let task = Task {
             id: id.clone(),
@@ -170,7 +210,8 @@ impl<'a> TaskList<'a> {
             metadata: new.metadata,
             extra: Map::new(),
         };
-        self.write(&task)?;
+        // Never over an existing file: a damaged list must fail a create, not lose a task.
+        fsio::write_json_new(&self.store.task_path(self.team, &id), &task)?;
         for dep in &task.blocked_by {
             self.modify(dep, |t| push_unique(&mut t.blocks, &id))?;
         }
@@ -180,7 +221,7 @@ impl<'a> TaskList<'a> {
     /// Read-modify-write of one task under its lock.
     fn edit<T>(&self, id: &TaskId, f: impl FnOnce(&mut Task) -> Result<T>) -> Result<T> {
         let _lock = self.task_lock(id)?;
-        let mut task = self.get(id)?;
+        let mut task = self.get_locked(id)?;
         let before = task.clone();
         let out = f(&mut task)?;
         if task != before {

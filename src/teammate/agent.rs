@@ -15,6 +15,9 @@ use super::work::{Step, Work};
 
 /// An argument containing this gets the prompt in its place.
 const PROMPT_PLACEHOLDER: &str = "{prompt}";
+/// Linux's limit on one argument (`MAX_ARG_STRLEN`, 32 pages of 4 KiB, counting the NUL).
+/// A longer prompt fails `exec` with E2BIG, so it goes on stdin instead.
+const MAX_ARG_BYTES: usize = 32 * 4096 - 1;
 
 /// The agent behind the teammate.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,9 +55,25 @@ fn command_work(argv: &[String], via: PromptVia, prompt: &str) -> Work {
     let (program, rest) = argv.split_first().expect("validated: a command is given");
     let mut args: Vec<OsString> = Vec::with_capacity(rest.len() + 1);
     let mut stdin = None;
+    let mut note = None;
+    // A prompt that cannot be an argument (too long for exec, or holding a NUL byte) goes on
+    // stdin rather than failing the turn; a whole `{prompt}` argument is then left out.
+    let via = if via == PromptVia::Arg && (prompt.len() > MAX_ARG_BYTES || prompt.contains('\0')) {
+        note = Some(format!(
+            "the prompt ({} bytes) cannot be an argument; it goes on stdin",
+            prompt.len()
+        ));
+        PromptVia::Stdin
+    } else {
+        via
+    };
     match via {
         PromptVia::Stdin => {
-            args.extend(rest.iter().map(OsString::from));
+            args.extend(
+                rest.iter()
+                    .filter(|a| a.as_str() != PROMPT_PLACEHOLDER)
+                    .map(OsString::from),
+            );
             stdin = Some(prompt.as_bytes().to_vec());
         }
         PromptVia::Arg => {
@@ -73,7 +92,7 @@ fn command_work(argv: &[String], via: PromptVia, prompt: &str) -> Work {
             program: program.into(),
             args,
             stdin,
-            echo: None,
+            echo: note,
         }],
         preface: String::new(),
     }
@@ -108,5 +127,19 @@ mod tests {
         let s = step(command_work(&argv(&["agent", "-"]), PromptVia::Stdin, "hi"));
         assert_eq!(s.args, vec![OsString::from("-")]);
         assert_eq!(s.stdin.as_deref(), Some(&b"hi"[..]));
+    }
+
+    #[test]
+    fn a_prompt_that_cannot_be_an_argument_goes_on_stdin() {
+        let big = "x".repeat(MAX_ARG_BYTES + 1);
+        for prompt in [big.as_str(), "nul\0byte"] {
+            let s = step(command_work(
+                &argv(&["agent", "-p", "{prompt}"]),
+                PromptVia::Arg,
+                prompt,
+            ));
+            assert_eq!(s.args, vec![OsString::from("-p")]);
+            assert_eq!(s.stdin.as_deref(), Some(prompt.as_bytes()));
+        }
     }
 }

@@ -10,8 +10,11 @@
 
 mod bad_input;
 mod claimers;
+mod damaged;
 mod disk;
+mod hostile;
 mod permissions;
+mod stale_locks;
 mod watcher;
 mod writers;
 

@@ -3,6 +3,7 @@
 //! This file holds the harness the topics share: a running teammate, its liveness as `swarm
 //! status` reports it, and readers for inboxes, tasks and recorded prompts.
 
+mod damaged;
 mod escaping;
 mod lifecycle;
 mod permissions;

@@ -39,7 +39,7 @@ impl TaskList<'_> {
     /// `claim` once the caller holds the list lock (unless `busy` is `Off`).
     fn claim_locked(&self, id: &TaskId, agent: &AgentName, busy: BusyCheck) -> Result<Task> {
         let _lock = self.task_lock(id)?;
-        let mut task = self.get(id)?;
+        let mut task = self.get_locked(id)?;
         if task.status == TaskStatus::Completed {
             return Err(self.refused(id, ClaimFailure::AlreadyResolved));
         }

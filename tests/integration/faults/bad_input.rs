@@ -292,6 +292,9 @@ fn symlinks_and_fifos_where_files_belong_are_refused_without_hanging() {
                 let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
                 assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
             }
+            if place.name == "inbox" && kind == "FIFO" {
+                continue; // moved aside and delivered instead: see faults/damaged.rs
+            }
             for args in place.commands {
                 let row = format!("{} is a {kind}", place.name);
                 env.swarm(*args)

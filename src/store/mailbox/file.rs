@@ -1,0 +1,230 @@
+//! The inbox file itself: the fast append that splices one entry in, the repair of a damaged
+//! array (bad entries out, good ones kept) and the append-only archive.
+
+use std::borrow::Cow;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{InboxMessage, KEEP_DELIVERED};
+use crate::error::{Error, Result};
+use crate::store::fsio;
+
+/// An entry checked against the message schema (every known field, its type, no repeats) without
+/// building it: strings are borrowed from the file and unknown fields skipped.
+#[derive(Deserialize)]
+#[expect(dead_code, reason = "the fields are read only to check their types")]
+struct Peek<'a> {
+    #[serde(borrow)]
+    from: Cow<'a, str>,
+    #[serde(borrow)]
+    text: Cow<'a, str>,
+    #[serde(borrow)]
+    timestamp: Cow<'a, str>,
+    #[serde(default, borrow)]
+    summary: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    color: Option<Cow<'a, str>>,
+    #[serde(rename = "msgV", default)]
+    msg_v: Option<u32>,
+    #[serde(default, borrow)]
+    msg_id: Option<Cow<'a, str>>,
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    read: bool,
+}
+
+/// The common append, without parsing every message into a struct and printing them all again:
+/// check that the file is a JSON array of objects, then write the new entry in before the closing
+/// `]`. That keeps an append to an inbox nobody reads from costing a full parse and re-print of
+/// thousands of messages. `None` sends the caller down the full path: a file that does not
+/// parse (quarantine), entries of the wrong shape, or more delivered entries than are kept (archive).
+pub(super) fn splice_append(bytes: &[u8], message: &InboxMessage) -> Option<Vec<u8>> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return None;
+    }
+    let entries: Vec<Peek> = serde_json::from_slice(bytes).ok()?;
+    if entries.iter().filter(|e| e.read).count() > KEEP_DELIVERED {
+        return None;
+    }
+    let close = bytes.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    if bytes[close] != b']' {
+        return None;
+    }
+    let entry = serde_json::to_string_pretty(message).ok()?;
+    let mut out = Vec::with_capacity(bytes.len() + entry.len() + 16);
+    if entries.is_empty() {
+        out.push(b'[');
+    } else {
+        let before = &bytes[..close];
+        let end = before.iter().rposition(|b| !b.is_ascii_whitespace())? + 1;
+        out.extend_from_slice(&before[..end]);
+        out.push(b',');
+    }
+    for line in entry.lines() {
+        out.extend_from_slice(b"\n  ");
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.extend_from_slice(b"\n]\n");
+    Some(out)
+}
+
+/// Parses an inbox. `Err` if the file is not a JSON array of messages.
+pub(super) fn parse_inbox(bytes: &[u8]) -> std::result::Result<Vec<InboxMessage>, String> {
+    fsio::parse_json(bytes)
+}
+
+/// Reads an inbox under its lock, repairing what does not parse. Entries of an array that fail
+/// the schema (a wrong type, nesting deeper than the parser allows) are moved to a quarantine
+/// file, byte for byte, and the good ones kept; a file with nothing to keep (not an array, not
+/// UTF-8, no good entry) is quarantined whole.
+pub(super) fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
+    let Some(bytes) = fsio::read_file(path)? else {
+        return Ok(vec![]);
+    };
+    let why = match parse_inbox(&bytes) {
+        Ok(messages) => return Ok(messages),
+        Err(why) => why,
+    };
+    let entries = std::str::from_utf8(&bytes)
+        .ok()
+        .filter(|_| !bytes.starts_with(&[0xEF, 0xBB, 0xBF]))
+        .and_then(split_array);
+    let (mut good, mut bad) = (Vec::new(), Vec::new());
+    for entry in entries.unwrap_or_default() {
+        match fsio::parse_json::<InboxMessage>(entry.as_bytes()) {
+            Ok(m) => good.push(m),
+            Err(_) => bad.push(entry),
+        }
+    }
+    if good.is_empty() {
+        fsio::quarantine(path, &why)?;
+        return Ok(vec![]);
+    }
+    let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());
+    let mut kept = b"[\n  ".to_vec();
+    kept.extend_from_slice(bad.join(",\n  ").as_bytes());
+    kept.extend_from_slice(b"\n]\n");
+    fsio::write_atomic(Path::new(&target), &kept)?;
+    eprintln!(
+        "swarm: warning: {} had {} malformed message(s); moved them to {target}",
+        path.display(),
+        bad.len()
+    );
+    Ok(good)
+}
+
+/// The raw text of each element of a top-level JSON array, found by tracking brackets and
+/// strings only, so an element nested deeper than the parser allows is still one element.
+/// `None` if `text` is not an array whose elements and brackets balance.
+fn split_array(text: &str) -> Option<Vec<&str>> {
+    let body = text.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let bytes = body.as_bytes();
+    let (mut entries, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.checked_sub(1)?,
+            b',' if depth == 0 => {
+                entries.push(body[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if in_string || depth != 0 {
+        return None;
+    }
+    let last = body[start..].trim();
+    if !last.is_empty() {
+        entries.push(last);
+    } else if !entries.is_empty() {
+        return None; // a trailing comma
+    }
+    Some(entries)
+}
+
+pub(super) fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> {
+    fsio::check_regular(path)?;
+    let mut buf = Vec::new();
+    for e in entries {
+        serde_json::to_writer(&mut buf, e).map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        buf.push(b'\n');
+    }
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(fsio::NOFOLLOW)
+        .open(path)
+        .map_err(Error::io("open", path))?;
+    fsio::check_opened(&f, path)?;
+    f.write_all(&buf).map_err(Error::io("append to", path))?;
+    f.sync_all().map_err(Error::io("sync", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spliced_append_is_byte_for_byte_a_full_rewrite() {
+        let m1 =
+            InboxMessage::new("team-lead", "first\nline \"two\"").with_summary(Some("s".into()));
+        let m2 = InboxMessage::new("coder", "second");
+        let mut full = serde_json::to_vec_pretty(&vec![m1.clone()]).unwrap();
+        full.push(b'\n');
+        let spliced = splice_append(b"[]\n", &m1).unwrap();
+        assert_eq!(
+            String::from_utf8(spliced.clone()).unwrap(),
+            String::from_utf8(full).unwrap()
+        );
+        let mut full = serde_json::to_vec_pretty(&vec![m1, m2.clone()]).unwrap();
+        full.push(b'\n');
+        assert_eq!(splice_append(&spliced, &m2).unwrap(), full);
+        // Compact files from other writers stay valid JSON.
+        let compact = br#"[{"from":"a","text":"x","timestamp":"t"}]"#;
+        let out: Vec<InboxMessage> =
+            serde_json::from_slice(&splice_append(compact, &m2).unwrap()).unwrap();
+        assert_eq!(out.len(), 2);
+        for bad in [&b"[1]"[..], b"{}", b"[{\"from\": ", b"\xEF\xBB\xBF[]", b""] {
+            assert!(
+                splice_append(bad, &m2).is_none(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn an_array_splits_into_its_elements_however_deep() {
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        let text = format!(r#"[{{"a": "x,]\"}}"}}, {deep} , 3]"#);
+        assert_eq!(
+            split_array(&text).unwrap(),
+            [r#"{"a": "x,]\"}"}"#, deep.as_str(), "3"]
+        );
+        assert_eq!(split_array("[ ]").unwrap(), Vec::<&str>::new());
+        for bad in ["[1,]", "[[1]", "[\"]", "{}", "[1]]"] {
+            assert!(split_array(bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Damaged store files that must cost only themselves (issue 10): a FIFO where an inbox
+//! belongs, one bad inbox in a broadcast, one entry nested too deep, a task file holding another
+//! task's id, and a high-water mark no id can follow.
+
+use serde_json::Value;
+
+use super::{files_named, read_json_array};
+use crate::support::*;
+
+fn texts(path: &std::path::Path) -> Vec<String> {
+    read_json_array(path)
+        .iter()
+        .map(|m| m["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let _ = std::fs::remove_file(path);
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A FIFO at `team-lead.json` is moved aside and reported; the message is delivered.
+#[test]
+fn a_fifo_where_an_inbox_belongs_is_moved_aside_and_the_send_delivered() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/team-lead.json");
+    mkfifo(&inbox);
+    let out = env
+        .swarm(["send", "--from", "coder", "--to", "team-lead", "done"])
+        .run_within(REFUSAL_LIMIT);
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stderr_has("could not be read (it is a FIFO); moved it to");
+    assert_eq!(texts(&inbox), ["done"]);
+    assert_eq!(
+        files_named(&env.path("teams/t/inboxes"), "team-lead.json.corrupt-").len(),
+        1
+    );
+}
+
+/// One bad inbox among five: the other four get the message, the error names the bad one, and
+/// running the same broadcast again (before and after the repair) gives nobody a second copy.
+#[test]
+fn a_broadcast_past_a_bad_inbox_reaches_the_rest_and_a_retry_adds_no_copies() {
+    let env = Env::with_team(&["a", "b", "c", "d", "e"]);
+    let bad = env.path("teams/t/inboxes/c.json");
+    let elsewhere = env.path("elsewhere.json");
+    std::fs::write(&elsewhere, "[]").unwrap();
+    std::fs::remove_file(&bad).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &bad).unwrap();
+    for attempt in ["first", "retry"] {
+        let out = env.swarm(["send", "--to", "*", "hi"]).run();
+        assert_eq!(out.code, 1, "{attempt}: {out:?}");
+        out.stderr_has(&format!(
+            "broadcast not delivered to c (refusing to use {}: it is a symlink",
+            bad.display()
+        ));
+        out.stderr_has("delivered to a, b, d, e.");
+        for name in ["a", "b", "d", "e"] {
+            let inbox = env.path(&format!("teams/t/inboxes/{name}.json"));
+            assert_eq!(texts(&inbox), ["hi"], "{attempt}: {name}");
+        }
+    }
+    std::fs::remove_file(&bad).unwrap();
+    env.swarm(["send", "--to", "*", "hi"]).ok();
+    let mut ids = Vec::new();
+    for name in ["a", "b", "c", "d", "e"] {
+        let inbox = read_json_array(&env.path(&format!("teams/t/inboxes/{name}.json")));
+        assert_eq!(inbox.len(), 1, "{name}: {inbox:?}");
+        ids.push(inbox[0]["msg_id"].as_str().unwrap().to_string());
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "one msg_id per recipient");
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), b"[]");
+    // Once read, the same words again are a new message.
+    env.swarm(["inbox", "a", "--mark-read"]).ok();
+    env.swarm(["send", "--to", "*", "hi"]).ok();
+    assert_eq!(texts(&env.path("teams/t/inboxes/a.json")), ["hi", "hi"]);
+    assert_eq!(texts(&env.path("teams/t/inboxes/b.json")), ["hi"]);
+}
+
+/// An entry nested 200 deep (past the parser's limit) is moved aside alone; the three good
+/// messages stay and are delivered.
+#[test]
+fn an_entry_nested_too_deep_is_quarantined_alone() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let good = |t: &str| format!(r#"{{"from": "team-lead", "text": "{t}", "timestamp": "t"}}"#);
+    let entry =
+        format!(r#"{{"from": "team-lead", "text": "x", "timestamp": "t", "deep": {deep}}}"#);
+    std::fs::write(
+        &inbox,
+        format!(
+            "[{}, {entry}, {}, {}]",
+            good("one"),
+            good("two"),
+            good("three")
+        ),
+    )
+    .unwrap();
+    let out = env.swarm(["--json", "inbox", "coder"]).ok();
+    out.stderr_has("had 1 malformed message(s)");
+    let listed: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
+    let listed: Vec<&str> = listed.iter().map(|m| m["text"].as_str().unwrap()).collect();
+    assert_eq!(listed, ["one", "two", "three"]);
+    assert_eq!(texts(&inbox), ["one", "two", "three"]);
+    let moved = files_named(&env.path("teams/t/inboxes"), "coder.json.corrupt-");
+    assert_eq!(moved.len(), 1);
+    assert!(std::fs::read_to_string(&moved[0]).unwrap().contains(&entry));
+}
+
+/// `5.json` holding `"id": "1"`: claiming 5 must not rewrite `1.json`; the file is moved aside
+/// and `task list` shows one #1, still completed.
+#[test]
+fn a_task_file_holding_another_id_is_quarantined() {
+    let env = Env::with_team(&["coder"]);
+    for i in 1..=5 {
+        env.swarm(["task", "create", &format!("t{i}")]).ok();
+    }
+    env.swarm(["task", "update", "1", "--status", "completed"])
+        .ok();
+    let one = env.path("tasks/t/1.json");
+    std::fs::copy(&one, env.path("tasks/t/5.json")).unwrap();
+    let before = std::fs::read(&one).unwrap();
+    let out = env.swarm(["task", "claim", "5", "--agent", "coder"]).run();
+    assert_ne!(out.code, 0, "{out:?}");
+    assert_eq!(std::fs::read(&one).unwrap(), before, "task #1 untouched");
+    let listed = env.swarm(["--json", "task", "list"]).ok().json();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1", "2", "3", "4"]);
+    assert_eq!(listed[0]["status"], "completed");
+    assert_eq!(
+        files_named(&env.path("tasks/t"), "5.json.corrupt-").len(),
+        1
+    );
+    // Its id was issued: the next task is #6.
+    let made = env.swarm(["--json", "task", "create", "t6"]).ok().json();
+    assert_eq!(made["id"], "6");
+}
+
+/// A high-water mark no id can follow is refused; nothing is created or overwritten.
+#[test]
+fn a_high_water_mark_past_the_largest_id_is_refused() {
+    for (mark, says) in [
+        (
+            "9999999999999999999",
+            "not a task number up to 9007199254740991",
+        ),
+        (
+            "18446744073709551615",
+            "not a task number up to 9007199254740991",
+        ),
+        ("18446744073709551616", "not a task number"),
+        ("9007199254740991", "the largest there can be"),
+    ] {
+        let env = Env::with_team(&["coder"]);
+        env.swarm(["task", "create", "first"]).ok();
+        std::fs::write(env.path("tasks/t/.highwatermark"), mark).unwrap();
+        for _ in 0..2 {
+            env.swarm(["task", "create", "next"])
+                .context(mark)
+                .refused(says);
+        }
+        let listed = env.swarm(["--json", "task", "list"]).ok().json();
+        assert_eq!(listed.as_array().unwrap().len(), 1, "{mark}");
+    }
+}

@@ -12,7 +12,7 @@
 //! `work`, `process` runs it in a process group of its own, `pane` prints, `plan` tracks plan
 //! mode and `config` is what `swarm teammate` validated.
 
-mod agent;
+pub(crate) mod agent;
 pub mod args;
 mod config;
 mod pane;

@@ -61,6 +61,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         settings: args.settings,
         agent_type: args.agent_type,
         plan_mode_required: args.plan_mode_required,
+        prompt_via: args.prompt_via,
         extra: args.extra,
     };
     let prepared = launch::prepare(&ctx.store, plan, &opts)?;

@@ -40,6 +40,7 @@ fn config(ctx: &Context, args: TeammateArgs) -> Result<Config> {
             (Some(BuiltinAgent::Shell), true) => Agent::Shell,
             (None, false) => {
                 check_program(&args.command[0])?;
+                crate::teammate::agent::check_placeholder(&args.command)?;
                 Agent::Command {
                     argv: args.command,
                     prompt_via: args.prompt_via,

@@ -13,6 +13,7 @@ use crate::backend::tmux::TmuxEnv;
 use crate::backend::{BackendChoice, DetectEnv, Exec, SystemExec};
 use crate::error::{Error, Result};
 use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::teammate::args::PromptVia;
 
 /// What runs in a teammate's pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +43,7 @@ impl AgentKind {
                 if words.iter().any(|w| w.contains('\0')) {
                     return Err(Error::usage("the agent command contains a NUL byte"));
                 }
+                crate::teammate::agent::check_placeholder(&words)?;
                 Ok(AgentKind::Command(words))
             }
         }
@@ -66,6 +68,8 @@ pub(crate) struct TeammatePlan {
     pub(crate) model: Option<String>,
     pub(crate) permission_mode: Option<String>,
     pub(crate) plan_mode_required: Option<bool>,
+    /// How a runtime teammate's turns get their prompt (argument or stdin).
+    pub(crate) prompt_via: Option<PromptVia>,
     pub(crate) worktree: Option<bool>,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) cwd: Option<PathBuf>,
@@ -81,6 +85,7 @@ impl TeammatePlan {
             model: None,
             permission_mode: None,
             plan_mode_required: None,
+            prompt_via: None,
             worktree: None,
             env: vec![],
             cwd: None,
@@ -130,6 +135,7 @@ pub(crate) struct Inherited {
     pub(crate) settings: Option<String>,
     pub(crate) agent_type: Option<String>,
     pub(crate) plan_mode_required: bool,
+    pub(crate) prompt_via: Option<PromptVia>,
     /// Everything after `--`.
     pub(crate) extra: Vec<String>,
 }

@@ -209,7 +209,7 @@ impl Shared<'_> {
             parent_session_id: self.lead_session_id.clone(),
             plan_mode_required: t.plan_mode_required.unwrap_or(inh.plan_mode_required),
             cwd: Some(cwd.clone()),
-            prompt_via: PromptVia::Arg,
+            prompt_via: t.prompt_via.or(inh.prompt_via).unwrap_or(PromptVia::Arg),
             agent: None,
             command: vec![],
         };

@@ -54,6 +54,8 @@ struct FileTeammate {
     model: Option<String>,
     permission_mode: Option<String>,
     plan_mode_required: Option<bool>,
+    /// `arg` or `stdin`: how a runtime teammate's turns get their prompt.
+    prompt_via: Option<String>,
     worktree: Option<bool>,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -153,6 +155,18 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
         plan.model = t.model;
         plan.permission_mode = t.permission_mode;
         plan.plan_mode_required = t.plan_mode_required;
+        plan.prompt_via = t
+            .prompt_via
+            .as_deref()
+            .map(|v| {
+                clap::ValueEnum::from_str(v, false).map_err(|_| {
+                    Error::usage(format!(
+                        "swarm file {what}: teammate {}: promptVia is {v:?}; use \"arg\" or \"stdin\"",
+                        t.name
+                    ))
+                })
+            })
+            .transpose()?;
         plan.worktree = t.worktree;
         plan.env = t.env.into_iter().collect();
         plan.cwd = t.cwd;

@@ -13,7 +13,7 @@ use super::shell_agent;
 use super::turn::Turn;
 use super::work::{Step, Work};
 
-/// An argument containing this gets the prompt in its place.
+/// An argument that is exactly this gets the prompt in its place.
 const PROMPT_PLACEHOLDER: &str = "{prompt}";
 /// Linux's limit on one argument (`MAX_ARG_STRLEN`, 32 pages of 4 KiB, counting the NUL).
 /// A longer prompt fails `exec` with E2BIG, so it goes on stdin instead.
@@ -29,6 +29,24 @@ pub(crate) enum Agent {
         argv: Vec<String>,
         prompt_via: PromptVia,
     },
+}
+
+/// Refuses an agent command that embeds `{prompt}` inside a larger word: the placeholder must be
+/// a whole argument. Inside a word such as `sh -c "echo {prompt}"` or `--msg={prompt}`, a
+/// message's text would become part of a shell script or flag, so any sender could inject
+/// commands; as a whole argument it reaches the agent as one verbatim word.
+pub(crate) fn check_placeholder(argv: &[String]) -> crate::error::Result<()> {
+    match argv
+        .iter()
+        .find(|w| w.contains(PROMPT_PLACEHOLDER) && w.as_str() != PROMPT_PLACEHOLDER)
+    {
+        Some(word) => Err(crate::error::Error::usage(format!(
+            "the agent word {word:?} embeds {PROMPT_PLACEHOLDER} in a larger word; the placeholder \
+             must be a whole argument (e.g. `--msg {PROMPT_PLACEHOLDER}`), or a message could \
+             inject into it"
+        ))),
+        None => Ok(()),
+    }
 }
 
 impl Agent {
@@ -77,11 +95,14 @@ fn command_work(argv: &[String], via: PromptVia, prompt: &str) -> Work {
             stdin = Some(prompt.as_bytes().to_vec());
         }
         PromptVia::Arg => {
-            let placeholder = rest.iter().any(|a| a.contains(PROMPT_PLACEHOLDER));
-            args.extend(
-                rest.iter()
-                    .map(|a| OsString::from(a.replace(PROMPT_PLACEHOLDER, prompt))),
-            );
+            let placeholder = rest.iter().any(|a| a == PROMPT_PLACEHOLDER);
+            args.extend(rest.iter().map(|a| {
+                if a == PROMPT_PLACEHOLDER {
+                    OsString::from(prompt)
+                } else {
+                    OsString::from(a)
+                }
+            }));
             if !placeholder {
                 args.push(prompt.into());
             }
@@ -119,14 +140,30 @@ mod tests {
         assert_eq!(s.args, vec![OsString::from("-p"), "hi".into()]);
         assert_eq!(s.stdin, None);
         let s = step(command_work(
-            &argv(&["agent", "--msg={prompt}", "-v"]),
+            &argv(&["agent", "--msg", "{prompt}", "-v"]),
             PromptVia::Arg,
-            "hi",
+            "hi; rm -rf ~",
         ));
-        assert_eq!(s.args, vec![OsString::from("--msg=hi"), "-v".into()]);
+        assert_eq!(
+            s.args,
+            vec![OsString::from("--msg"), "hi; rm -rf ~".into(), "-v".into()]
+        );
         let s = step(command_work(&argv(&["agent", "-"]), PromptVia::Stdin, "hi"));
         assert_eq!(s.args, vec![OsString::from("-")]);
         assert_eq!(s.stdin.as_deref(), Some(&b"hi"[..]));
+    }
+
+    #[test]
+    fn the_placeholder_must_be_a_whole_argument() {
+        assert!(check_placeholder(&argv(&["agent", "-p", "{prompt}"])).is_ok());
+        assert!(check_placeholder(&argv(&["agent", "-p"])).is_ok());
+        for bad in [
+            &["sh", "-c", "echo {prompt}"][..],
+            &["agent", "--msg={prompt}"][..],
+        ] {
+            let err = check_placeholder(&argv(bad)).unwrap_err().to_string();
+            assert!(err.contains("must be a whole argument"), "{err}");
+        }
     }
 
     #[test]

@@ -57,6 +57,11 @@ pub struct LaunchArgs {
     /// Inherited.
     #[arg(long)]
     pub plan_mode_required: bool,
+    /// Inherited by runtime teammates: their turns get the prompt as the last argument (or in
+    /// place of a whole `{prompt}` argument), or on stdin. A prompt too big for an argument goes
+    /// on stdin anyway.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub prompt_via: Option<crate::teammate::args::PromptVia>,
     /// In-process: seconds teammates get to answer the shutdown request after Ctrl-C.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub shutdown_timeout: u64,

@@ -95,3 +95,36 @@ fn bad_launches_exit_2_and_write_nothing() {
     env.add_member("t", "coder");
     launch(&["--teammate", "CODER=x"]).refused("already has a member named");
 }
+
+/// Regression: `{prompt}` inside a larger word (`sh -c "echo {prompt}"`) let any message inject
+/// shell into the agent's command line. Such a command is refused, at launch and when a runtime
+/// starts, and nothing is written.
+#[test]
+fn an_agent_command_that_embeds_the_prompt_placeholder_in_a_word_is_refused() {
+    let env = Env::new();
+    let file = env.path("inject.json");
+    std::fs::write(
+        &file,
+        r#"{"team": "t", "agent": ["sh", "-c", "echo {prompt}"],
+            "teammates": [{"name": "a", "prompt": "hi"}]}"#,
+    )
+    .unwrap();
+    env.swarm(["launch", "--backend", "in-process", file.to_str().unwrap()])
+        .refused("embeds {prompt} in a larger word; the placeholder must be a whole argument");
+    env.swarm(["team", "create", "t"]).ok();
+    env.add_member("t", "a");
+    env.swarm([
+        "teammate",
+        "--agent-id",
+        "a@t",
+        "--agent-name",
+        "a",
+        "--team-name",
+        "t",
+        "--",
+        "sh",
+        "-c",
+        "echo {prompt}",
+    ])
+    .refused("\"echo {prompt}\" embeds {prompt} in a larger word");
+}

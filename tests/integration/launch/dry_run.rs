@@ -215,3 +215,74 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
     assert!(argv[dash + 1].ends_with("/sh"), "{argv:?}");
     assert_eq!(argv[dash + 2..], ["-x", "--model", "m1", "--extra"]);
 }
+
+/// `--prompt-via` reaches runtime teammates from the command line, and `promptVia` from a swarm
+/// file (a teammate's own setting wins).
+#[test]
+fn prompt_via_comes_from_the_flag_or_the_swarm_file() {
+    let env = Env::new();
+    let argv_of = |out: &serde_json::Value, i: usize| -> Vec<String> {
+        serde_json::from_value(out["teammates"][i]["argv"].clone()).unwrap()
+    };
+    let has_stdin = |argv: &[String]| {
+        argv.windows(2)
+            .any(|w| w[0] == "--prompt-via" && w[1] == "stdin")
+    };
+    let out = env
+        .swarm([
+            "--json",
+            "launch",
+            "--agent",
+            "cat",
+            "--teammate",
+            "c=hi",
+            "--backend",
+            "in-process",
+            "--prompt-via",
+            "stdin",
+            "--dry-run",
+        ])
+        .current_dir(env.root())
+        .ok()
+        .json();
+    assert!(has_stdin(&argv_of(&out, 0)), "{out}");
+
+    let file = env.path("via.json");
+    std::fs::write(
+        &file,
+        r#"{"team": "t", "agent": ["cat"], "teammates": [
+            {"name": "a", "prompt": "x", "promptVia": "stdin"},
+            {"name": "b", "prompt": "y"}]}"#,
+    )
+    .unwrap();
+    let out = env
+        .swarm([
+            "--json",
+            "launch",
+            "--backend",
+            "in-process",
+            "--dry-run",
+            file.to_str().unwrap(),
+        ])
+        .ok()
+        .json();
+    assert!(has_stdin(&argv_of(&out, 0)), "{out}");
+    assert!(
+        !has_stdin(&argv_of(&out, 1)),
+        "the default is an argument: {out}"
+    );
+
+    std::fs::write(
+        &file,
+        r#"{"team": "t", "agent": ["cat"], "teammates": [{"name": "a", "promptVia": "pipe"}]}"#,
+    )
+    .unwrap();
+    env.swarm([
+        "launch",
+        "--backend",
+        "in-process",
+        "--dry-run",
+        file.to_str().unwrap(),
+    ])
+    .refused("promptVia is \"pipe\"; use \"arg\" or \"stdin\"");
+}

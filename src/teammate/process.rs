@@ -34,7 +34,11 @@ struct Shared {
     /// The leader of the process group of the step now running, if any.
     leader: Mutex<Option<PidRecord>>,
     cancelled: AtomicBool,
+    /// Called once, when the first step's process has started: the agent has the prompt.
+    handed_over: Mutex<Option<HandedOver>>,
 }
+
+type HandedOver = Box<dyn FnOnce() + Send>;
 
 /// A turn running on its worker thread.
 pub(crate) struct TurnHandle {
@@ -42,15 +46,20 @@ pub(crate) struct TurnHandle {
 }
 
 impl TurnHandle {
-    /// Starts the steps; `done(outcome)` is called on the worker thread when they finish.
+    /// Starts the steps; `handed_over()` is called on the worker thread once the first step's
+    /// process has started (not at all if none could start), `done(outcome)` when they finish.
     pub(crate) fn start(
         steps: Vec<Step>,
         preface: String,
         launch: Launch,
         pane: Pane,
+        handed_over: impl FnOnce() + Send + 'static,
         done: impl FnOnce(Outcome) + Send + 'static,
     ) -> TurnHandle {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            handed_over: Mutex::new(Some(Box::new(handed_over))),
+            ..Shared::default()
+        });
         let worker = Arc::clone(&shared);
         std::thread::spawn(move || {
             let outcome = run_steps(&steps, preface, &launch, &pane, &worker);
@@ -143,6 +152,14 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
             }
         };
         *leader = Some(spawned.record);
+        let handed_over = shared
+            .handed_over
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(handed_over) = handed_over {
+            handed_over();
+        }
         if shared.cancelled.load(Ordering::SeqCst) {
             // Our own child's group, not yet reaped.
             let _ = signal_group(&spawned.record, Signal::TERM);

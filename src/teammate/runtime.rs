@@ -42,6 +42,8 @@ use membership::Membership;
 enum Event {
     /// The inbox or task directory changed.
     Wake,
+    /// The running turn's agent has its prompt: its messages can be marked delivered.
+    HandedOver,
     TurnDone(Outcome),
 }
 
@@ -50,6 +52,8 @@ struct Current {
     turn: Turn,
     handle: TurnHandle,
     started: Instant,
+    /// The inbox messages the turn carries, until its agent has them.
+    undelivered: Vec<InboxMessage>,
 }
 
 /// Runs the teammate until a shutdown is approved (exit 0) or a signal stops it (128 + signal).
@@ -116,6 +120,9 @@ struct Runtime {
     assigned: VecDeque<TaskId>,
     /// Ordinary messages already announced in the pane (not yet delivered).
     announced: HashSet<String>,
+    /// After a turn whose agent could not start, message turns wait until then, so a broken
+    /// agent command is retried on the slow re-scan, not in a busy loop.
+    retry_messages_at: Option<Instant>,
 }
 
 impl Runtime {
@@ -138,6 +145,7 @@ impl Runtime {
             plan_context: Vec::new(),
             assigned: VecDeque::new(),
             announced: HashSet::new(),
+            retry_messages_at: None,
         }
     }
 
@@ -195,6 +203,7 @@ impl Runtime {
     fn on_event(&mut self, event: Event) -> Result<()> {
         match event {
             Event::Wake => Ok(()),
+            Event::HandedOver => self.handed_over(),
             Event::TurnDone(outcome) => self.finish_turn(outcome),
         }
     }

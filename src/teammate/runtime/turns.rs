@@ -3,13 +3,15 @@
 //! One turn runs at a time. Plan mode comes first (a planning turn, then the turn that carries
 //! the approved plan out), then ordinary messages, then a task. A turn's messages are marked
 //! delivered, by `msg_id`, once the agent has them (its process started, or the reply was
-//! made), so a message that arrives meanwhile waits for the next turn instead of being lost.
+//! made), so a message that arrives meanwhile waits for the next turn instead of being lost,
+//! and a message whose agent never started (a missing program, a failed exec) stays unread.
 
 use std::time::Instant;
 
 use super::{Current, Event, Runtime};
 use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
+use crate::store::watcher::rescan_interval;
 use crate::teammate::plan::PlanState;
 use crate::teammate::process::TurnHandle;
 use crate::teammate::turn::{appendix, Turn, TurnKind};
@@ -43,7 +45,8 @@ impl Runtime {
             }
         }
         let fresh = self.ordinary_unread()?;
-        if !fresh.is_empty() {
+        let waiting = self.retry_messages_at.is_some_and(|at| Instant::now() < at);
+        if !fresh.is_empty() && !waiting {
             return self.start(TurnKind::Messages, fresh.clone(), &fresh);
         }
         if let Some(task) = self.take_task()? {
@@ -88,12 +91,15 @@ impl Runtime {
                 Ok(true)
             }
             Work::Run { steps, preface } => {
-                let tx = self.tx.clone();
+                let (tx, handed) = (self.tx.clone(), self.tx.clone());
                 let handle = TurnHandle::start(
                     steps,
                     preface,
                     self.launch.clone(),
                     self.pane.clone(),
+                    move || {
+                        let _ = handed.send(Event::HandedOver);
+                    },
                     move |outcome| {
                         let _ = tx.send(Event::TurnDone(outcome));
                     },
@@ -102,8 +108,8 @@ impl Runtime {
                     turn,
                     handle,
                     started,
+                    undelivered: deliver.to_vec(),
                 });
-                self.deliver(deliver)?;
                 Ok(false)
             }
         }
@@ -118,10 +124,29 @@ impl Runtime {
         Ok(())
     }
 
+    /// The running turn's agent has started with its prompt: mark its messages delivered.
+    pub(super) fn handed_over(&mut self) -> Result<()> {
+        let messages = match self.current.as_mut() {
+            Some(current) => std::mem::take(&mut current.undelivered),
+            None => return Ok(()),
+        };
+        self.retry_messages_at = None;
+        self.deliver(&messages)
+    }
+
     pub(super) fn finish_turn(&mut self, outcome: Outcome) -> Result<()> {
-        match self.current.take() {
-            Some(current) => self.complete(current.turn, current.started, outcome),
-            None => Ok(()),
+        let Some(current) = self.current.take() else {
+            return Ok(());
+        };
+        if !current.undelivered.is_empty() {
+            // The agent never started: the messages stay unread for a later turn.
+            self.pane.say(format!(
+                "the agent never got {} message(s); they stay unread and are tried again in {} s",
+                current.undelivered.len(),
+                rescan_interval().as_secs_f32()
+            ));
+            self.retry_messages_at = Some(Instant::now() + rescan_interval());
         }
+        self.complete(current.turn, current.started, outcome)
     }
 }

@@ -1,7 +1,10 @@
 //! A running teammate meets a damaged store (issue 10): a FIFO where the lead's inbox belongs is
-//! moved aside and the teammate keeps working and reporting.
+//! moved aside and the teammate keeps working and reporting; a prompt that cannot be an argument
+//! goes on stdin; a message whose agent never started stays unread.
 
-use super::{liveness, recorder, refs, send, start, to_lead, LONG};
+use std::os::unix::fs::PermissionsExt;
+
+use super::{liveness, recorder, refs, send, start, start_with, to_lead, LONG};
 use crate::support::*;
 
 #[test]
@@ -75,4 +78,66 @@ fn a_prompt_too_big_for_an_argument_reaches_the_agent_on_stdin() {
             .all(|m| m["read"] == true)
             .then_some(())
     });
+}
+
+/// A message whose agent never started (the agent program vanished after the runtime came up)
+/// is not marked delivered: it stays unread, the runtime does not spin retrying, and the agent
+/// gets it once it can start again.
+#[test]
+fn a_message_is_not_marked_delivered_when_the_agent_cannot_start() {
+    let env = Env::with_team(&["a"]);
+    let got = env.path("got");
+    let agent = env.path("agent.sh");
+    let body = format!("#!/bin/sh\nprintf %s \"$1\" > {}\n", super::q(&got));
+    std::fs::write(&agent, &body).unwrap();
+    make_executable(&agent);
+    let agent_s = agent.to_str().unwrap().to_string();
+    let mut mate = start_with(&env, "a", &["--", &agent_s], &[("SWARM_RESCAN_MS", "300")]);
+    std::fs::remove_file(&agent).unwrap();
+    send(&env, "a", "first");
+    eventually(LONG, "the failed start to be reported", || {
+        mate.output().contains("stay unread").then_some(())
+    });
+    let unread = |env: &Env| {
+        super::inbox(env, "a")
+            .iter()
+            .filter(|m| m["read"] != true)
+            .count()
+    };
+    assert_eq!(
+        unread(&env),
+        1,
+        "the message the agent never got stays unread"
+    );
+    assert!(
+        mate.child.try_wait().unwrap().is_none(),
+        "{}",
+        mate.output()
+    );
+    // No busy loop: over 1.2 s at a 300 ms re-scan, a handful of attempts at most.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let attempts = mate.output().matches("stay unread").count();
+    assert!(
+        attempts <= 8,
+        "{attempts} attempts in 1.2 s:\n{}",
+        mate.output()
+    );
+    std::fs::write(&agent, &body).unwrap();
+    make_executable(&agent);
+    eventually(
+        LONG,
+        "the agent to get the message once it can start",
+        || {
+            std::fs::read_to_string(&got)
+                .ok()
+                .filter(|p| p.contains("first"))
+        },
+    );
+    eventually(LONG, "the message marked delivered", || {
+        (unread(&env) == 0).then_some(())
+    });
+}
+
+fn make_executable(path: &std::path::Path) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }

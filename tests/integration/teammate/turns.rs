@@ -226,9 +226,13 @@ fn the_prompt_can_replace_a_placeholder_or_go_to_stdin() {
             "--",
             "sh",
             "-c",
-            &format!("printf '%s|%s|%s' \"$#\" \"$1\" \"$2\" > {}", q(&argv_file)),
+            &format!(
+                "printf '%s|%s|%s|%s' \"$#\" \"$1\" \"$2\" \"$3\" > {}",
+                q(&argv_file)
+            ),
             "sh",
-            "--prompt={prompt}",
+            "--prompt",
+            "{prompt}",
             "--flag",
         ],
     );
@@ -277,10 +281,10 @@ fn the_prompt_can_replace_a_placeholder_or_go_to_stdin() {
     let argv = read(&argv_file);
     let (count, rest) = argv.split_once('|').unwrap();
     assert_eq!(
-        count, "2",
+        count, "3",
         "the placeholder replaces an argument, nothing is appended"
     );
-    assert!(rest.starts_with("--prompt=<teammate-message teammate_id=\"team-lead\" color=\"red\">hello a</teammate-message>"));
+    assert!(rest.starts_with("--prompt|<teammate-message teammate_id=\"team-lead\" color=\"red\">hello a</teammate-message>"));
     assert!(rest.ends_with("|--flag"));
     let stdin = read(&stdin_file);
     assert!(stdin.starts_with(

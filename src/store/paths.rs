@@ -73,7 +73,7 @@ impl Store {
     pub fn log_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.logs_dir(team).join(format!("{agent}.log"))
     }
-    /// Spec files the iTerm2 backend hands to `swarm pane-exec` (read once and deleted).
+    /// Spec files the pane backends hand to `swarm pane-exec` (read once and deleted).
     pub fn spawn_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("spawn")
     }

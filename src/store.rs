@@ -11,6 +11,7 @@ pub mod colour;
 #[cfg(test)]
 pub mod fixture;
 pub mod fsio;
+pub mod lead_key;
 pub mod liveness;
 pub mod lock;
 pub mod mailbox;

@@ -128,8 +128,14 @@ impl<'a> Mailbox<'a> {
     }
 
     /// Appends without the roster check: for the launcher, which writes the first prompt while
-    /// it holds its own view of the roster.
-    pub fn append(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
+    /// it holds its own view of the roster. Every entry from the lead is signed here, when the
+    /// caller holds the lead key, so no lead-side path can forget (see `lead_key`).
+    pub fn append(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
+        if message.from == crate::store::names::LEAD {
+            if let Some(key) = crate::store::lead_key::LeadKey::for_caller(self.store, self.team)? {
+                key.sign(&mut message);
+            }
+        }
         let path = self.store.inbox_path(self.team, to);
         fsio::ensure_dir(&self.store.inboxes_dir(self.team))?;
         fsio::create_if_missing(&path, b"[]\n")?;

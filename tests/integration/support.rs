@@ -110,6 +110,8 @@ impl Env {
         let mut cmd = clean_command(BIN);
         cmd.env("SWARM_ROOT", self.root())
             .env("SWARM_TEAM", "t")
+            // The team lead's key goes under the state directory: never the user's own.
+            .env("XDG_STATE_HOME", self.root().join("state"))
             .args(args);
         Swarm {
             cmd,

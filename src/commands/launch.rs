@@ -63,6 +63,8 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         plan_mode_required: args.plan_mode_required,
         extra: args.extra,
     };
+    opts.lead_verify_key = crate::store::lead_key::LeadKey::for_caller(&ctx.store, &plan.team)?
+        .map(|key| key.verify_key());
     let prepared = launch::prepare(&ctx.store, plan, &opts)?;
     eprintln!(
         "swarm: backend {}: {}",

@@ -36,6 +36,8 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 &cwd,
                 &uuid::Uuid::new_v4().to_string(),
             )?;
+            // Made now, so the team's first lead message is already signed.
+            crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)?;
             if ctx.json {
                 output::json(&config)
             } else {

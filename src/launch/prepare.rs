@@ -208,6 +208,7 @@ impl Shared<'_> {
             agent_color: color.clone(),
             parent_session_id: self.lead_session_id.clone(),
             plan_mode_required: t.plan_mode_required.unwrap_or(inh.plan_mode_required),
+            lead_verify_key: self.opts.lead_verify_key.clone(),
             cwd: Some(cwd.clone()),
             prompt_via: PromptVia::Arg,
             agent: None,

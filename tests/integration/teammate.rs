@@ -4,6 +4,7 @@
 //! status` reports it, and readers for inboxes, tasks and recorded prompts.
 
 mod escaping;
+mod forgery;
 mod lifecycle;
 mod permissions;
 mod shutdown;

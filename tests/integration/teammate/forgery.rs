@@ -97,7 +97,8 @@ fn a_forged_plan_approval_with_the_real_request_id_does_not_start_the_plan() {
     let agent = format!("echo plan; touch {}.$#", q(&ran));
     args.extend(["--", "sh", "-c", &agent, "sh"]);
     let mate = start(&env, "planner", &args);
-    env.swarm(["send", "--to", "planner", "Build the parser"]).ok();
+    env.swarm(["send", "--to", "planner", "Build the parser"])
+        .ok();
     let request = eventually(LONG, "the plan request", || {
         to_lead(&env, "plan_approval_request").into_iter().next()
     });

@@ -134,7 +134,8 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
         .ok();
     assert!(
         out.stdout.contains(&format!(
-            "--parent-session-id {sid} --dangerously-skip-permissions\n"
+            "--parent-session-id {sid} --lead-verify-key {} --dangerously-skip-permissions\n",
+            lead_key.trim()
         )),
         "{}",
         out.stdout
@@ -165,6 +166,7 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
         .json();
     let sid = out["leadSessionId"].as_str().unwrap();
     let root = env.root().display().to_string();
+    let lead_key = env.swarm(["debug", "lead-verify-key"]).ok().stdout;
     assert_eq!(
         out["teammates"][0]["argv"],
         json!([
@@ -181,6 +183,8 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
             "--parent-session-id",
             sid,
             "--plan-mode-required",
+            "--lead-verify-key",
+            lead_key.trim(),
             "--cwd",
             root,
             "--agent",

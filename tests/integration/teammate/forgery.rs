@@ -61,7 +61,8 @@ fn forged_shutdown_requests_do_not_stop_the_runtime_and_the_lead_hears_of_them()
         &shutdown_request("victim").to_string(),
     ])
     .env("SWARM_AGENT_NAME", "evil")
-    .refused("acts only as itself");
+    .code(2)
+    .stderr_has("acts only as itself");
     // Straight into the file: the runtime ignores it and tells the lead.
     write_into_inbox(
         &env,

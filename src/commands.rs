@@ -4,6 +4,7 @@ pub(crate) mod cli;
 mod debug;
 mod debug_runtime;
 mod demo;
+mod identity;
 mod launch;
 mod message;
 mod ops;

@@ -12,6 +12,7 @@ pub mod colour;
 pub mod fixture;
 pub mod fsio;
 pub mod guard;
+pub mod lead_key;
 pub mod liveness;
 pub mod lock;
 pub mod mailbox;

@@ -39,6 +39,9 @@ impl Bench {
         let base = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
         let dir = base.join(format!("swarm-bench-{}", std::process::id()));
         fsio::ensure_dir(&dir)?;
+        // Lead keys for the throwaway teams go with the scratch directory, not into the user's
+        // state dir (every worker inherits this).
+        std::env::set_var("XDG_STATE_HOME", dir.join("state"));
         Ok(Bench {
             exe,
             scratch: Scratch(dir),

@@ -31,6 +31,12 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             }
         }
         DebugCommand::Runtime(cmd) => super::debug_runtime::run(ctx, cmd),
+        DebugCommand::LeadVerifyKey => {
+            let team = ctx.team()?;
+            let key = crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)?
+                .ok_or_else(|| Error::usage("a teammate's shell has no lead key"))?;
+            output::line(key.verify_key()).map(|()| 0)
+        }
         DebugCommand::Append(args) => append(ctx, args).map(|()| 0),
         DebugCommand::CcAppend(args) => cc_append(ctx, args).map(|()| 0),
         DebugCommand::ClaimLoop {

@@ -14,6 +14,7 @@ use crate::launch::{
     DEFAULT_GRACE,
 };
 use crate::output;
+use crate::store::lead_key::LeadKey;
 use crate::store::names::AgentName;
 
 pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
@@ -64,12 +65,22 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         prompt_via: args.prompt_via,
         extra: args.extra,
     };
-    let prepared = launch::prepare(&ctx.store, plan, &opts)?;
+    // A refused launch or a dry run leaves no key behind for a team that had none.
+    let team = plan.team.clone();
+    let had_key = LeadKey::exists(&ctx.store, &team)?;
+    let forget_new_key = || {
+        if !had_key {
+            let _ = LeadKey::forget(&ctx.store, &team);
+        }
+    };
+    opts.lead_verify_key = LeadKey::for_caller(&ctx.store, &team)?.map(|key| key.verify_key());
+    let prepared = launch::prepare(&ctx.store, plan, &opts).inspect_err(|_| forget_new_key())?;
     eprintln!(
         "swarm: backend {}: {}",
         prepared.backend.kind, prepared.backend.why
     );
     if args.dry_run {
+        forget_new_key();
         return print_dry_run(ctx.json, &prepared.dry_run()).map(|()| 0);
     }
     let json = ctx.json;

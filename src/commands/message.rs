@@ -22,6 +22,7 @@ use crate::store::watcher::DirWatcher;
 pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
     let team = ctx.existing_team()?;
     let from = args.from;
+    super::identity::check_acting_as(from.as_str(), "--from")?;
     let text = if args.text == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
@@ -68,6 +69,9 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
 pub(crate) fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
     let team = ctx.existing_team()?;
     let who = args.name;
+    if args.mark_read {
+        super::identity::check_acting_as(who.as_str(), "inbox --mark-read for")?;
+    }
     Roster::new(&ctx.store, &team).require_member(who.as_str())?;
     let mailbox = Mailbox::new(&ctx.store, &team);
     let messages = mailbox.read(&who, args.unread)?;

@@ -245,6 +245,7 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
 }
 
 pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
+    super::identity::require_lead("shut teammates down")?;
     let team = ctx.existing_team()?;
     let config = Roster::new(&ctx.store, &team).load()?;
     let names: Vec<AgentName> = if args.all {

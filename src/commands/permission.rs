@@ -28,6 +28,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
             wait,
             timeout,
         } => {
+            super::identity::check_acting_as(from.as_str(), "--from")?;
             let input = json_arg("--input", &input)?;
             let record = perms.request(
                 &from,
@@ -69,6 +70,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
             updated_input,
             by,
         } => {
+            super::identity::require_lead("approve permission requests")?;
             let updated_input = updated_input
                 .map(|u| json_arg("--updated-input", &u))
                 .transpose()?;
@@ -84,6 +86,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
             print_record(ctx, &record).map(|()| 0)
         }
         PermissionCommand::Deny { id, feedback, by } => {
+            super::identity::require_lead("deny permission requests")?;
             let record = perms.resolve(
                 &id,
                 Decision {

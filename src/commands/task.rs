@@ -123,10 +123,12 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             agent: name,
             no_busy_check,
         } => {
+            super::identity::check_acting_as(name.as_str(), "--agent")?;
             let task = tasks.claim(&id, &name, !no_busy_check)?;
             print_task(ctx, &task, "claimed")
         }
         TaskCommand::Release { agent: name } => {
+            super::identity::check_acting_as(name.as_str(), "--agent")?;
             let released = tasks.release_agent(name.as_str())?;
             if ctx.json {
                 return output::json(&json!({ "released": released }));
@@ -142,6 +144,9 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             print_task(ctx, &task, "deleted")
         }
         TaskCommand::Next { agent: name, claim } => {
+            if let Some(n) = name.as_ref().filter(|_| claim) {
+                super::identity::check_acting_as(n.as_str(), "--agent")?;
+            }
             let next = match (claim, name) {
                 (true, Some(n)) => tasks.claim_next(&n, true)?,
                 _ => tasks.available()?.into_iter().next(),

@@ -36,6 +36,8 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 &cwd,
                 &uuid::Uuid::new_v4().to_string(),
             )?;
+            // Made now, so the team's first lead message is already signed.
+            crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)?;
             if ctx.json {
                 output::json(&config)
             } else {
@@ -156,6 +158,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 Vec::new()
             };
             roster.delete(force)?;
+            crate::store::lead_key::LeadKey::forget(&ctx.store, &team)?;
             if ctx.json {
                 output::json(&json!({"deleted": team.as_str(), "stopped": stopped}))
             } else {

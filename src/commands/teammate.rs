@@ -77,6 +77,11 @@ fn config(ctx: &Context, args: TeammateArgs) -> Result<Config> {
         name,
         color: args.agent_color,
         plan_mode_required: args.plan_mode_required,
+        lead_key: args
+            .lead_verify_key
+            .as_deref()
+            .map(crate::store::lead_key::LeadVerifier::parse)
+            .transpose()?,
         cwd,
         agent,
         backend,

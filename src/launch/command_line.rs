@@ -128,11 +128,15 @@ impl AgentFlags {
     }
 }
 
-/// A `claude` teammate: `claude`, the identity flags, the inherited flags.
+/// A `claude` teammate: `claude`, the identity flags, the inherited flags. Its environment also
+/// names the member and the store, and `SWARM_BIN`, which `scripts/claude-permission-hook`
+/// needs to file the teammate's requests with the lead.
 pub(super) fn claude(
     bin: &Path,
     identity: &TeammateArgs,
     flags: &AgentFlags,
+    swarm_exe: &Path,
+    root: &Path,
 ) -> (Vec<String>, Env) {
     let mut argv = vec![bin.display().to_string()];
     argv.extend(identity.identity_argv());
@@ -140,6 +144,11 @@ pub(super) fn claude(
     let env = vec![
         ("CLAUDECODE".into(), "1".into()),
         ("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".into(), "1".into()),
+        ("SWARM_ROOT".into(), root.display().to_string()),
+        ("SWARM_TEAM".into(), identity.team_name.clone()),
+        ("SWARM_AGENT_NAME".into(), identity.agent_name.clone()),
+        ("SWARM_AGENT_ID".into(), identity.agent_id.clone()),
+        ("SWARM_BIN".into(), swarm_exe.display().to_string()),
     ];
     (argv, env)
 }

@@ -151,6 +151,8 @@ pub(crate) struct LaunchOptions {
     /// Overrides the plan's default agent kind.
     pub(crate) agent: Option<AgentKind>,
     pub(crate) inherited: Inherited,
+    /// The team's `--lead-verify-key`, given to every teammate.
+    pub(crate) lead_verify_key: Option<String>,
     /// `<swarm exe>`, for the teammate runtime and the lead console.
     pub(crate) swarm_exe: PathBuf,
     /// The launcher's environment, for forwarding (section 10).
@@ -172,6 +174,7 @@ impl LaunchOptions {
             lead_pane: true,
             agent: None,
             inherited: Inherited::default(),
+            lead_verify_key: None,
             swarm_exe,
             environ: std::env::vars().collect(),
             detect: DetectEnv::from_process(exec.as_ref()),
@@ -201,6 +204,7 @@ impl LaunchOptions {
             lead_pane: true,
             agent: None,
             inherited: Inherited::default(),
+            lead_verify_key: None,
             swarm_exe: "/opt/swarm".into(),
             environ,
             detect: DetectEnv::default(),

@@ -208,6 +208,7 @@ impl Shared<'_> {
             agent_color: color.clone(),
             parent_session_id: self.lead_session_id.clone(),
             plan_mode_required: t.plan_mode_required.unwrap_or(inh.plan_mode_required),
+            lead_verify_key: self.opts.lead_verify_key.clone(),
             cwd: Some(cwd.clone()),
             prompt_via: t.prompt_via.or(inh.prompt_via).unwrap_or(PromptVia::Arg),
             agent: None,
@@ -275,7 +276,8 @@ impl Shared<'_> {
                     Some(bin) => bin.clone(),
                     None => self.claude_bin.insert(resolve_claude(opts)?).clone(),
                 };
-                let (argv, env) = command_line::claude(&bin, identity, flags);
+                let (argv, env) =
+                    command_line::claude(&bin, identity, flags, &opts.swarm_exe, &self.root);
                 let default_root = opts
                     .env_var("HOME")
                     .map(|h| absolute(&Path::new(h).join(".claude")));
@@ -402,6 +404,11 @@ mod tests {
             vec![
                 ("CLAUDECODE".to_string(), "1".to_string()),
                 ("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".into(), "1".into()),
+                ("SWARM_ROOT".into(), root.clone()),
+                ("SWARM_TEAM".into(), "t".into()),
+                ("SWARM_AGENT_NAME".into(), "coder".into()),
+                ("SWARM_AGENT_ID".into(), "coder@t".into()),
+                ("SWARM_BIN".into(), "/opt/swarm".into()),
                 ("ANTHROPIC_BASE_URL".into(), "http://proxy".into()),
                 ("CLAUDE_CONFIG_DIR".into(), root),
             ]

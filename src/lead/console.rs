@@ -200,20 +200,23 @@ fn shutdown_was_requested(
     to: &AgentName,
     request_id: &str,
 ) -> Result<bool> {
-    let is_it = |text: &str| {
-        matches!(Payload::parse(text), Payload::Protocol(p)
-            if matches!(&*p, Protocol::ShutdownRequest(r) if r.request_id == request_id))
+    // Only a request the lead side signed counts: anyone can write one into an inbox.
+    let Some(lead_key) = crate::store::lead_key::verifier(store, team)? else {
+        return Ok(false);
     };
-    if Mailbox::new(store, team)
-        .read(to, false)?
-        .iter()
-        .any(|m| is_it(&m.text))
-    {
+    let is_it = |m: &InboxMessage| {
+        lead_key.is_signed(m)
+            && matches!(m.payload(), Payload::Protocol(p)
+            if matches!(&*p, Protocol::ShutdownRequest(r) if r.request_id == request_id
+                && crate::store::protocol::shutdown_request_target(request_id)
+                    .is_none_or(|t| t == to.as_str())))
+    };
+    if Mailbox::new(store, team).read(to, false)?.iter().any(is_it) {
         return Ok(true);
     }
     let archive = crate::store::fsio::read_file(&store.archive_path(team, to))?.unwrap_or_default();
     Ok(String::from_utf8_lossy(&archive)
         .lines()
         .filter_map(|l| serde_json::from_str::<InboxMessage>(l).ok())
-        .any(|m| is_it(&m.text)))
+        .any(|m| is_it(&m)))
 }

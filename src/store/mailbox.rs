@@ -141,7 +141,8 @@ impl<'a> Mailbox<'a> {
 
     /// Appends without the roster check: for the launcher, which writes the first prompt while
     /// it holds its own view of the roster.
-    pub fn append(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
+    pub fn append(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
+        self.sign_if_lead(&mut message)?;
         let path = self.prepare(to)?;
         let _lock = FileLock::acquire(&path)?;
         if let Some(bytes) = fsio::read_file(&path)? {
@@ -166,8 +167,21 @@ impl<'a> Mailbox<'a> {
             }
             message.msg_id = Some(uuid::Uuid::new_v4().to_string());
         }
+        self.sign_if_lead(&mut message)?;
         messages.push(message);
         self.compact_and_write(to, &path, messages)
+    }
+
+    /// Every entry from the lead is signed here, once its `msg_id` is final, when the caller
+    /// holds the lead key: both ways into an inbox pass through, so no lead-side path can forget
+    /// (see `lead_key`).
+    fn sign_if_lead(&self, message: &mut InboxMessage) -> Result<()> {
+        if message.from == crate::store::names::LEAD {
+            if let Some(key) = crate::store::lead_key::LeadKey::for_caller(self.store, self.team)? {
+                key.sign(message);
+            }
+        }
+        Ok(())
     }
 
     /// The inbox path of `to`, created `[]` if missing (O_EXCL). Something that is not a file

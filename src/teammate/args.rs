@@ -28,6 +28,11 @@ pub struct TeammateArgs {
     /// The first turn writes a plan for the lead to approve; no task work until approved.
     #[arg(long)]
     pub plan_mode_required: bool,
+    /// `<ms>.<base64url SPKI>`: the lead's public key. Lead control messages without a valid
+    /// `lead_sig` are ignored (PROTOCOL.md section 7). A flag, not a team file, because
+    /// teammates can write the team's files.
+    #[arg(long, value_name = "KEY")]
+    pub lead_verify_key: Option<String>,
     /// Directory the agent runs in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -60,6 +65,9 @@ impl TeammateArgs {
         ];
         if self.plan_mode_required {
             argv.push("--plan-mode-required".into());
+        }
+        if let Some(key) = &self.lead_verify_key {
+            argv.extend(["--lead-verify-key".into(), key.clone()]);
         }
         argv
     }
@@ -128,6 +136,7 @@ mod tests {
             agent_color: "green".into(),
             parent_session_id: "sid".into(),
             plan_mode_required: false,
+            lead_verify_key: None,
             cwd: None,
             prompt_via: PromptVia::Arg,
             agent: Some(BuiltinAgent::Shell),
@@ -141,6 +150,7 @@ mod tests {
         assert_eq!(round_trip(&shell), shell);
         let command = TeammateArgs {
             plan_mode_required: true,
+            lead_verify_key: Some("1700000000000.MCowBQYDK2VwAyEA".into()),
             cwd: Some("/work dir".into()),
             prompt_via: PromptVia::Stdin,
             agent: None,

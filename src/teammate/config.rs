@@ -22,6 +22,8 @@ pub(crate) struct Config {
     pub(crate) name: AgentName,
     pub(crate) color: String,
     pub(crate) plan_mode_required: bool,
+    /// The lead's key from `--lead-verify-key`; `None` for a team from before lead keys.
+    pub(crate) lead_key: Option<crate::store::lead_key::LeadVerifier>,
     /// Absolute directory the agent runs in.
     pub(crate) cwd: PathBuf,
     pub(crate) agent: Agent,

@@ -16,6 +16,7 @@ mod membership;
 mod report;
 mod stop;
 mod turns;
+mod verify;
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
@@ -170,6 +171,9 @@ impl Runtime {
                 ""
             }
         ));
+        if let Some(note) = self.verification_note() {
+            self.pane.say(note);
+        }
         // Events can be lost (a full inotify queue) or absent (NFS), so the loop also looks
         // again when nothing woke it for a while.
         let rescan = rescan_interval();

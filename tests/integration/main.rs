@@ -7,6 +7,7 @@ mod bench;
 mod demo;
 mod escaping;
 mod faults;
+mod impersonation;
 mod launch;
 mod lead;
 mod lifecycle_safety;

@@ -110,6 +110,8 @@ impl Env {
         let mut cmd = clean_command(BIN);
         cmd.env("SWARM_ROOT", self.root())
             .env("SWARM_TEAM", "t")
+            // The team lead's key goes under the state directory: never the user's own.
+            .env("XDG_STATE_HOME", self.root().join("state"))
             .args(args);
         Swarm {
             cmd,
@@ -145,7 +147,10 @@ impl Env {
 pub struct Snapshot(BTreeMap<PathBuf, Vec<u8>>);
 
 impl Snapshot {
+    /// Leaves out `<root>/state`: the tests' `XDG_STATE_HOME`, standing for the user's own
+    /// `~/.local/state` (the lead keys), which is not the store's.
     pub fn of(root: &Path) -> Snapshot {
+        let state = root.join("state");
         let mut out = BTreeMap::new();
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
@@ -153,6 +158,9 @@ impl Snapshot {
                 let entry = entry.unwrap();
                 let ft = entry.file_type().unwrap();
                 let path = entry.path();
+                if path == state {
+                    continue;
+                }
                 if ft.is_dir() {
                     stack.push(path.clone());
                     out.insert(path, b"<dir>".to_vec());

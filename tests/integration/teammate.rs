@@ -5,6 +5,7 @@
 
 mod damaged;
 mod escaping;
+mod forgery;
 mod lifecycle;
 mod permissions;
 mod shutdown;

@@ -32,6 +32,10 @@ pub enum DebugCommand {
         max: Option<u64>,
     },
 
+    /// Print the team's `--lead-verify-key` value (making the lead key if it has none), for
+    /// tests that start `swarm teammate` by hand.
+    LeadVerifyKey,
+
     /// Seams for the runtime benchmarks (`scripts/bench-runtime`).
     #[command(subcommand)]
     Runtime(DebugRuntimeCommand),

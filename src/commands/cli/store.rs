@@ -238,6 +238,7 @@ pub(crate) enum PermissionCommand {
         /// Replacement tool input as JSON.
         #[arg(long, value_name = "JSON")]
         updated_input: Option<String>,
+        /// Recorded as who decided. Only the lead's shell may decide; a teammate is refused.
         #[arg(long, default_value = "team-lead", value_name = "NAME")]
         by: AgentName,
     },
@@ -246,6 +247,7 @@ pub(crate) enum PermissionCommand {
         id: String,
         #[arg(long)]
         feedback: Option<String>,
+        /// Recorded as who decided. Only the lead's shell may decide; a teammate is refused.
         #[arg(long, default_value = "team-lead", value_name = "NAME")]
         by: AgentName,
     },

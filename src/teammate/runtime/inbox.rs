@@ -3,7 +3,8 @@
 //! Protocol messages (PROTOCOL.md section 7) never reach the agent: a shutdown request from the
 //! lead ends the runtime, a plan answer moves plan mode on, a permission answer is only noted
 //! (the requester waits on its own file), a task assignment queues the task. Each is checked
-//! against who may send it, because any teammate can write to any inbox. Handled protocol
+//! against who may send it, because any teammate can write to any inbox (lead control messages
+//! must carry the lead's signature, see `verify`). Handled protocol
 //! messages are marked delivered by `msg_id`; ordinary messages are only announced in the pane
 //! and stay undelivered until a turn hands them over.
 
@@ -31,6 +32,10 @@ impl Runtime {
                         break;
                     }
                 }
+                Payload::Text(_) if self.refused_command(m) => {
+                    handled.push(m.key());
+                    self.forged(m, "`$ ` command")?;
+                }
                 Payload::Text(_) => {
                     if self.announced.insert(m.key()) {
                         let later = if self.current.is_some() {
@@ -55,6 +60,10 @@ impl Runtime {
 
     /// Acts on one protocol message; returns a shutdown request that must be honoured.
     fn on_protocol(&mut self, m: &InboxMessage, p: Protocol) -> Result<Option<ShutdownRequest>> {
+        if Self::is_lead_control(&p) && !self.lead_signed(m) {
+            self.forged(m, p.type_name())?;
+            return Ok(None);
+        }
         let from_lead = m.from == LEAD;
         match p {
             Protocol::ShutdownRequest(req) => {
@@ -144,7 +153,7 @@ impl Runtime {
             .mailbox()
             .read(&self.cfg.name, true)?
             .into_iter()
-            .filter(|m| matches!(m.payload(), Payload::Text(_)))
+            .filter(|m| matches!(m.payload(), Payload::Text(_)) && !self.refused_command(m))
             .collect())
     }
 }

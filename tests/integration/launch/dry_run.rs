@@ -56,6 +56,7 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
     let doc = out.json();
     env.snapshot().assert_unchanged_since(&before, "--dry-run");
     let claude = claude.display().to_string();
+    let lead_key = env.swarm(["debug", "lead-verify-key"]).ok().stdout;
     let settings = env.path("settings.json").display().to_string();
     let identity = |name: &str, color: &str| {
         vec![
@@ -71,6 +72,8 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
             "--parent-session-id".into(),
             sid.clone(),
             "--plan-mode-required".into(),
+            "--lead-verify-key".into(),
+            lead_key.trim().into(),
             "--agent-type".into(),
             "reviewer".into(),
         ]
@@ -107,6 +110,8 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
     assert_eq!(
         doc["teammates"][0]["env"],
         json!({"CLAUDECODE": "1", "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
+               "SWARM_ROOT": root, "SWARM_TEAM": "t", "SWARM_AGENT_NAME": "coder",
+               "SWARM_AGENT_ID": "coder@t", "SWARM_BIN": BIN,
                "ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": "<redacted>",
                "HTTPS_PROXY": "http://proxy:3128", "DISABLE_TELEMETRY": "1",
                "CLAUDE_CONFIG_DIR": root})
@@ -129,7 +134,8 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
         .ok();
     assert!(
         out.stdout.contains(&format!(
-            "--parent-session-id {sid} --dangerously-skip-permissions\n"
+            "--parent-session-id {sid} --lead-verify-key {} --dangerously-skip-permissions\n",
+            lead_key.trim()
         )),
         "{}",
         out.stdout
@@ -160,6 +166,7 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
         .json();
     let sid = out["leadSessionId"].as_str().unwrap();
     let root = env.root().display().to_string();
+    let lead_key = env.swarm(["debug", "lead-verify-key"]).ok().stdout;
     assert_eq!(
         out["teammates"][0]["argv"],
         json!([
@@ -176,6 +183,8 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
             "--parent-session-id",
             sid,
             "--plan-mode-required",
+            "--lead-verify-key",
+            lead_key.trim(),
             "--cwd",
             root,
             "--agent",

@@ -131,6 +131,7 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
 
     let argv = lines(&env.path("out/coder.argv"));
     let sid = config["leadSessionId"].as_str().unwrap();
+    let lead_key = env.swarm(["debug", "lead-verify-key"]).ok().stdout;
     assert_eq!(
         argv,
         [
@@ -144,6 +145,8 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
             "blue",
             "--parent-session-id",
             sid,
+            "--lead-verify-key",
+            lead_key.trim(),
             "--permission-mode",
             "acceptEdits",
             "--model",

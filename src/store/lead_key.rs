@@ -1,0 +1,414 @@
+//! The team lead's Ed25519 key: how the lead's control messages are told apart from forgeries.
+//!
+//! Every member of a team can write every file of the team, so a message's `from` proves
+//! nothing. The lead side signs each entry it writes (`lead_sig`, PROTOCOL.md section 7, the
+//! format Claude Code's `--lead-verify-key` checks) and teammates verify it. The private key
+//! lives outside the team directory, in a 0600 file under the user's state directory
+//! (`$XDG_STATE_HOME/swarm/lead-keys/`, default `~/.local/state/swarm/lead-keys/`), named by a
+//! hash of the canonical store root and the team. A process whose `SWARM_AGENT_NAME` names a
+//! teammate never loads it: "holding the lead key" means running outside any teammate's
+//! environment (the user's shell, the lead console, the launcher). That stops teammates that
+//! go through swarm or are prompt-injected; code running as the same user can read the file.
+
+use std::fs::{DirBuilder, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::store::fsio;
+use crate::store::mailbox::InboxMessage;
+use crate::store::names::{TeamName, LEAD};
+use crate::store::paths::Store;
+
+/// The envelope field that carries the signature.
+pub const SIG_FIELD: &str = "lead_sig";
+/// The first element of the signed array: names what is signed, so a signature over one kind
+/// of data cannot be replayed as another.
+const DOMAIN: &str = "claude-team-lead-entry-v1";
+/// DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410): the 32 key bytes follow.
+const SPKI_PREFIX: [u8; 12] = [
+    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+];
+
+/// The lead's signing key for one team.
+pub struct LeadKey {
+    key: SigningKey,
+    created_ms: u64,
+}
+
+impl LeadKey {
+    /// A key from a fixed seed: the known-vector test and `swarm debug sign`.
+    pub fn from_seed(seed: [u8; 32], created_ms: u64) -> LeadKey {
+        LeadKey {
+            key: SigningKey::from_bytes(&seed),
+            created_ms,
+        }
+    }
+
+    /// The team's key, made on first use. `None` when the caller runs as a teammate, which must
+    /// never sign as the lead.
+    pub fn for_caller(store: &Store, team: &TeamName) -> Result<Option<LeadKey>> {
+        if !caller_is_lead_side() {
+            return Ok(None);
+        }
+        load_or_create(&key_path(store, team)?).map(Some)
+    }
+
+    /// Whether the team has a key already.
+    pub fn exists(store: &Store, team: &TeamName) -> Result<bool> {
+        Ok(std::fs::symlink_metadata(key_path(store, team)?).is_ok())
+    }
+
+    /// Deletes the team's key, once the team itself is gone; a missing key is fine.
+    pub fn forget(store: &Store, team: &TeamName) -> Result<()> {
+        let path = key_path(store, team)?;
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::io("remove", &path)(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `<created ms>.<base64url SPKI DER>`, the value of `--lead-verify-key`.
+    pub fn verify_key(&self) -> String {
+        let mut der = SPKI_PREFIX.to_vec();
+        der.extend_from_slice(self.key.verifying_key().as_bytes());
+        format!("{}.{}", self.created_ms, URL_SAFE_NO_PAD.encode(der))
+    }
+
+    /// Signs `message` in place (giving it a `msg_id` first if it has none).
+    pub fn sign(&self, message: &mut InboxMessage) {
+        if message.msg_id.is_none() {
+            message.msg_id = Some(uuid::Uuid::new_v4().to_string());
+        }
+        let sig = self.key.sign(&signed_bytes(message));
+        message.extra.insert(
+            SIG_FIELD.into(),
+            Value::from(URL_SAFE_NO_PAD.encode(sig.to_bytes())),
+        );
+    }
+}
+
+/// What a teammate checks lead entries against (`--lead-verify-key`).
+#[derive(Debug, Clone)]
+pub struct LeadVerifier {
+    key: VerifyingKey,
+}
+
+impl LeadVerifier {
+    /// Parses `<ms>.<base64url SPKI DER>`.
+    pub fn parse(value: &str) -> Result<LeadVerifier> {
+        let bad = |why: &str| Error::usage(format!("invalid --lead-verify-key {value:?}: {why}"));
+        let (ms, spki) = value
+            .split_once('.')
+            .ok_or_else(|| bad("expected <ms>.<base64url SPKI>"))?;
+        ms.parse::<u64>()
+            .map_err(|_| bad("the part before '.' is not a time in ms"))?;
+        let der = URL_SAFE_NO_PAD
+            .decode(spki)
+            .map_err(|_| bad("not base64url"))?;
+        let raw = der
+            .strip_prefix(&SPKI_PREFIX[..])
+            .and_then(|k| <[u8; 32]>::try_from(k).ok())
+            .ok_or_else(|| bad("not an Ed25519 public key"))?;
+        let key = VerifyingKey::from_bytes(&raw).map_err(|_| bad("not an Ed25519 public key"))?;
+        Ok(LeadVerifier { key })
+    }
+
+    /// Whether `message` is from the lead and carries a valid lead signature.
+    pub fn is_signed(&self, message: &InboxMessage) -> bool {
+        let Some(sig) = message.extra.get(SIG_FIELD).and_then(Value::as_str) else {
+            return false;
+        };
+        let Ok(bytes) = URL_SAFE_NO_PAD.decode(sig) else {
+            return false;
+        };
+        let Ok(sig) = Signature::from_slice(&bytes) else {
+            return false;
+        };
+        message.from == LEAD && self.key.verify(&signed_bytes(message), &sig).is_ok()
+    }
+}
+
+/// The team's verifier, for lead-side checks of entries found in the store.
+pub fn verifier(store: &Store, team: &TeamName) -> Result<Option<LeadVerifier>> {
+    Ok(LeadKey::for_caller(store, team)?.map(|k| LeadVerifier {
+        key: k.key.verifying_key(),
+    }))
+}
+
+/// The UTF-8 of `JSON([domain, msg_id, from, timestamp, text, summary, color, from_plugin])`,
+/// compact as JavaScript's `JSON.stringify` writes it.
+pub fn signed_bytes(m: &InboxMessage) -> Vec<u8> {
+    let opt = |v: Option<&str>| v.map_or(Value::Null, Value::from);
+    let fields = vec![
+        Value::from(DOMAIN),
+        opt(m.msg_id.as_deref()),
+        Value::from(m.from.as_str()),
+        Value::from(m.timestamp.as_str()),
+        Value::from(m.text.as_str()),
+        opt(m.summary.as_deref()),
+        opt(m.color.as_deref()),
+        opt(m.extra.get("from_plugin").and_then(Value::as_str)),
+    ];
+    serde_json::to_vec(&fields).expect("strings always serialize")
+}
+
+/// Whether this process may act as the lead: it is not running in a teammate's environment.
+pub fn caller_is_lead_side() -> bool {
+    match std::env::var("SWARM_AGENT_NAME") {
+        Ok(name) => name.is_empty() || name == LEAD,
+        Err(_) => true,
+    }
+}
+
+/// `$XDG_STATE_HOME/swarm/lead-keys`, else `~/.local/state/swarm/lead-keys`.
+#[cfg(not(test))]
+fn keys_dir() -> Result<PathBuf> {
+    let from_env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let state = from_env("XDG_STATE_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| from_env("HOME").map(|h| h.join(".local/state")))
+        .ok_or_else(|| {
+            Error::usage("cannot place the team lead's key: neither XDG_STATE_HOME nor HOME is set")
+        })?;
+    Ok(state.join("swarm/lead-keys"))
+}
+
+/// Unit tests never touch the user's state directory.
+#[cfg(test)]
+fn keys_dir() -> Result<PathBuf> {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    Ok(DIR
+        .get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
+        .join("lead-keys"))
+}
+
+/// The key file of `team` in `store`: a hash of the canonical root and the team name.
+fn key_path(store: &Store, team: &TeamName) -> Result<PathBuf> {
+    let root = std::fs::canonicalize(store.root()).unwrap_or_else(|_| store.root().to_path_buf());
+    let mut hash = Sha256::new();
+    hash.update(root.as_os_str().as_encoded_bytes());
+    hash.update([0]);
+    hash.update(team.as_str());
+    let name = URL_SAFE_NO_PAD.encode(&hash.finalize()[..18]);
+    Ok(keys_dir()?.join(format!("{name}.key")))
+}
+
+fn load_or_create(path: &Path) -> Result<LeadKey> {
+    let dir = path.parent().expect("a key path has a directory");
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(Error::io("create", dir))?;
+    check_owned(dir, true)?;
+    match read_key(path)? {
+        Some(key) => Ok(key),
+        None => create(path),
+    }
+}
+
+/// Refuses a key file or directory that is a symlink, not ours, or open to group or others.
+fn check_owned(path: &Path, is_dir: bool) -> Result<()> {
+    let meta = std::fs::symlink_metadata(path).map_err(Error::io("inspect", path))?;
+    let refuse = |why: &str| {
+        Error::usage(format!(
+            "refusing the team lead's key at {}: {why}",
+            path.display()
+        ))
+    };
+    if meta.file_type().is_symlink() || meta.is_dir() != is_dir {
+        return Err(refuse("it is a symlink or of the wrong type"));
+    }
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(refuse("another user owns it"));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(refuse(
+            "group or others can read it (chmod 600 the file, 700 its directory)",
+        ));
+    }
+    Ok(())
+}
+
+fn read_key(path: &Path) -> Result<Option<LeadKey>> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    check_owned(path, false)?;
+    let mut text = String::new();
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(fsio::NOFOLLOW)
+        .open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(Error::io("read", path))?;
+    let bad = || Error::usage(format!("the team lead's key {} is damaged", path.display()));
+    let mut words = text.split_whitespace();
+    if words.next() != Some("swarm-lead-key-v1") {
+        return Err(bad());
+    }
+    let created_ms = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
+    let seed = words
+        .next()
+        .and_then(|w| URL_SAFE_NO_PAD.decode(w).ok())
+        .and_then(|s| <[u8; 32]>::try_from(s).ok())
+        .ok_or_else(bad)?;
+    Ok(Some(LeadKey::from_seed(seed, created_ms)))
+}
+
+/// Writes a fresh key to a private temp file and links it into place, so two lead-side commands
+/// racing to make the key agree on one (the loser reads the winner's).
+fn create(path: &Path) -> Result<LeadKey> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed)
+        .map_err(|e| Error::usage(format!("cannot make the team lead's key: {e}")))?;
+    let key = LeadKey::from_seed(seed, fsio::now_ms());
+    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4()));
+    let body = format!(
+        "swarm-lead-key-v1 {} {}\n",
+        key.created_ms,
+        URL_SAFE_NO_PAD.encode(seed)
+    );
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(fsio::NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(body.as_bytes()).and_then(|()| f.sync_all()));
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(key),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            read_key(path)?.ok_or_else(|| Error::usage("the team lead's key vanished"))
+        }
+        Err(e) => Err(Error::io("write", path)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixed() -> LeadKey {
+        LeadKey::from_seed([7; 32], 1_700_000_000_000)
+    }
+
+    fn message() -> InboxMessage {
+        let mut m = InboxMessage::new(LEAD, "{\"type\":\"shutdown_request\"} é \"q\"")
+            .with_summary(Some("stop".into()));
+        m.msg_id = Some("id-1".into());
+        m.timestamp = "2026-01-01T00:00:00.000Z".into();
+        m
+    }
+
+    #[test]
+    fn the_signed_bytes_are_compact_json_of_the_entry() {
+        let mut m = message();
+        m.color = None;
+        assert_eq!(
+            String::from_utf8(signed_bytes(&m)).unwrap(),
+            r#"["claude-team-lead-entry-v1","id-1","team-lead","2026-01-01T00:00:00.000Z","{\"type\":\"shutdown_request\"} é \"q\"","stop",null,null]"#
+        );
+    }
+
+    #[test]
+    fn a_signature_verifies_and_any_change_breaks_it() {
+        let key = fixed();
+        let verifier = LeadVerifier::parse(&key.verify_key()).unwrap();
+        let mut m = message();
+        key.sign(&mut m);
+        assert!(verifier.is_signed(&m));
+        let mut changed = m.clone();
+        changed.text.push('!');
+        assert!(!verifier.is_signed(&changed));
+        let mut other = m.clone();
+        LeadKey::from_seed([8; 32], 1).sign(&mut other);
+        assert!(!verifier.is_signed(&other));
+        m.extra.remove(SIG_FIELD);
+        assert!(!verifier.is_signed(&m));
+        assert!(LeadVerifier::parse("12.AAAA").is_err());
+    }
+
+    /// The encoding (message bytes, base64url signature, SPKI key) checked by OpenSSL, an
+    /// implementation that shares no code with this one.
+    #[test]
+    fn openssl_verifies_a_fixed_key_signature() {
+        use base64::engine::general_purpose::STANDARD;
+        let key = fixed();
+        let mut m = message();
+        key.sign(&mut m);
+        let (_, spki) = key
+            .verify_key()
+            .split_once('.')
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .unwrap();
+        let der = URL_SAFE_NO_PAD.decode(spki).unwrap();
+        let sig = URL_SAFE_NO_PAD
+            .decode(m.extra[SIG_FIELD].as_str().unwrap())
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let pem = format!(
+            "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+            STANDARD.encode(&der)
+        );
+        std::fs::write(dir.path().join("pub.pem"), pem).unwrap();
+        std::fs::write(dir.path().join("msg"), signed_bytes(&m)).unwrap();
+        std::fs::write(dir.path().join("sig"), &sig).unwrap();
+        let verify = |msg: &str| {
+            std::process::Command::new("openssl")
+                .args([
+                    "pkeyutl", "-verify", "-pubin", "-inkey", "pub.pem", "-rawin",
+                ])
+                .args(["-in", msg, "-sigfile", "sig"])
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl is installed")
+        };
+        let out = verify("msg");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::fs::write(dir.path().join("other"), b"[]").unwrap();
+        assert!(!verify("other").status.success());
+        // The fixed seed's public key, as RFC 8032's reference code derives it.
+        assert_eq!(
+            key.verify_key(),
+            format!("1700000000000.{}", URL_SAFE_NO_PAD.encode(&der))
+        );
+    }
+
+    #[test]
+    fn a_key_is_made_once_and_kept_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys/k.key");
+        let a = load_or_create(&path).unwrap();
+        let b = load_or_create(&path).unwrap();
+        assert_eq!(a.verify_key(), b.verify_key());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(load_or_create(&path).is_err());
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &path).unwrap();
+        assert!(load_or_create(&path).is_err());
+    }
+}

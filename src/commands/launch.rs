@@ -65,7 +65,8 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         prompt_via: args.prompt_via,
         extra: args.extra,
     };
-    // A refused launch or a dry run leaves no key behind for a team that had none.
+    // A refused launch leaves no key behind for a team that had none. (A dry run keeps it: the
+    // argv it shows carries the key the launch will use.)
     let team = plan.team.clone();
     let had_key = LeadKey::exists(&ctx.store, &team)?;
     let forget_new_key = || {
@@ -80,7 +81,6 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         prepared.backend.kind, prepared.backend.why
     );
     if args.dry_run {
-        forget_new_key();
         return print_dry_run(ctx.json, &prepared.dry_run()).map(|()| 0);
     }
     let json = ctx.json;

@@ -13,6 +13,7 @@ use super::Context;
 use crate::commands::cli::{InboxArgs, Recipient, SendArgs};
 use crate::error::{Error, Result};
 use crate::output;
+use crate::output::terminal::{visible, visible_lines};
 use crate::store::mailbox::{InboxMessage, Mailbox, MAX_MESSAGE_BYTES};
 use crate::store::names::AgentName;
 use crate::store::protocol::Payload;
@@ -128,13 +129,16 @@ fn print_message(json: bool, m: &InboxMessage) -> Result<()> {
         Payload::Protocol(p) => format!("[{}] {}", p.type_name(), m.text),
         Payload::Text(t) => t,
     };
+    // Everything here came from a file any member can write: make control characters visible.
     let summary = m
         .summary
         .as_deref()
-        .map(|s| format!(" ({s})"))
+        .map(|s| format!(" ({})", visible(s)))
         .unwrap_or_default();
     output::line(format!(
-        "{mark} {} {}{summary}: {body}",
-        m.timestamp, m.from
+        "{mark} {} {}{summary}: {}",
+        visible(&m.timestamp),
+        visible(&m.from),
+        visible_lines(&body)
     ))
 }

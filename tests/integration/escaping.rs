@@ -94,3 +94,19 @@ fn logs_show_escapes_visibly_and_keep_lines() {
     assert_no_controls("swarm logs", &out.stdout);
     assert_eq!(out.stdout, format!("[coder] started\n[coder] {SHOWN}\n"));
 }
+
+/// `swarm inbox` shows a message's text, summary and sender with escapes visible.
+#[test]
+fn inbox_shows_escapes_visibly() {
+    let env = forged_team();
+    env.swarm(["send", "--to", "coder", "--summary", FORGED, FORGED])
+        .ok();
+    let out = env.swarm(["inbox", "coder"]).ok();
+    assert_no_controls("swarm inbox", &out.stdout);
+    assert_eq!(
+        out.stdout.matches(SHOWN).count(),
+        2,
+        "text and summary:\n{}",
+        out.stdout
+    );
+}

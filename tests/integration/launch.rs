@@ -45,8 +45,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 mv "$out/argv.$$" "$out/$name.argv"
-env | sort > "$out/$name.env"
-pwd > "$out/$name.cwd"
+env | sort > "$out/env.$$"; mv "$out/env.$$" "$out/$name.env"
+pwd > "$out/cwd.$$"; mv "$out/cwd.$$" "$out/$name.cwd"
 echo "fake agent $name says hello"
 {then}
 "#,

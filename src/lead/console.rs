@@ -205,7 +205,7 @@ fn shutdown_was_requested(
         return Ok(false);
     };
     let is_it = |m: &InboxMessage| {
-        lead_key.is_signed(m)
+        m.signed_by(&lead_key)
             && matches!(m.payload(), Payload::Protocol(p)
             if matches!(&*p, Protocol::ShutdownRequest(r) if r.request_id == request_id
                 && crate::store::protocol::shutdown_request_target(request_id)

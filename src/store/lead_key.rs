@@ -23,7 +23,6 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
-use crate::store::mailbox::InboxMessage;
 use crate::store::names::{TeamName, LEAD};
 use crate::store::paths::Store;
 
@@ -84,17 +83,23 @@ impl LeadKey {
         format!("{}.{}", self.created_ms, URL_SAFE_NO_PAD.encode(der))
     }
 
-    /// Signs `message` in place (giving it a `msg_id` first if it has none).
-    pub fn sign(&self, message: &mut InboxMessage) {
-        if message.msg_id.is_none() {
-            message.msg_id = Some(uuid::Uuid::new_v4().to_string());
-        }
-        let sig = self.key.sign(&signed_bytes(message));
-        message.extra.insert(
-            SIG_FIELD.into(),
-            Value::from(URL_SAFE_NO_PAD.encode(sig.to_bytes())),
-        );
+    /// The `lead_sig` value of `entry`.
+    pub fn signature(&self, entry: &LeadEntry) -> String {
+        URL_SAFE_NO_PAD.encode(self.key.sign(&signed_bytes(entry)).to_bytes())
     }
+}
+
+/// The fields of an inbox entry a lead signature covers (the mailbox builds one from each
+/// message, so this file needs no message type).
+#[derive(Debug, Clone, Copy)]
+pub struct LeadEntry<'a> {
+    pub msg_id: Option<&'a str>,
+    pub from: &'a str,
+    pub timestamp: &'a str,
+    pub text: &'a str,
+    pub summary: Option<&'a str>,
+    pub color: Option<&'a str>,
+    pub from_plugin: Option<&'a str>,
 }
 
 /// What a teammate checks lead entries against (`--lead-verify-key`).
@@ -123,9 +128,9 @@ impl LeadVerifier {
         Ok(LeadVerifier { key })
     }
 
-    /// Whether `message` is from the lead and carries a valid lead signature.
-    pub fn is_signed(&self, message: &InboxMessage) -> bool {
-        let Some(sig) = message.extra.get(SIG_FIELD).and_then(Value::as_str) else {
+    /// Whether `entry` is from the lead and `sig` is a valid lead signature of it.
+    pub fn verifies(&self, entry: &LeadEntry, sig: Option<&str>) -> bool {
+        let Some(sig) = sig else {
             return false;
         };
         let Ok(bytes) = URL_SAFE_NO_PAD.decode(sig) else {
@@ -134,7 +139,7 @@ impl LeadVerifier {
         let Ok(sig) = Signature::from_slice(&bytes) else {
             return false;
         };
-        message.from == LEAD && self.key.verify(&signed_bytes(message), &sig).is_ok()
+        entry.from == LEAD && self.key.verify(&signed_bytes(entry), &sig).is_ok()
     }
 }
 
@@ -147,17 +152,17 @@ pub fn verifier(store: &Store, team: &TeamName) -> Result<Option<LeadVerifier>> 
 
 /// The UTF-8 of `JSON([domain, msg_id, from, timestamp, text, summary, color, from_plugin])`,
 /// compact as JavaScript's `JSON.stringify` writes it.
-pub fn signed_bytes(m: &InboxMessage) -> Vec<u8> {
+pub fn signed_bytes(e: &LeadEntry) -> Vec<u8> {
     let opt = |v: Option<&str>| v.map_or(Value::Null, Value::from);
     let fields = vec![
         Value::from(DOMAIN),
-        opt(m.msg_id.as_deref()),
-        Value::from(m.from.as_str()),
-        Value::from(m.timestamp.as_str()),
-        Value::from(m.text.as_str()),
-        opt(m.summary.as_deref()),
-        opt(m.color.as_deref()),
-        opt(m.extra.get("from_plugin").and_then(Value::as_str)),
+        opt(e.msg_id),
+        Value::from(e.from),
+        Value::from(e.timestamp),
+        Value::from(e.text),
+        opt(e.summary),
+        opt(e.color),
+        opt(e.from_plugin),
     ];
     serde_json::to_vec(&fields).expect("strings always serialize")
 }
@@ -310,20 +315,24 @@ mod tests {
         LeadKey::from_seed([7; 32], 1_700_000_000_000)
     }
 
-    fn message() -> InboxMessage {
-        let mut m = InboxMessage::new(LEAD, "{\"type\":\"shutdown_request\"} é \"q\"")
-            .with_summary(Some("stop".into()));
-        m.msg_id = Some("id-1".into());
-        m.timestamp = "2026-01-01T00:00:00.000Z".into();
-        m
+    fn entry(text: &str) -> LeadEntry<'_> {
+        LeadEntry {
+            msg_id: Some("id-1"),
+            from: LEAD,
+            timestamp: "2026-01-01T00:00:00.000Z",
+            text,
+            summary: Some("stop"),
+            color: None,
+            from_plugin: None,
+        }
     }
+
+    const TEXT: &str = "{\"type\":\"shutdown_request\"} é \"q\"";
 
     #[test]
     fn the_signed_bytes_are_compact_json_of_the_entry() {
-        let mut m = message();
-        m.color = None;
         assert_eq!(
-            String::from_utf8(signed_bytes(&m)).unwrap(),
+            String::from_utf8(signed_bytes(&entry(TEXT))).unwrap(),
             r#"["claude-team-lead-entry-v1","id-1","team-lead","2026-01-01T00:00:00.000Z","{\"type\":\"shutdown_request\"} é \"q\"","stop",null,null]"#
         );
     }
@@ -332,17 +341,17 @@ mod tests {
     fn a_signature_verifies_and_any_change_breaks_it() {
         let key = fixed();
         let verifier = LeadVerifier::parse(&key.verify_key()).unwrap();
-        let mut m = message();
-        key.sign(&mut m);
-        assert!(verifier.is_signed(&m));
-        let mut changed = m.clone();
-        changed.text.push('!');
-        assert!(!verifier.is_signed(&changed));
-        let mut other = m.clone();
-        LeadKey::from_seed([8; 32], 1).sign(&mut other);
-        assert!(!verifier.is_signed(&other));
-        m.extra.remove(SIG_FIELD);
-        assert!(!verifier.is_signed(&m));
+        let sig = key.signature(&entry(TEXT));
+        assert!(verifier.verifies(&entry(TEXT), Some(&sig)));
+        assert!(!verifier.verifies(&entry("changed"), Some(&sig)));
+        let other = LeadKey::from_seed([8; 32], 1).signature(&entry(TEXT));
+        assert!(!verifier.verifies(&entry(TEXT), Some(&other)));
+        assert!(!verifier.verifies(&entry(TEXT), None));
+        let not_lead = LeadEntry {
+            from: "mallory",
+            ..entry(TEXT)
+        };
+        assert!(!verifier.verifies(&not_lead, Some(&key.signature(&not_lead))));
         assert!(LeadVerifier::parse("12.AAAA").is_err());
     }
 
@@ -352,24 +361,21 @@ mod tests {
     fn openssl_verifies_a_fixed_key_signature() {
         use base64::engine::general_purpose::STANDARD;
         let key = fixed();
-        let mut m = message();
-        key.sign(&mut m);
+        let sig = key.signature(&entry(TEXT));
         let (_, spki) = key
             .verify_key()
             .split_once('.')
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .unwrap();
         let der = URL_SAFE_NO_PAD.decode(spki).unwrap();
-        let sig = URL_SAFE_NO_PAD
-            .decode(m.extra[SIG_FIELD].as_str().unwrap())
-            .unwrap();
+        let sig = URL_SAFE_NO_PAD.decode(sig).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let pem = format!(
             "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
             STANDARD.encode(&der)
         );
         std::fs::write(dir.path().join("pub.pem"), pem).unwrap();
-        std::fs::write(dir.path().join("msg"), signed_bytes(&m)).unwrap();
+        std::fs::write(dir.path().join("msg"), signed_bytes(&entry(TEXT))).unwrap();
         std::fs::write(dir.path().join("sig"), &sig).unwrap();
         let verify = |msg: &str| {
             std::process::Command::new("openssl")

@@ -18,6 +18,7 @@ use file::{append_jsonl, load_locked, parse_inbox, splice_append};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
+use crate::store::lead_key::{LeadEntry, LeadKey, LeadVerifier, SIG_FIELD};
 use crate::store::lock::FileLock;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -51,6 +52,25 @@ pub struct InboxMessage {
 }
 
 impl InboxMessage {
+    /// The fields a lead signature covers (PROTOCOL.md section 7).
+    pub fn lead_entry(&self) -> LeadEntry<'_> {
+        LeadEntry {
+            msg_id: self.msg_id.as_deref(),
+            from: &self.from,
+            timestamp: &self.timestamp,
+            text: &self.text,
+            summary: self.summary.as_deref(),
+            color: self.color.as_deref(),
+            from_plugin: self.extra.get("from_plugin").and_then(Value::as_str),
+        }
+    }
+
+    /// Whether this entry is from the lead and carries a valid `lead_sig` for `verifier`.
+    pub fn signed_by(&self, verifier: &LeadVerifier) -> bool {
+        let sig = self.extra.get(SIG_FIELD).and_then(Value::as_str);
+        verifier.verifies(&self.lead_entry(), sig)
+    }
+
     /// A fresh message with a new `msg_id`.
     pub fn new(from: &str, text: impl Into<String>) -> InboxMessage {
         InboxMessage {
@@ -177,8 +197,12 @@ impl<'a> Mailbox<'a> {
     /// (see `lead_key`).
     fn sign_if_lead(&self, message: &mut InboxMessage) -> Result<()> {
         if message.from == crate::store::names::LEAD {
-            if let Some(key) = crate::store::lead_key::LeadKey::for_caller(self.store, self.team)? {
-                key.sign(message);
+            if let Some(key) = LeadKey::for_caller(self.store, self.team)? {
+                if message.msg_id.is_none() {
+                    message.msg_id = Some(uuid::Uuid::new_v4().to_string());
+                }
+                let sig = key.signature(&message.lead_entry());
+                message.extra.insert(SIG_FIELD.into(), Value::from(sig));
             }
         }
         Ok(())

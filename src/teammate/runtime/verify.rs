@@ -16,7 +16,7 @@ use crate::teammate::agent::Agent;
 impl Runtime {
     /// Whether `m` may act as the lead's: signed by the lead, or no key to check against.
     pub(super) fn lead_signed(&self, m: &InboxMessage) -> bool {
-        self.cfg.lead_key.as_ref().is_none_or(|k| k.is_signed(m))
+        self.cfg.lead_key.as_ref().is_none_or(|k| m.signed_by(k))
     }
 
     /// The message types only the lead may send, which act on this runtime.

@@ -18,14 +18,17 @@ fn lead_key(env: &Env) -> String {
         .to_string()
 }
 
-/// Appends `entry` to `name`'s inbox file directly, as any process of the user could.
+/// Appends `entry` to `name`'s inbox file directly, as any process of the user could (replacing
+/// the file whole, so the runtime never reads it half-written and quarantines it).
 fn write_into_inbox(env: &Env, name: &str, entry: Value) {
     let path = env.path(&format!("teams/t/inboxes/{name}.json"));
     let mut entries: Vec<Value> =
         serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|_| b"[]".to_vec()))
             .unwrap_or_default();
     entries.push(entry);
-    std::fs::write(&path, serde_json::to_vec_pretty(&entries).unwrap()).unwrap();
+    let tmp = path.with_extension("forged");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&entries).unwrap()).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
 }
 
 fn forged(text: &str, id: &str) -> Value {

@@ -137,23 +137,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     sweep_once(dir);
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(
-        ".{name}{TEMP_MARK}{}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
+    let tmp = temp_name(dir, path);
     let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(NOFOLLOW)
-            .open(&tmp)
-            .map_err(Error::io("create", &tmp))?;
-        FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
-        file.write_all(bytes).map_err(Error::io("write", &tmp))?;
-        file.sync_all().map_err(Error::io("sync", &tmp))?;
+        // Held until the rename: the flock tells a sweeper this temp file's writer is alive.
+        let _file = write_temp(&tmp, bytes)?;
         fs::rename(&tmp, path).map_err(Error::io("replace", path))?;
         sync_dir(dir)
     })();
@@ -161,6 +148,32 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// A fresh temp name beside `path`: `.<name>.tmp-<pid>-<random>`.
+fn temp_name(dir: &Path, path: &Path) -> PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    dir.join(format!(
+        ".{name}{TEMP_MARK}{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+/// Creates `tmp` (never an existing file, never through a symlink), flocks it, writes and syncs
+/// `bytes`; the returned file keeps the flock until it is dropped.
+fn write_temp(tmp: &Path, bytes: &[u8]) -> Result<fs::File> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(NOFOLLOW)
+        .open(tmp)
+        .map_err(Error::io("create", tmp))?;
+    FileExt::lock_exclusive(&file).map_err(Error::io("lock", tmp))?;
+    file.write_all(bytes).map_err(Error::io("write", tmp))?;
+    file.sync_all().map_err(Error::io("sync", tmp))?;
+    Ok(file)
 }
 
 /// What marks a temp file of [`write_atomic`]: `.<name>.tmp-<pid>-<random>`.
@@ -266,23 +279,9 @@ pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(
     bytes.push(b'\n');
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(
-        ".{name}{TEMP_MARK}{}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
+    let tmp = temp_name(dir, path);
     let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(NOFOLLOW)
-            .open(&tmp)
-            .map_err(Error::io("create", &tmp))?;
-        FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
-        file.write_all(&bytes).map_err(Error::io("write", &tmp))?;
-        file.sync_all().map_err(Error::io("sync", &tmp))?;
+        let _file = write_temp(&tmp, &bytes)?;
         place_new(&tmp, path).map_err(|e| match e.kind() {
             ErrorKind::AlreadyExists => Error::usage(format!(
                 "{} already exists; refusing to overwrite it (is the high-water mark behind?)",

@@ -49,15 +49,11 @@ fn a_prompt_too_big_for_an_argument_reaches_the_agent_on_stdin() {
             .filter(|p| p.contains(&big))
     });
     std::fs::remove_file(&got).unwrap();
-    let nul =
-        serde_json::json!([{"from": "team-lead", "text": "before\u{0}after", "timestamp": "t"}]);
-    let inbox = env.path("teams/t/inboxes/a.json");
-    let mut all: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(&inbox).unwrap()).unwrap();
-    all.extend(nul.as_array().unwrap().iter().cloned());
-    let tmp = env.path("inbox.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(&all).unwrap()).unwrap();
-    std::fs::rename(&tmp, &inbox).unwrap();
+    // Through swarm, which takes the inbox lock: a raw rewrite here could race the runtime's
+    // own locked write and be lost.
+    env.swarm(["send", "--to", "a", "-"])
+        .stdin(b"before\0after".to_vec())
+        .ok();
     eventually(
         LONG,
         "the agent to receive the prompt with a NUL byte",

@@ -81,13 +81,17 @@ fn checked_leader(record: &PidRecord) -> Result<Pid, Refusal> {
     Ok(pid)
 }
 
-/// SIGTERM to the group, up to `grace` for its leader to go, then SIGKILL. `Ok` when the
-/// group was signalled (or its leader left during the grace period).
+/// SIGTERM to the group, up to `grace` for the whole group to go, then SIGKILL. `Ok` when the
+/// group was signalled. Waiting for the leader alone is not enough: a child that ignores
+/// SIGTERM would outlive it. (A group that still holds its leader as an unreaped zombie counts
+/// as present, so the caller's own child is killed after the grace period, which is harmless.)
 pub fn terminate_group(record: &PidRecord, grace: Duration) -> Result<(), Refusal> {
+    let pid = checked_leader(record)?;
     signal_group(record, Signal::TERM)?;
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
-        if !record.alive() {
+        // kill(-pgid, 0): does any process of the group, zombies included, still exist?
+        if rustix::process::test_kill_process_group(pid).is_err() {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(25));
@@ -131,6 +135,27 @@ mod tests {
         terminate_group(&record, Duration::from_secs(2)).unwrap();
         assert!(!child.wait().unwrap().success());
         assert_eq!(running_in_group(record.pid), 0, "the sleeps are gone too");
+    }
+
+    /// Regression: terminate_group returned once the leader was gone, so a member that ignores
+    /// SIGTERM outlived the stop.
+    #[test]
+    fn a_member_that_ignores_sigterm_is_killed_after_the_grace_period() {
+        let mut child = Command::new("sh")
+            .args(["-c", "(trap '' TERM; exec sleep 30) & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let record = PidRecord::of(child.id());
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(running_in_group(record.pid), 2, "the group is running");
+        terminate_group(&record, Duration::from_millis(500)).unwrap();
+        child.wait().unwrap();
+        assert_eq!(
+            running_in_group(record.pid),
+            0,
+            "the stubborn sleep is gone too"
+        );
     }
 
     #[test]

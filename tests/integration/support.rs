@@ -148,9 +148,13 @@ pub struct Snapshot(BTreeMap<PathBuf, Vec<u8>>);
 
 impl Snapshot {
     /// Leaves out `<root>/state`: the tests' `XDG_STATE_HOME`, standing for the user's own
-    /// `~/.local/state` (the lead keys), which is not the store's.
+    /// `~/.local/state` (the lead keys), which is not the store's; and the `<root>/*.pane`
+    /// captures of running teammates' output, which those teammates write while the command
+    /// under test runs (swarm itself never writes there).
     pub fn of(root: &Path) -> Snapshot {
         let state = root.join("state");
+        let pane_capture =
+            |p: &Path| p.parent() == Some(root) && p.extension().is_some_and(|e| e == "pane");
         let mut out = BTreeMap::new();
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
@@ -158,7 +162,7 @@ impl Snapshot {
                 let entry = entry.unwrap();
                 let ft = entry.file_type().unwrap();
                 let path = entry.path();
-                if path == state {
+                if path == state || (ft.is_file() && pane_capture(&path)) {
                     continue;
                 }
                 if ft.is_dir() {

@@ -14,6 +14,7 @@ use std::fs::{DirBuilder, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -26,6 +27,10 @@ use crate::store::fsio;
 use crate::store::names::{TeamName, LEAD};
 use crate::store::paths::Store;
 
+/// Keys this process has loaded, by key file: a broadcast or a lead console signs many entries,
+/// and each would otherwise read and check the key file again.
+static LOADED: Mutex<Vec<(PathBuf, LeadKey)>> = Mutex::new(Vec::new());
+
 /// The envelope field that carries the signature.
 pub const SIG_FIELD: &str = "lead_sig";
 /// The first element of the signed array: names what is signed, so a signature over one kind
@@ -37,6 +42,7 @@ const SPKI_PREFIX: [u8; 12] = [
 ];
 
 /// The lead's signing key for one team.
+#[derive(Clone)]
 pub struct LeadKey {
     key: SigningKey,
     created_ms: u64,
@@ -57,7 +63,14 @@ impl LeadKey {
         if !caller_is_lead_side() {
             return Ok(None);
         }
-        load_or_create(&key_path(store, team)?).map(Some)
+        let path = key_path(store, team)?;
+        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, key)) = loaded.iter().find(|(p, _)| *p == path) {
+            return Ok(Some(key.clone()));
+        }
+        let key = load_or_create(&path)?;
+        loaded.push((path, key.clone()));
+        Ok(Some(key))
     }
 
     /// Whether the team has a key already.
@@ -68,6 +81,10 @@ impl LeadKey {
     /// Deletes the team's key, once the team itself is gone; a missing key is fine.
     pub fn forget(store: &Store, team: &TeamName) -> Result<()> {
         let path = key_path(store, team)?;
+        LOADED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(p, _)| *p != path);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(Error::io("remove", &path)(e))

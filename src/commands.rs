@@ -1,17 +1,20 @@
 //! One module per command group; each turns parsed arguments into store operations and output.
 
 pub(crate) mod cli;
+pub(crate) mod completions;
 mod debug;
 mod debug_runtime;
 mod demo;
 mod identity;
 mod launch;
+mod man;
 mod message;
 mod ops;
 mod permission;
 mod task;
 mod team;
 mod teammate;
+mod top;
 
 use crate::commands::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -72,7 +75,11 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
             crate::lead::run(&ctx.store, &team, opts)
         }
         Command::Launch(args) => launch::run(&ctx, args),
-        Command::Status => ops::status(&ctx).map(|()| 0),
+        Command::Status { watch: false } => ops::status(&ctx).map(|()| 0),
+        Command::Status { watch: true } => top::watch(&ctx),
+        Command::Top => top::run(&ctx),
+        Command::Completions(args) => completions::run(&args).map(|()| 0),
+        Command::Man(args) => man::run(&ctx, &args).map(|()| 0),
         Command::Attach { name } => ops::attach(&ctx, name).map(|()| 0),
         Command::Shutdown(args) => ops::shutdown(&ctx, args),
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),

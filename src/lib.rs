@@ -20,11 +20,13 @@ pub(crate) mod output;
 pub(crate) mod process;
 pub(crate) mod store;
 pub(crate) mod teammate;
+pub(crate) mod top;
 
 use clap::Parser;
 
 /// Parses the command line, runs it and returns the exit code.
 pub fn run() -> i32 {
+    commands::completions::complete_if_asked();
     let cli = match commands::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),

@@ -13,6 +13,7 @@ use crate::store::names::{AgentName, TeamName};
 mod debug;
 mod launch;
 mod store;
+mod view;
 
 pub(crate) use crate::bench::BenchArgs;
 pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
@@ -21,6 +22,7 @@ pub(crate) use launch::{DemoArgs, LaunchArgs};
 pub(crate) use store::{
     DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,
 };
+pub(crate) use view::{CompletionsArgs, ManArgs};
 
 const AFTER_HELP: &str = "\
 Files live under --root, else $SWARM_ROOT, else $CLAUDE_CONFIG_DIR, else ~/.claude:
@@ -71,7 +73,20 @@ pub(crate) enum Command {
     /// pending permissions and quarantined files.
     ///
     /// Example: swarm status --team refactor --json
-    Status,
+    /// Example: swarm status --team refactor --watch
+    Status {
+        /// Keep running and print a line for each change (a member's state, a task, a request).
+        #[arg(long)]
+        watch: bool,
+    },
+
+    /// A live full-screen view of the team: members, tasks, pending requests; keys to attach,
+    /// message, approve or deny, and shut down. It redraws when the team's files change.
+    ///
+    /// When stdout is not a terminal it prints `swarm status --watch` lines instead.
+    ///
+    /// Example: swarm top --team refactor
+    Top,
 
     /// Go to the team's panes: attach to (or, inside tmux, switch to) a teammate's pane.
     ///
@@ -144,6 +159,16 @@ pub(crate) enum Command {
     /// Become a teammate described by a spec file (the iTerm2 backend's trampoline).
     #[command(hide = true)]
     PaneExec { spec: PathBuf },
+
+    /// Print a shell completion script; team and member names complete from the store.
+    ///
+    /// Example: source <(swarm completions bash)
+    Completions(CompletionsArgs),
+
+    /// Print swarm's man page, or write one page per command into --dir.
+    ///
+    /// Example: swarm man --dir ~/.local/share/man/man1
+    Man(ManArgs),
 
     /// Tools for tests and debugging; not a stable interface.
     #[command(subcommand, hide = true)]

@@ -220,22 +220,37 @@ impl<'a> Questions<'a> {
                 }
             }
             Question::Plan(r) => {
-                let to: AgentName = r.from.parse()?;
-                let response = Protocol::PlanApprovalResponse(PlanApprovalResponse {
-                    request_id: r.request_id.clone(),
-                    approved: approve,
-                    feedback: feedback.clone(),
-                    timestamp: timestamp_now(),
-                    permission_mode: None,
-                    extra: Map::new(),
-                });
-                Mailbox::new(self.store, self.team)
-                    .send(&to, InboxMessage::protocol(self.lead.as_str(), &response))?;
+                answer_plan(self.store, self.team, &r, approve, feedback)?;
                 say(&format!("{verb} {}'s plan", r.from));
             }
         }
         Ok(())
     }
+}
+
+/// Answers a plan request as the lead: a `plan_approval_response` in the requester's inbox
+/// (signed by the mailbox, as every lead entry is). The console's `y` / `n` and `swarm top` both
+/// decide plans through here.
+pub(crate) fn answer_plan(
+    store: &Store,
+    team: &TeamName,
+    request: &PlanApprovalRequest,
+    approve: bool,
+    feedback: Option<String>,
+) -> Result<()> {
+    let to: AgentName = request.from.parse()?;
+    let response = Protocol::PlanApprovalResponse(PlanApprovalResponse {
+        request_id: request.request_id.clone(),
+        approved: approve,
+        feedback,
+        timestamp: timestamp_now(),
+        permission_mode: None,
+        extra: Map::new(),
+    });
+    Mailbox::new(store, team).send(
+        &to,
+        InboxMessage::protocol(crate::store::names::LEAD, &response),
+    )
 }
 
 /// The line under the current question: which request `y` and `n` answer.

@@ -24,6 +24,12 @@ pub fn rescan_interval() -> Duration {
         .unwrap_or(DEFAULT_RESCAN)
 }
 
+/// Whether file events are on (`SWARM_NO_FS_EVENTS=1` turns them off); without them only an
+/// owner's re-scan timer notices changes.
+pub fn events_enabled() -> bool {
+    std::env::var_os("SWARM_NO_FS_EVENTS").is_none_or(|v| v != "1")
+}
+
 /// Whether an event can mean new content. Opening and reading a file is an event too (inotify
 /// reports IN_OPEN), so without this filter every waiter's own re-read would wake it again, a
 /// busy loop. Lock directories, lock gates and temp files (all hidden or `*.lock`) are noise:
@@ -81,7 +87,7 @@ impl Subscription {
         filter: fn(&notify::Event) -> bool,
         on_change: impl Fn() + Send + 'static,
     ) -> Result<Subscription> {
-        if std::env::var_os("SWARM_NO_FS_EVENTS").is_some_and(|v| v == "1") {
+        if !events_enabled() {
             return Ok(Subscription { _watcher: None });
         }
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {

@@ -1,0 +1,43 @@
+//! The last line a member printed: the tail of an in-process teammate's log, or the bottom of
+//! a tmux teammate's pane. `None` when there is no output swarm can read (iTerm2, a pane that
+//! is gone, nothing printed yet), and the dashboard shows the member's last message instead.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use crate::backend::{for_member, BackendKind};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::roster::Member;
+
+/// How much of a log's end is read to find its last line.
+const TAIL_BYTES: u64 = 4096;
+
+pub(crate) fn last_line(store: &Store, team: &TeamName, member: &Member) -> Option<String> {
+    let backend = for_member(store, team, member)?;
+    let text = match backend.kind() {
+        BackendKind::InProcess => {
+            let name: AgentName = member.name.parse().ok()?;
+            tail(&store.log_path(team, &name))?
+        }
+        BackendKind::Tmux => {
+            // A pane that is gone (or no longer swarm's) is refused by `capture`.
+            backend.tmux()?.capture(&backend.pane()?).ok()?
+        }
+        BackendKind::Iterm2 => return None,
+    };
+    text.lines()
+        .rev()
+        .map(str::trim_end)
+        .find(|l| !l.trim().is_empty())
+        .map(str::to_string)
+}
+
+fn tail(path: &std::path::Path) -> Option<String> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}

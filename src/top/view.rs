@@ -18,12 +18,13 @@ use crate::output::terminal::visible;
 use crate::store::colour::Colour;
 
 pub(crate) fn draw(frame: &mut Frame, model: &Model, ui: &Ui) {
-    let task_rows = (model.tasks.len() as u16).clamp(1, 12) + 3;
+    // Members and requests take what their rows need (up to a limit); tasks get the rest.
+    let member_rows = (model.members.len() as u16).clamp(1, 16) + 3;
     let request_rows = (model.requests.len() as u16).clamp(1, 8) + 2;
     let [title, members, tasks, requests, footer] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(member_rows),
         Constraint::Min(4),
-        Constraint::Length(task_rows),
         Constraint::Length(request_rows),
         Constraint::Length(2),
     ])

@@ -4,6 +4,7 @@
 mod support;
 
 mod bench;
+mod completions;
 mod demo;
 mod escaping;
 mod faults;
@@ -13,3 +14,4 @@ mod lead;
 mod lifecycle_safety;
 mod store;
 mod teammate;
+mod top;

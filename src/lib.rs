@@ -2,6 +2,7 @@
 //!
 //! The wings, top to bottom (each depends only on those below it):
 //! - `commands`: the command line (clap derive) and one module per command group;
+//! - `top`: the live dashboard (`swarm top`) and its line-printing twin (`status --watch`);
 //! - `teammate`, `lead`, `launch`: the teammate runtime, the lead console, and starting a team
 //!   (plan, command line, spawn, rollback, the in-process supervisor);
 //! - `lifecycle`: health, retiring, and the one shutdown state machine;

@@ -90,26 +90,27 @@ impl Actor<'_> {
                 ..ShutdownOptions::default()
             };
             std::thread::spawn(move || {
-                let line = match lifecycle::shutdown(&store, &team, &[who.clone()], &opts) {
-                    Ok(outcomes) => outcomes
-                        .iter()
-                        .map(|o| {
-                            let how = match &o.outcome {
-                                ShutdownResult::Approved => "approved the shutdown".into(),
-                                ShutdownResult::Rejected { reason } => {
-                                    format!("rejected the shutdown ({reason})")
-                                }
-                                ShutdownResult::TimedOut => "did not answer".into(),
-                                ShutdownResult::Exited => "exited before answering".into(),
-                                ShutdownResult::NotRunning => "was not running".into(),
-                            };
-                            let stopped = if o.killed { "; stopped" } else { "" };
-                            format!("{}: {how}{stopped}", o.name)
-                        })
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                    Err(e) => format!("! shutting {who} down failed: {e}"),
-                };
+                let line =
+                    match lifecycle::shutdown(&store, &team, std::slice::from_ref(&who), &opts) {
+                        Ok(outcomes) => outcomes
+                            .iter()
+                            .map(|o| {
+                                let how = match &o.outcome {
+                                    ShutdownResult::Approved => "approved the shutdown".into(),
+                                    ShutdownResult::Rejected { reason } => {
+                                        format!("rejected the shutdown ({reason})")
+                                    }
+                                    ShutdownResult::TimedOut => "did not answer".into(),
+                                    ShutdownResult::Exited => "exited before answering".into(),
+                                    ShutdownResult::NotRunning => "was not running".into(),
+                                };
+                                let stopped = if o.killed { "; stopped" } else { "" };
+                                format!("{}: {how}{stopped}", o.name)
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                        Err(e) => format!("! shutting {who} down failed: {e}"),
+                    };
                 let _ = finished.send(line);
             });
             Ok(format!(

@@ -1,6 +1,7 @@
 //! The last line a member printed: the tail of an in-process teammate's log, or the bottom of
 //! a tmux teammate's pane. `None` when there is no output swarm can read (iTerm2, a pane that
-//! is gone, nothing printed yet), and the dashboard shows the member's last message instead.
+//! is gone, nothing printed yet), and the dashboard shows the member's last message instead,
+//! cut to its first line the same way.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -40,4 +41,13 @@ fn tail(path: &std::path::Path) -> Option<String> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The first non-empty line of `text`, for a one-line cell (a message, a plan).
+pub(crate) fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_string()
 }

@@ -17,7 +17,7 @@ use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
 use crate::store::tasks::{Task, TaskList, TaskStatus};
 
-use super::last_line::last_line;
+use super::last_line::{first_line, last_line};
 use super::requests::{self, Request};
 
 /// One reading of the team.
@@ -248,15 +248,6 @@ fn progress(rows: &[TaskRow]) -> Progress {
         }
     }
     p
-}
-
-/// The first non-empty line of `text`, for a one-line cell.
-pub(crate) fn first_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default()
-        .to_string()
 }
 
 #[cfg(test)]

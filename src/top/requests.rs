@@ -49,7 +49,7 @@ impl Request {
             }
             Request::Plan(r) => format!(
                 "submitted a plan: {}",
-                super::model::first_line(&r.plan_content)
+                super::last_line::first_line(&r.plan_content)
             ),
         }
     }

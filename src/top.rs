@@ -25,7 +25,7 @@ use ratatui::crossterm::event::{self, Event};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use crate::error::{Error, Result};
-use crate::process::signals::Signals;
+use crate::process::signals::{Caught, Signals};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use actions::Actor;
@@ -33,6 +33,9 @@ use input::{Action, Ui};
 use model::Model;
 use screen::Screen;
 use wakes::Wakes;
+
+/// How long signals caught during `swarm attach` take to show up once the loop runs again.
+const SIGNAL_SETTLE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Runs the dashboard until `q` (0) or a signal (128 + its number).
 pub(crate) fn dashboard(store: &Store, team: &TeamName) -> Result<i32> {
@@ -90,6 +93,11 @@ async fn run_dashboard(store: &Store, team: &TeamName) -> Result<i32> {
                     Action::Refresh => model = Model::load(store, team, true)?,
                     Action::Attach(name) => {
                         ui.notice = Some(actor.attach(&mut screen, &name));
+                        // A Ctrl-C that ended `swarm attach` (a log follow) reached the whole
+                        // foreground group; it was meant for the attach, not the dashboard.
+                        if let Some(caught) = caught_meanwhile(&mut signals).await {
+                            return Ok(128 + caught.number());
+                        }
                         model = Model::load(store, team, true)?;
                     }
                     Action::Send { to, text } => ui.notice = Some(actor.send(&to, &text)),
@@ -107,6 +115,18 @@ async fn run_dashboard(store: &Store, team: &TeamName) -> Result<i32> {
             caught = signals.recv() => return Ok(128 + caught.number()),
         }
     }
+}
+
+/// The first signal other than SIGINT caught while the terminal was handed over, if any;
+/// SIGINTs caught meanwhile are dropped. A signal that arrived while the loop was blocked
+/// reaches its listener only once the runtime turns, hence the short wait rather than a peek.
+async fn caught_meanwhile(signals: &mut Signals) -> Option<Caught> {
+    while let Ok(caught) = tokio::time::timeout(SIGNAL_SETTLE, signals.recv()).await {
+        if caught != Caught::Interrupt {
+            return Some(caught);
+        }
+    }
+    None
 }
 
 /// Terminal events, read on a thread of their own one at a time: the reader waits for a go

@@ -160,11 +160,11 @@ impl Actor<'_> {
                         .output()
                 })?
                 .map_err(Error::io("run", "swarm attach"))?;
-            match out.status.success() {
+            // Ended by Ctrl-C (a log follow) is the usual way back, and says nothing.
+            let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            match out.status.success() || said.is_empty() {
                 true => Ok(format!("back from {who}")),
-                false => Err(Error::Backend(
-                    String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                )),
+                false => Err(Error::Backend(said)),
             }
         })())
     }

@@ -121,7 +121,8 @@ impl<'a> Dashboard<'a> {
         });
         let code = screen
             .lines()
-            .find_map(|l| l.trim().strip_prefix("TOP-EXIT "))
+            // A Ctrl-C typed earlier may be echoed in front (`^CTOP-EXIT 0`).
+            .find_map(|l| l.split("TOP-EXIT ").nth(1))
             .unwrap()
             .trim()
             .parse()
@@ -278,6 +279,36 @@ fn the_dashboard_shows_the_team_and_approves_messages_attaches_and_shuts_down() 
     let (code, screen) = dash.exit();
     assert_eq!(code, 0, "{screen}");
     assert_restored(&screen);
+}
+
+#[test]
+fn attaching_to_an_in_process_teammate_follows_its_log_until_ctrl_c() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let _supervisor = KillOnDrop(
+        env.swarm([
+            "launch",
+            "--backend",
+            "in-process",
+            "--agent",
+            "shell",
+            "--teammate",
+            "coder=go",
+        ])
+        .spawn(),
+    );
+    let dash = Dashboard::start(&env, &tmux, &[]);
+    dash.wait_for("coder alive", |s| row(s, "coder").contains("alive"));
+    dash.keys(&["j", "a"]);
+    dash.wait_for("coder's log", |s| {
+        s.contains("coder of team t is up") && !s.contains("swarm top: team t")
+    });
+    // Ctrl-C reaches the whole foreground group: it ends the follow, not the dashboard.
+    dash.keys(&["C-c"]);
+    dash.wait_for("the dashboard again", |s| s.contains("back from coder"));
+    dash.keys(&["q"]);
+    let (code, screen) = dash.exit();
+    assert_eq!(code, 0, "{screen}");
 }
 
 #[test]

@@ -311,29 +311,51 @@ fn attaching_to_an_in_process_teammate_follows_its_log_until_ctrl_c() {
     assert_eq!(code, 0, "{screen}");
 }
 
+/// The `text` of the first protocol message from the lead in `name`'s inbox, parsed.
+fn answer_in_inbox(env: &Env, name: &str) -> Value {
+    let inbox = read_json(&env.path(&format!("teams/t/inboxes/{name}.json")));
+    inbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["from"] == "team-lead")
+        .find_map(|m| serde_json::from_str(m["text"].as_str()?).ok())
+        .unwrap_or_else(|| panic!("no answer in {name}'s inbox: {inbox}"))
+}
+
 #[test]
-fn a_plan_request_is_answered_from_the_dashboard() {
-    let env = Env::with_team(&["planner"]);
+fn requests_sent_only_as_messages_are_answered_from_the_dashboard() {
+    let env = Env::with_team(&["planner", "editor"]);
     let tmux = Tmux::new();
-    let request = r#"{"type":"plan_approval_request","from":"planner","timestamp":"2026-01-01T00:00:00.000Z","planFilePath":"/tmp/plan.md","planContent":"1. read\n2. write","requestId":"plan_approval-1@planner@t"}"#;
-    env.swarm(["send", "--from", "planner", "--to", "team-lead", request])
+    // A plan (plan mode), and a Claude Code teammate's permission request, which comes as a
+    // message with no pending file.
+    let plan = r#"{"type":"plan_approval_request","from":"planner","timestamp":"2026-01-01T00:00:00.000Z","planFilePath":"/tmp/plan.md","planContent":"1. read\n2. write","requestId":"plan_approval-1@planner@t"}"#;
+    env.swarm(["send", "--from", "planner", "--to", "team-lead", plan])
+        .ok();
+    let permission = r#"{"type":"permission_request","request_id":"perm-1-claude","agent_id":"editor","tool_name":"Edit","tool_use_id":"toolu_1","description":"edit main.rs","input":{"file_path":"main.rs"},"permission_suggestions":[]}"#;
+    env.swarm(["send", "--from", "editor", "--to", "team-lead", permission])
         .ok();
     let dash = Dashboard::start(&env, &tmux, &[]);
-    dash.wait_for("the plan", |s| s.contains("submitted a plan: 1. read"));
+    dash.wait_for("both requests", |s| {
+        s.contains("submitted a plan: 1. read") && s.contains("wants Edit: edit main.rs")
+    });
+    // Permissions come first: `y` approves the edit.
+    dash.keys(&["y"]);
+    dash.wait_for("the edit approved", |s| {
+        s.contains("approved editor's use of Edit")
+            && s.contains("requests waiting for the lead (1)")
+    });
+    let answer = answer_in_inbox(&env, "editor");
+    assert_eq!(answer["type"], "permission_response");
+    assert_eq!(answer["request_id"], "perm-1-claude");
+    assert_eq!(answer["subtype"], "success");
     dash.keys(&["n"]);
     dash.type_text("write tests first");
     dash.keys(&["Enter"]);
     dash.wait_for("the plan answered", |s| {
         s.contains("denied planner's plan") && s.contains("requests waiting for the lead (0)")
     });
-    let inbox = read_json(&env.path("teams/t/inboxes/planner.json"));
-    let answer: Value = inbox
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["from"] == "team-lead")
-        .find_map(|m| serde_json::from_str(m["text"].as_str()?).ok())
-        .unwrap_or_else(|| panic!("no answer in planner's inbox: {inbox}"));
+    let answer = answer_in_inbox(&env, "planner");
     assert_eq!(answer["type"], "plan_approval_response");
     assert_eq!(answer["requestId"], "plan_approval-1@planner@t");
     assert_eq!(answer["approved"], false);

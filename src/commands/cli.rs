@@ -73,6 +73,7 @@ pub(crate) enum Command {
     /// pending permissions and quarantined files.
     ///
     /// Example: swarm status --team refactor --json
+    ///
     /// Example: swarm status --team refactor --watch
     Status {
         /// Keep running and print a line for each change (a member's state, a task, a request).
@@ -82,6 +83,10 @@ pub(crate) enum Command {
 
     /// A live full-screen view of the team: members, tasks, pending requests; keys to attach,
     /// message, approve or deny, and shut down. It redraws when the team's files change.
+    ///
+    /// Keys: j/k or the arrows move, tab switches between members and requests, a (or enter)
+    /// attaches to the member, m messages it, s shuts it down (after a y), y approves the
+    /// request, n denies it (with optional feedback), r re-reads, q quits.
     ///
     /// When stdout is not a terminal it prints `swarm status --watch` lines instead.
     ///

@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::support::*;
 
-const WAIT: Duration = Duration::from_secs(60);
+/// Generous: the machine running the suite may be loaded (nothing is timed, only waited for).
+const WAIT: Duration = Duration::from_secs(120);
 
 /// A `swarm top` running in a session of its own on a private tmux server. The pane's shell prints
 /// `BEFORE-TOP`, runs the dashboard, then prints `TOP-EXIT <code>` and the terminal modes

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::process::signals::Signals;
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
@@ -66,11 +66,22 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
         console.team
     ));
     let mut look_again = false;
+    let mut said = None;
     loop {
-        console.drain_inbox()?;
-        console.questions.forget_decided()?;
-        console.reap_dead()?;
-        if console.opts.exit_when_done && console.all_done()? {
+        let done = match console.pass() {
+            // A roster damaged (or caught mid-write by a writer that does not lock) is looked at
+            // again on the next pass; it never ends the console.
+            Err(e @ Error::InvalidRoster { .. }) => {
+                let text = format!("! {e}; looking again");
+                if said.as_ref() != Some(&text) {
+                    console.say(&text);
+                    said = Some(text);
+                }
+                false
+            }
+            other => other?,
+        };
+        if done {
             console.drain_inbox()?; // the retirement notices just written
             console.say("every teammate has stopped");
             return Ok(0);

@@ -4,6 +4,7 @@
 mod support;
 
 mod bench;
+mod claude_teams;
 mod demo;
 mod escaping;
 mod faults;

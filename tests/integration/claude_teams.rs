@@ -15,6 +15,8 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+pub(crate) mod torn_roster;
+
 const TEAM: &str = "session-1a2b3c4d";
 
 fn fixture() -> PathBuf {

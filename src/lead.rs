@@ -43,7 +43,11 @@ enum Wake {
 /// Runs the console until `/quit` (0), with `exit_when_done` until every teammate is inactive
 /// (0), or until a signal stops it (128 + signal).
 pub(crate) fn run(store: &Store, team: &TeamName, opts: LeadOptions) -> Result<i32> {
-    Roster::new(store, team).load()?;
+    // Its teammates would refuse every answer the console signs, and its own lead reads (and
+    // empties) the same inbox.
+    if Roster::new(store, team).load()?.led_by_claude() {
+        return Err(Error::usage(crate::lifecycle::claude_led_notice(team)));
+    }
     crate::process::block_on(follow(Console::new(store, team, opts)))
 }
 

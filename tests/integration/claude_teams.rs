@@ -203,6 +203,9 @@ fn swarm_does_not_speak_as_a_claude_lead_nor_touch_a_pane_on_a_guessed_server() 
     refused.stderr_has("swarm has no lead key for it");
     refused.stderr_has("--force");
     in_tmux(&["shutdown", "--all"]).refused("is led by Claude Code");
+    // Nor does it run a lead console there: its answers would be refused, and Claude's lead
+    // reads the same inbox.
+    in_tmux(&["lead"]).refused("is led by Claude Code");
 
     // --force stops only what swarm can identify: nothing here.
     let before = std::fs::read(config_path(&env)).unwrap();

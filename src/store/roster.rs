@@ -139,11 +139,10 @@ impl<'a> Roster<'a> {
     /// root swarm may not write) is read past, retrying until it parses.
     pub fn load(&self) -> Result<TeamConfig> {
         let path = self.store.config_path(self.team);
-        if !self.exists() {
-            return Err(self.no_such_team());
-        }
-        if let Some(Ok(read)) = read_once(&path)? {
-            return Ok(read.config);
+        match read_once(&path)? {
+            None => return Err(self.no_such_team()),
+            Some(Ok(read)) => return Ok(read.config),
+            Some(Err(_)) => {}
         }
         let _lock = FileLock::acquire_with(&path, READ_LOCK_WAIT).ok();
         Ok(read(&path)?.ok_or_else(|| self.no_such_team())?.config)

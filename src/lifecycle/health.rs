@@ -124,7 +124,7 @@ pub fn claude_led_notice(team: &TeamName) -> String {
     format!(
         "team {team} is led by Claude Code: swarm has no lead key for it, and its teammates \
          refuse lead-side control messages swarm signs (shutdown requests, permission and plan \
-         answers); what works: `swarm message`, `swarm task`, and `swarm shutdown --force NAME` \
+         answers); what works: `swarm send`, `swarm task`, and `swarm shutdown --force NAME` \
          for a teammate whose pane swarm can identify"
     )
 }

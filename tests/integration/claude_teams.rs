@@ -140,7 +140,7 @@ fn status_of_a_claude_made_team_shows_its_members_busy_or_idle_and_its_lead_proc
         )),
         "{out}"
     );
-    assert!(out.contains("`swarm message`, `swarm task`"), "{out}");
+    assert!(out.contains("`swarm send`, `swarm task`"), "{out}");
 
     // The same pid with another start time is another process: the lead is gone.
     patch_roster(&env, |c| c["leadProcess"]["procStart"] = json!("1"));

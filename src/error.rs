@@ -37,6 +37,10 @@ pub enum Error {
     )]
     NoSuchMember { team: String, name: String },
 
+    /// A roster that still does not parse after a few reads: damaged, not caught mid-write.
+    #[error("{} is not valid ({detail}); repair it or move it aside", path.display())]
+    InvalidRoster { path: PathBuf, detail: String },
+
     #[error("team {team:?} already has a member named {name:?} (names are unique ignoring case)")]
     MemberExists { team: String, name: String },
 
@@ -140,6 +144,7 @@ impl Error {
             | Error::NoSuchMember { .. }
             | Error::MemberExists { .. }
             | Error::TeamActive { .. }
+            | Error::InvalidRoster { .. }
             | Error::NoSuchTask { .. }
             | Error::DependencyCycle { .. }
             | Error::NoSuchPermission(_)

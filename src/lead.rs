@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::process::signals::Signals;
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
@@ -44,7 +44,11 @@ enum Wake {
 /// Runs the console until `/quit` (0), with `exit_when_done` until every teammate is inactive
 /// (0), or until a signal stops it (128 + signal).
 pub(crate) fn run(store: &Store, team: &TeamName, opts: LeadOptions) -> Result<i32> {
-    Roster::new(store, team).load()?;
+    // Its teammates would refuse every answer the console signs, and its own lead reads (and
+    // empties) the same inbox.
+    if Roster::new(store, team).load()?.led_by_claude() {
+        return Err(Error::usage(crate::lifecycle::claude_led_notice(team)));
+    }
     crate::process::block_on(follow(Console::new(store, team, opts)))
 }
 
@@ -67,11 +71,22 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
         console.team
     ));
     let mut look_again = false;
+    let mut said = None;
     loop {
-        console.drain_inbox()?;
-        console.questions.forget_decided()?;
-        console.reap_dead()?;
-        if console.opts.exit_when_done && console.all_done()? {
+        let done = match console.pass() {
+            // A roster damaged (or caught mid-write by a writer that does not lock) is looked at
+            // again on the next pass; it never ends the console.
+            Err(e @ Error::InvalidRoster { .. }) => {
+                let text = format!("! {e}; looking again");
+                if said.as_ref() != Some(&text) {
+                    console.say(&text);
+                    said = Some(text);
+                }
+                false
+            }
+            other => other?,
+        };
+        if done {
             console.drain_inbox()?; // the retirement notices just written
             console.say("every teammate has stopped");
             return Ok(0);

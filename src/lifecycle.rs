@@ -12,7 +12,7 @@ pub(crate) mod retire;
 pub(crate) mod shutdown;
 pub(crate) mod worktree;
 
-pub use health::{member_health, Health};
+pub use health::{claude_led_notice, lead_health, member_health, Health, LeadHealth, Verdict};
 pub use retire::{finish_worktree, kill_member, rejoin, retire_member};
 pub use shutdown::{
     send_shutdown_request, shutdown, ShutdownOptions, ShutdownOutcome, ShutdownResult, Stopping,

@@ -97,6 +97,7 @@ pub(crate) fn run(
             .map(|(subject, command, after)| TaskPlan {
                 subject: subject.to_string(),
                 description: command.to_string(),
+                active_form: None,
                 blocked_by: after.iter().map(|&i| TaskRef::Index(i)).collect(),
             })
             .collect(),
@@ -167,7 +168,7 @@ fn clear_previous(store: &Store, team: &TeamName) -> Result<()> {
         return Ok(());
     }
     let config = roster.load()?;
-    for m in config.teammates().filter(|m| m.active()) {
+    for m in config.teammates().filter(|m| !m.retired()) {
         if !lifecycle::member_health(store, team, m)?.dead {
             return Err(Error::usage(format!(
                 "team {team} is still running ({} is alive); stop it with `swarm shutdown --team {team} --all` or pick another --team",
@@ -254,7 +255,7 @@ fn stop_team(store: &Store, team: &TeamName, say: fn(&str)) -> Result<()> {
     let config = Roster::new(store, team).load()?;
     let names: Vec<AgentName> = config
         .teammates()
-        .filter(|m| m.active())
+        .filter(|m| !m.retired())
         .map(|m| m.name.parse())
         .collect::<Result<_>>()?;
     let opts = ShutdownOptions {

@@ -16,7 +16,7 @@ use crate::backend::tmux::TmuxEnv;
 use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneState};
 use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, Health, ShutdownOptions, ShutdownResult};
+use crate::lifecycle::{self, Health, LeadHealth, ShutdownOptions, ShutdownResult, Verdict};
 use crate::output;
 use crate::output::terminal::{visible, visible_lines};
 use crate::store::liveness::Liveness;
@@ -24,7 +24,7 @@ use crate::store::mailbox::Mailbox;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::permissions::Permissions;
-use crate::store::roster::{Member, Roster};
+use crate::store::roster::{Member, Roster, CLAUDE_LEAD_PANE};
 use crate::store::tasks::{TaskList, TaskStatus};
 
 pub(crate) fn status(ctx: &Context) -> Result<()> {
@@ -34,8 +34,13 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     let mailbox = Mailbox::new(&ctx.store, &team);
     let mut rows = Vec::new();
     let mut states = Vec::new();
+    let lead = config.lead_process().map(|p| lifecycle::lead_health(&p));
+    let led_by_claude = config.led_by_claude();
     for m in &config.members {
-        let (health, error) = if m.is_lead() && m.tmux_pane_id.is_empty() {
+        // A lead without a pane of its own (swarm's in a shell, Claude Code's `leader`) has no
+        // health to ask for; a Claude lead's process is judged below from `leadProcess`.
+        let paneless_lead = m.tmux_pane_id.is_empty() || m.tmux_pane_id == CLAUDE_LEAD_PANE;
+        let (health, error) = if m.is_lead() && paneless_lead {
             (None, None)
         } else {
             match lifecycle::member_health(&ctx.store, &team, m) {
@@ -56,7 +61,9 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "agent": m.extra.get(crate::launch::AGENT_FIELD),
             "backend": m.backend_type,
             "paneId": m.tmux_pane_id,
-            "active": m.is_lead() || m.active(),
+            "state": health.map(|h| h.verdict),
+            "busy": m.is_active,
+            "retired": m.retired(),
             "liveness": health.map(|h| h.liveness),
             "pane": health.map(|h| h.pane),
             "dead": health.map(|h| h.dead),
@@ -65,7 +72,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "unread": unread,
             "worktree": m.extra.get(crate::lifecycle::worktree::FIELD).and_then(|w| w.get("path")),
         }));
-        states.push(describe_state(m, health, error.as_deref()));
+        states.push(describe_state(m, health, error.as_deref(), lead.as_ref()));
     }
     let pending = Permissions::new(&ctx.store, &team).pending()?;
     let quarantined = quarantined(&ctx.store, &team);
@@ -74,6 +81,8 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "team": team.as_str(),
             "description": config.description,
             "members": rows,
+            "ledByClaude": led_by_claude,
+            "leadProcess": lead,
             "pendingPermissions": pending,
             "quarantined": quarantined,
         }));
@@ -109,6 +118,9 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             task
         ))?;
     }
+    if led_by_claude {
+        output::line(lifecycle::claude_led_notice(&team))?;
+    }
     if pending.is_empty() {
         output::line("pending permissions: none")?;
     } else {
@@ -132,15 +144,20 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     Ok(())
 }
 
-fn describe_state(m: &Member, health: Option<Health>, error: Option<&str>) -> String {
+fn describe_state(
+    m: &Member,
+    health: Option<Health>,
+    error: Option<&str>,
+    lead: Option<&LeadHealth>,
+) -> String {
     if let Some(e) = error {
         return format!("unknown ({})", crate::store::protocol::truncate(e, 40));
     }
     let Some(h) = health else {
-        return if m.is_lead() {
-            "lead".into()
-        } else {
-            "unknown".into()
+        return match (m.is_lead(), lead) {
+            (true, Some(p)) => format!("lead, {} (pid {})", verdict_text(p.verdict), p.pid),
+            (true, None) => "lead".into(),
+            (false, _) => "unknown".into(),
         };
     };
     let pane_text = match h.pane {
@@ -160,10 +177,22 @@ fn describe_state(m: &Member, health: Option<Health>, error: Option<&str>) -> St
     };
     if m.is_lead() {
         format!("lead, {pane_text}")
-    } else if m.active() {
-        pane_text
-    } else {
+    } else if m.retired() {
         format!("inactive, {pane_text}")
+    } else {
+        // Busy or idle is Claude Code's `isActive`; it says nothing about a dead member.
+        match m.busy_text().filter(|_| !h.dead) {
+            Some(busy) => format!("{pane_text}, {busy}"),
+            None => pane_text,
+        }
+    }
+}
+
+fn verdict_text(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Alive => "alive",
+        Verdict::Dead => "dead",
+        Verdict::Unknown => "unknown",
     }
 }
 
@@ -209,7 +238,7 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                 m.is_lead()
                     && for_member(&ctx.store, &team, m).map(|b| b.kind()) == Some(BackendKind::Tmux)
             })
-            .or_else(|| config.teammates().find(|m| m.active()))
+            .or_else(|| config.teammates().find(|m| !m.retired()))
             .cloned()
             .ok_or_else(|| Error::usage(format!("team {team} has no panes to attach to")))?,
     };
@@ -248,10 +277,17 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
     super::identity::require_lead("shut teammates down")?;
     let team = ctx.existing_team()?;
     let config = Roster::new(&ctx.store, &team).load()?;
+    if config.led_by_claude() && !args.force {
+        return Err(Error::usage(format!(
+            "{}; nothing was sent",
+            lifecycle::claude_led_notice(&team)
+        )));
+    }
+    // Every teammate swarm has not retired, idle or busy: `isActive` is Claude Code's busy flag.
     let names: Vec<AgentName> = if args.all {
         config
             .teammates()
-            .filter(|m| m.active())
+            .filter(|m| !m.retired())
             .map(|m| m.name.parse())
             .collect::<Result<_>>()?
     } else {
@@ -288,6 +324,8 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
                     ShutdownResult::TimedOut => format!("no answer within {} s", args.timeout),
                     ShutdownResult::Exited => "exited before answering".into(),
                     ShutdownResult::NotRunning => "was not running".into(),
+                    ShutdownResult::NotAsked =>
+                        "not asked (swarm cannot speak as this team's lead)".into(),
                 }
             );
             if o.killed || o.retired {
@@ -306,6 +344,11 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
                             .join(", ")
                     ));
                 }
+            } else if o.unidentified {
+                line.push_str(
+                    "; not stopped: swarm cannot identify its pane or process (no tmux server or \
+                     pid recorded for it), so it touched nothing; stop it from its own lead",
+                );
             } else {
                 line.push_str(&format!(
                     "; still running (`swarm shutdown --force {0}` or `swarm kill {0}` stops it)",
@@ -442,7 +485,7 @@ fn file_logs(
             return Ok(());
         }
         let member = Roster::new(&ctx.store, team).require_member(who.as_str())?;
-        let done = !member.active() && crate::backend::pid_state(&member).is_dead();
+        let done = member.retired() && crate::backend::pid_state(&member).is_dead();
         if done && whole == 0 {
             return Ok(());
         }

@@ -88,10 +88,10 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             for m in &config.members {
                 let state = if m.is_lead() {
                     "lead"
-                } else if m.active() {
-                    "active"
-                } else {
+                } else if m.retired() {
                     "inactive"
+                } else {
+                    m.busy_text().unwrap_or("active")
                 };
                 output::line(format!(
                     "  {:<20} {:<8} {:<9} {:<10} pane {}",
@@ -237,6 +237,6 @@ fn summary(c: &TeamConfig) -> serde_json::Value {
         "description": c.description,
         "createdAt": c.created_at,
         "teammates": c.teammates().count(),
-        "active": c.teammates().filter(|m| m.active()).count(),
+        "active": c.teammates().filter(|m| !m.retired()).count(),
     })
 }

@@ -41,6 +41,15 @@ pub const FORWARDED_ENV: &[&str] = &[
     "DISABLE_TELEMETRY",
 ];
 
+/// Claude Code 2.1.328 offers its task tools (TaskList, TaskGet, TaskUpdate, TaskCreate) on some
+/// model families only unless this is set, and without them a teammate cannot see the team's
+/// task list (section 10). The launcher's own value, then the teammate's, win over swarm's `1`.
+const TODO_TOOLS_ENV: &str = "CLAUDE_CODE_ENABLE_TODO_TOOLS";
+
+/// What every `claude` teammate gets unless the launcher's environment or the teammate's own
+/// sets the variable otherwise.
+const CLAUDE_DEFAULT_ENV: &[(&str, &str)] = &[(TODO_TOOLS_ENV, "1")];
+
 /// An environment in the order it is built; keys are unique.
 pub(crate) type Env = Vec<(String, String)>;
 
@@ -141,7 +150,7 @@ pub(super) fn claude(
     let mut argv = vec![bin.display().to_string()];
     argv.extend(identity.identity_argv());
     argv.extend(flags.claude_words());
-    let env = vec![
+    let mut env: Env = vec![
         ("CLAUDECODE".into(), "1".into()),
         ("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS".into(), "1".into()),
         ("SWARM_ROOT".into(), root.display().to_string()),
@@ -150,6 +159,9 @@ pub(super) fn claude(
         ("SWARM_AGENT_ID".into(), identity.agent_id.clone()),
         ("SWARM_BIN".into(), swarm_exe.display().to_string()),
     ];
+    for (key, value) in CLAUDE_DEFAULT_ENV {
+        set_env(&mut env, key, value);
+    }
     (argv, env)
 }
 
@@ -180,16 +192,19 @@ pub(super) fn runtime(
     (argv, env)
 }
 
-/// Layers the launcher's forwarded variables, then `CLAUDE_CONFIG_DIR` (a claude teammate
-/// finds the team under its config dir, so it points at the store), then the teammate's own.
+/// Layers the launcher's forwarded variables (and its values of the claude defaults a teammate
+/// was given), then `CLAUDE_CONFIG_DIR` (a claude teammate finds the team under its config dir,
+/// so it points at the store), then the teammate's own.
 pub(super) fn layer_env(
     mut env: Env,
     launcher: impl Fn(&str) -> Option<String>,
     config_dir: Option<&Path>,
     own: &[(String, String)],
 ) -> Env {
-    for key in FORWARDED_ENV {
-        if let Some(v) = launcher(key) {
+    let defaults = CLAUDE_DEFAULT_ENV.iter().map(|(k, _)| k);
+    for key in FORWARDED_ENV.iter().chain(defaults) {
+        let given = FORWARDED_ENV.contains(key) || env.iter().any(|(k, _)| k == key);
+        if let Some(v) = launcher(key).filter(|_| given) {
             set_env(&mut env, key, &v);
         }
     }

@@ -108,6 +108,10 @@ pub(crate) enum TaskRef {
 pub(crate) struct TaskPlan {
     pub(crate) subject: String,
     pub(crate) description: String,
+    /// What the task reads as while in progress ("Adding tests"), as Claude Code's task files
+    /// carry it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) active_form: Option<String>,
     pub(crate) blocked_by: Vec<TaskRef>,
 }
 

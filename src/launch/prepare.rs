@@ -409,6 +409,7 @@ mod tests {
                 ("SWARM_AGENT_NAME".into(), "coder".into()),
                 ("SWARM_AGENT_ID".into(), "coder@t".into()),
                 ("SWARM_BIN".into(), "/opt/swarm".into()),
+                ("CLAUDE_CODE_ENABLE_TODO_TOOLS".into(), "1".into()),
                 ("ANTHROPIC_BASE_URL".into(), "http://proxy".into()),
                 ("CLAUDE_CONFIG_DIR".into(), root),
             ]
@@ -473,6 +474,7 @@ mod tests {
         p.tasks = vec![TaskPlan {
             subject: "x".into(),
             description: String::new(),
+            active_form: None,
             blocked_by: vec![TaskRef::Index(0)],
         }];
         assert!(prepare(&store, p, &o).is_err());

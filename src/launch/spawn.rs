@@ -84,6 +84,7 @@ impl Prepared {
             let created = list.create(NewTask {
                 subject: task.subject.clone(),
                 description: task.description.clone(),
+                active_form: task.active_form.clone(),
                 blocked_by,
                 ..Default::default()
             })?;

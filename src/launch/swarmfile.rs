@@ -4,7 +4,8 @@
 //! {"team": "refactor", "description": "split the parser", "agent": "claude", "cwd": ".",
 //!  "teammates": [{"name": "coder", "prompt": "Split parser.rs", "model": "sonnet",
 //!                 "worktree": true, "env": {"RUST_LOG": "debug"}}],
-//!  "tasks": [{"subject": "Design"}, {"subject": "Build", "blockedBy": [0]}]}
+//!  "tasks": [{"subject": "Design"},
+//!            {"subject": "Build", "activeForm": "Building", "blockedBy": [0]}]}
 //! ```
 //! `agent` is `claude`, `shell`, or another CLI agent as a string of words or an array. A
 //! relative `cwd` is taken from the file's directory. `blockedBy` lists numbers (0-based indexes
@@ -68,6 +69,7 @@ struct FileTask {
     subject: String,
     #[serde(default)]
     description: String,
+    active_form: Option<String>,
     #[serde(default)]
     blocked_by: Vec<DepField>,
 }
@@ -188,6 +190,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
         tasks.push(TaskPlan {
             subject: t.subject,
             description: t.description,
+            active_form: t.active_form,
             blocked_by,
         });
     }
@@ -216,7 +219,8 @@ mod tests {
                "model": "sonnet", "permissionMode": "plan", "planModeRequired": true,
                "worktree": true, "env": {"A": "1"}, "cwd": "x"},
               {"name": "tester"}],
-            "tasks": [{"subject": "a"}, {"subject": "b", "blockedBy": [0, "#7"]}]}"##;
+            "tasks": [{"subject": "a"}, {"subject": "b", "blockedBy": [0, "#7"],
+               "activeForm": "Doing b"}]}"##;
         let loaded = parse(text, Path::new("/base"), "f.json").unwrap();
         assert_eq!(loaded.team.unwrap().as_str(), "refactor");
         let p = loaded.plan;
@@ -231,6 +235,8 @@ mod tests {
         assert_eq!(p.teammates[0].agent, Some(AgentKind::Shell));
         assert_eq!(p.teammates[0].env, [("A".to_string(), "1".to_string())]);
         assert_eq!(p.teammates[1].prompt, "");
+        assert_eq!(p.tasks[0].active_form, None);
+        assert_eq!(p.tasks[1].active_form.as_deref(), Some("Doing b"));
         assert_eq!(
             p.tasks[1].blocked_by,
             [

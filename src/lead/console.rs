@@ -62,11 +62,22 @@ impl<'a> Console<'a> {
         let _ = crate::output::line(format!("{}{}", self.paint.name(name, color), shown(rest)));
     }
 
-    /// Whether there are teammates and none of them is active any more.
-    pub(super) fn all_done(&self) -> Result<bool> {
+    /// One pass: the inbox, the questions decided elsewhere, the teammates that died; `true`
+    /// when the console is to stop now (`--exit-when-done` and every teammate done).
+    pub(super) fn pass(&mut self) -> Result<bool> {
+        self.drain_inbox()?;
+        self.questions.forget_decided()?;
+        self.reap_dead()?;
+        Ok(self.opts.exit_when_done && self.all_done()?)
+    }
+
+    /// Whether there are teammates and every one of them is retired (stopped, or found dead and
+    /// reaped). An idle teammate (`isActive: false`, which Claude Code writes between turns) is
+    /// not done.
+    fn all_done(&self) -> Result<bool> {
         let config = Roster::new(self.store, self.team).load()?;
         let mut teammates = config.teammates().peekable();
-        Ok(teammates.peek().is_some() && config.teammates().all(|m| !m.active()))
+        Ok(teammates.peek().is_some() && config.teammates().all(|m| m.retired()))
     }
 
     /// Handles every undelivered message in the lead's inbox, then marks exactly those.
@@ -143,7 +154,7 @@ impl<'a> Console<'a> {
     /// reap gate, so a runtime started again in the meantime (`lifecycle::rejoin`) is left alone.
     pub(super) fn reap_dead(&mut self) -> Result<()> {
         let roster = Roster::new(self.store, self.team);
-        for m in roster.load()?.teammates().filter(|m| m.active()) {
+        for m in roster.load()?.teammates().filter(|m| !m.retired()) {
             if !lifecycle::member_health(self.store, self.team, m)?.dead {
                 continue;
             }
@@ -153,7 +164,7 @@ impl<'a> Console<'a> {
             let Some(m) = roster.load()?.member(&m.name).cloned() else {
                 continue;
             };
-            if !m.active() || !lifecycle::member_health(self.store, self.team, &m)?.dead {
+            if m.retired() || !lifecycle::member_health(self.store, self.team, &m)?.dead {
                 continue;
             }
             self.say_from(

@@ -103,7 +103,7 @@ impl Console<'_> {
                 &format!(
                     "{:pad$} {:<8} {:<7} unread {:<3} {current}",
                     "",
-                    if m.active() { "active" } else { "stopped" },
+                    if m.retired() { "stopped" } else { "active" },
                     match (health.dead, health.liveness) {
                         (true, _) => "dead",
                         (false, Liveness::Alive) => "alive",
@@ -141,7 +141,7 @@ impl Console<'_> {
     fn request_shutdown(&self, who: &str) -> Result<()> {
         let config = Roster::new(self.store, self.team).load()?;
         let targets: Vec<&Member> = if who.is_empty() {
-            config.teammates().filter(|m| m.active()).collect()
+            config.teammates().filter(|m| !m.retired()).collect()
         } else {
             vec![config.member(who).ok_or_else(|| Error::NoSuchMember {
                 team: self.team.to_string(),

@@ -28,11 +28,7 @@ pub fn retire_member(
     name: &AgentName,
     why: &str,
 ) -> Result<Vec<TaskId>> {
-    let was_active = Roster::new(store, team).update_member(name, |m| {
-        let was = m.active();
-        m.is_active = Some(false);
-        was
-    })?;
+    let was_active = Roster::new(store, team).update_member(name, Member::retire)?;
     let released = TaskList::new(store, team).release_agent(name.as_str())?;
     if was_active || !released.is_empty() {
         let tasks = if released.is_empty() {
@@ -63,13 +59,12 @@ pub fn retire_member(
 pub fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> {
     let roster = Roster::new(store, team);
     let _gate = ReapGate::take(store, team)?;
-    if roster.require_member(name.as_str())?.active() {
+    if !roster.require_member(name.as_str())?.retired() {
         return Ok(false);
     }
     roster.update_member(name, |m| {
-        let was = m.active();
         m.is_active = Some(true);
-        !was
+        m.reinstate()
     })
 }
 
@@ -164,7 +159,7 @@ mod tests {
         assert_eq!(released, std::slice::from_ref(&t1.id));
         assert_eq!(tasks.get(&t1.id).unwrap().status, TaskStatus::Pending);
         let config = Roster::new(&store, &team).load().unwrap();
-        assert!(!config.member("coder").unwrap().active());
+        assert!(config.member("coder").unwrap().retired());
         let lead = Mailbox::new(&store, &team)
             .read(&AgentName::lead(), false)
             .unwrap();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::health::member_health;
+use super::health::{identifiable, member_health};
 use super::retire::{finish_worktree, kill_member, retire_member, Killed};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree;
@@ -48,6 +48,9 @@ pub enum ShutdownResult {
     Exited,
     /// It was not running when the shutdown began, so it was not asked.
     NotRunning,
+    /// Its team is led by Claude Code, whose teammates refuse a request swarm signs, so it was
+    /// not asked (only `--force` stops it, and only where swarm can identify its pane).
+    NotAsked,
 }
 
 impl ShutdownResult {
@@ -59,6 +62,7 @@ impl ShutdownResult {
             ShutdownResult::TimedOut => "timed_out",
             ShutdownResult::Exited => "exited",
             ShutdownResult::NotRunning => "not_running",
+            ShutdownResult::NotAsked => "not_asked",
         }
     }
 }
@@ -157,6 +161,14 @@ impl Stopping {
         }
     }
 
+    /// A teammate swarm cannot ask (see [`ShutdownResult::NotAsked`]).
+    fn not_asked(name: AgentName) -> Stopping {
+        Stopping {
+            result: Some(ShutdownResult::NotAsked),
+            ..Stopping::new(name)
+        }
+    }
+
     /// Sends the shutdown request.
     pub fn ask(&mut self, store: &Store, team: &TeamName, reason: Option<&str>) -> Result<()> {
         self.request_id = Some(send_shutdown_request(store, team, &self.name, reason)?);
@@ -200,9 +212,13 @@ impl Stopping {
     }
 
     /// Whether the teammate is to be stopped now it is settled: always, except after a
-    /// rejection that is not overruled by `force`.
+    /// rejection, or without being asked, unless `force` overrules.
     pub fn stops(&self, force: bool) -> bool {
-        force || !matches!(self.result, Some(ShutdownResult::Rejected { .. }))
+        force
+            || !matches!(
+                self.result,
+                Some(ShutdownResult::Rejected { .. } | ShutdownResult::NotAsked)
+            )
     }
 
     fn reply(&self, store: &Store, team: &TeamName) -> Result<Option<ShutdownReply>> {
@@ -242,6 +258,10 @@ pub struct ShutdownOutcome {
     pub request_id: Option<String>,
     pub killed: bool,
     pub retired: bool,
+    /// Swarm could not identify its pane or process (a tmux pane on a server nobody recorded, a
+    /// Claude Code in-process teammate), so it was neither stopped nor retired.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unidentified: bool,
     pub released: Vec<TaskId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<worktree::Outcome>,
@@ -274,11 +294,16 @@ pub fn shutdown(
             })?;
         members.push(member);
     }
+    // A Claude Code lead's teammates refuse lead messages swarm signs: asking only waits out
+    // the timeout.
+    let can_ask = !config.led_by_claude();
     let mut pending = Vec::new();
     for member in members {
         let name: AgentName = member.name.parse()?;
         let stopping = if member_health(store, team, &member)?.dead {
             Stopping::not_running(name)
+        } else if !can_ask {
+            Stopping::not_asked(name)
         } else {
             let mut s = Stopping::new(name);
             s.ask(store, team, opts.reason.as_deref())?;
@@ -311,10 +336,22 @@ pub fn shutdown(
             request_id: s.request_id.clone(),
             killed: false,
             retired: false,
+            unidentified: false,
             released: vec![],
             worktree: None,
         };
         if !s.stops(opts.force) {
+            outcomes.push(outcome);
+            continue;
+        }
+        // Nothing says it stopped and swarm cannot reach it: retiring it would return the tasks
+        // of a teammate that may well be working on them.
+        let stopped_itself = matches!(
+            result,
+            ShutdownResult::Approved | ShutdownResult::Exited | ShutdownResult::NotRunning
+        );
+        if !stopped_itself && !identifiable(store, team, &member) {
+            outcome.unidentified = true;
             outcomes.push(outcome);
             continue;
         }
@@ -336,6 +373,7 @@ pub fn shutdown(
                 "its process exited before answering the shutdown request".into()
             }
             ShutdownResult::NotRunning => "its process was no longer running".into(),
+            ShutdownResult::NotAsked => "stopped by force".into(),
         };
         outcome.released = retire_member(store, team, &s.name, &why)?;
         outcome.retired = true;
@@ -392,6 +430,7 @@ mod tests {
             request_id: Some("shutdown-1@coder".into()),
             killed: false,
             retired: false,
+            unidentified: false,
             released: vec![],
             worktree: None,
         };

@@ -1,125 +1,83 @@
 //! The team roster, `teams/<team>/config.json` (PROTOCOL.md section 5).
 //!
-//! Every change is a read-modify-write under the roster lock with an atomic write, and unknown
-//! fields ride along untouched so a roster Claude Code wrote comes back as it was.
+//! Every change is a read-modify-write under the roster lock with an atomic write, laid over
+//! the file as read ([`rewrite`]) so a roster Claude Code wrote comes back with its keys, their
+//! order and nothing added. Claude Code rewrites `config.json` in place under
+//! `config.json.lock/` (open, write, truncate), so a reader that does not lock can see the new
+//! text followed by the old tail ("trailing characters at line 35"). A read that does not parse
+//! is therefore taken again under the lock, which waits for such a writer to finish, and again a
+//! few times after that (a writer that does not lock at all). Reads that parse take no lock:
+//! a lock is files in the team directory, and readers that made them all the time would race
+//! every `rm -r` of a team (Claude Code's own cleanup included) and slow its writers down.
+
+mod member;
+mod rewrite;
+
+pub use member::{LeadProcess, Member, TeamConfig, CLAUDE_LEAD_PANE};
 
 use std::fs;
+use std::path::Path;
+use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::store::colour::{Colour, LEAD_COLOR};
 use crate::store::fsio::{self, now_ms};
 use crate::store::lock::FileLock;
-use crate::store::names::{AgentName, TeamName, LEAD};
+use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TeamConfig {
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-    pub created_at: u64,
-    pub lead_agent_id: String,
-    #[serde(default)]
-    pub lead_session_id: String,
-    #[serde(default)]
-    pub members: Vec<Member>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+/// How long a reader waits for a writer's lock before it reads without it (and retries).
+const READ_LOCK_WAIT: Duration = Duration::from_secs(2);
+/// Reads of a roster that does not parse, before it is called invalid: a writer that rewrites
+/// in place without the lock is done within a few milliseconds.
+const READ_TRIES: u32 = 6;
+
+/// A roster as read: the JSON as it is in the file, its typed view, and whether the file ended
+/// with a newline (Claude Code's does not).
+struct Read {
+    raw: Value,
+    config: TeamConfig,
+    newline: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Member {
-    pub agent_id: String,
-    pub name: String,
-    #[serde(default)]
-    pub agent_type: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub color: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan_mode_required: Option<bool>,
-    #[serde(default)]
-    pub joined_at: u64,
-    #[serde(default)]
-    pub tmux_pane_id: String,
-    #[serde(default)]
-    pub cwd: String,
-    #[serde(default)]
-    pub subscriptions: Vec<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_active: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+/// Reads and parses `path` once: `Ok(None)` if missing, `Err` with why it does not parse.
+fn read_once(path: &Path) -> Result<Option<std::result::Result<Read, String>>> {
+    let Some(bytes) = fsio::read_file(path)? else {
+        return Ok(None);
+    };
+    let parsed = fsio::parse_json::<Value>(&bytes).and_then(|raw| {
+        serde_json::from_value(raw.clone())
+            .map(|config| Read {
+                raw,
+                config,
+                newline: bytes.ends_with(b"\n"),
+            })
+            .map_err(|e| e.to_string())
+    });
+    Ok(Some(parsed))
 }
 
-impl Member {
-    /// A teammate with swarm's defaults; the launcher fills in the rest.
-    pub fn teammate(team: &TeamName, name: &AgentName, color: &str, cwd: &str) -> Member {
-        Member {
-            agent_id: name.agent_id(team),
-            name: name.to_string(),
-            agent_type: "general-purpose".into(),
-            model: None,
-            prompt: None,
-            color: Some(color.into()),
-            plan_mode_required: Some(false),
-            joined_at: now_ms(),
-            tmux_pane_id: String::new(),
-            cwd: cwd.into(),
-            subscriptions: vec![],
-            backend_type: None,
-            is_active: Some(false),
-            mode: Some("default".into()),
-            extra: Map::new(),
+/// Reads and parses `path`, again a few times while it does not parse; `None` if missing.
+fn read(path: &Path) -> Result<Option<Read>> {
+    let mut wait = Duration::from_millis(10);
+    for attempt in 1.. {
+        match read_once(path)? {
+            None => return Ok(None),
+            Some(Ok(read)) => return Ok(Some(read)),
+            Some(Err(detail)) if attempt >= READ_TRIES => {
+                return Err(Error::InvalidRoster {
+                    path: path.to_path_buf(),
+                    detail,
+                })
+            }
+            Some(Err(_)) => {
+                std::thread::sleep(wait);
+                wait *= 2;
+            }
         }
     }
-
-    pub fn is_lead(&self) -> bool {
-        self.name == LEAD
-    }
-
-    /// Teammates with no `isActive` field are taken as active, as Claude Code does.
-    pub fn active(&self) -> bool {
-        !self.is_lead() && self.is_active.unwrap_or(true)
-    }
-
-    pub fn color_or_default(&self) -> &str {
-        self.color
-            .as_deref()
-            .unwrap_or(if self.is_lead() { LEAD_COLOR } else { "blue" })
-    }
-}
-
-impl TeamConfig {
-    pub fn member(&self, name: &str) -> Option<&Member> {
-        self.members.iter().find(|m| m.name == name)
-    }
-
-    pub fn member_mut(&mut self, name: &str) -> Option<&mut Member> {
-        self.members.iter_mut().find(|m| m.name == name)
-    }
-
-    /// The colour the next teammate gets.
-    pub fn next_color(&self) -> &'static str {
-        let teammates = self.members.iter().filter(|m| !m.is_lead()).count();
-        Colour::nth(teammates).name
-    }
-
-    pub fn teammates(&self) -> impl Iterator<Item = &Member> {
-        self.members.iter().filter(|m| !m.is_lead())
-    }
+    unreachable!("the loop returns")
 }
 
 /// Roster operations for one store.
@@ -160,24 +118,8 @@ impl<'a> Roster<'a> {
             created_at: now,
             lead_agent_id: lead.agent_id(self.team),
             lead_session_id: lead_session_id.into(),
-            members: vec![Member {
-                agent_id: lead.agent_id(self.team),
-                name: LEAD.into(),
-                agent_type: LEAD.into(),
-                model: None,
-                prompt: None,
-                color: None,
-                plan_mode_required: None,
-                joined_at: now,
-                tmux_pane_id: std::env::var("TMUX_PANE").unwrap_or_default(),
-                cwd: cwd.into(),
-                subscriptions: vec![],
-                backend_type: None,
-                is_active: None,
-                mode: None,
-                extra: Map::new(),
-            }],
-            extra: Map::new(),
+            members: vec![Member::lead(self.team, cwd, now)],
+            extra: Default::default(),
         };
         fsio::write_json(&path, &config)?;
         fsio::create_if_missing(&self.store.inbox_path(self.team, &lead), b"[]\n")?;
@@ -185,30 +127,59 @@ impl<'a> Roster<'a> {
         Ok(config)
     }
 
-    pub fn load(&self) -> Result<TeamConfig> {
-        let path = self.store.config_path(self.team);
-        fsio::read_json(&path)?.ok_or_else(|| Error::NoSuchTeam {
+    fn no_such_team(&self) -> Error {
+        Error::NoSuchTeam {
             team: self.team.to_string(),
             root: self.store.root().to_path_buf(),
-        })
+        }
     }
 
-    /// Read-modify-write under the roster lock. A roster that does not parse is an error here,
-    /// not a quarantine: losing the roster would orphan every pane.
+    /// The roster. One that does not parse is read again under its lock (see the module doc);
+    /// a lock that cannot be had within [`READ_LOCK_WAIT`] (a Claude Code holder that stopped, a
+    /// root swarm may not write) is read past, retrying until it parses.
+    pub fn load(&self) -> Result<TeamConfig> {
+        let path = self.store.config_path(self.team);
+        match read_once(&path)? {
+            None => return Err(self.no_such_team()),
+            Some(Ok(read)) => return Ok(read.config),
+            Some(Err(_)) => {}
+        }
+        let _lock = FileLock::acquire_with(&path, READ_LOCK_WAIT).ok();
+        Ok(read(&path)?.ok_or_else(|| self.no_such_team())?.config)
+    }
+
+    /// Read-modify-write under the roster lock, written back over the file as read (see
+    /// [`rewrite`]). A roster that does not parse is an error here, not a quarantine: losing the
+    /// roster would orphan every pane.
     pub fn update<T>(&self, f: impl FnOnce(&mut TeamConfig) -> Result<T>) -> Result<T> {
         let path = self.store.config_path(self.team);
         if !self.exists() {
-            return Err(Error::NoSuchTeam {
-                team: self.team.to_string(),
-                root: self.store.root().to_path_buf(),
-            });
+            return Err(self.no_such_team());
         }
         let _lock = FileLock::acquire(&path)?;
-        let mut config = self.load()?;
+        let Read {
+            raw,
+            mut config,
+            newline,
+        } = read(&path)?.ok_or_else(|| self.no_such_team())?;
         let before = config.clone();
         let out = f(&mut config)?;
         if config != before {
-            fsio::write_json(&path, &config)?;
+            let json = |c: &TeamConfig| {
+                serde_json::to_value(c).map_err(|source| Error::Json {
+                    path: path.clone(),
+                    source,
+                })
+            };
+            let merged = rewrite::overlay(&raw, &json(&before)?, &json(&config)?);
+            let mut bytes = serde_json::to_vec_pretty(&merged).map_err(|source| Error::Json {
+                path: path.clone(),
+                source,
+            })?;
+            if newline {
+                bytes.push(b'\n');
+            }
+            fsio::write_atomic(&path, &bytes)?;
         }
         Ok(out)
     }
@@ -281,7 +252,7 @@ impl<'a> Roster<'a> {
         let config = self.load()?;
         let active: Vec<&str> = config
             .teammates()
-            .filter(|m| m.active())
+            .filter(|m| !m.retired())
             .map(|m| m.name.as_str())
             .collect();
         if !active.is_empty() && !force {

@@ -71,6 +71,8 @@ fn record(env: &Env, pid: Value, start: Value) {
         }
     }
     fields.insert("isActive".into(), json!(true));
+    // Not retired any more: the next command finds it as a launch left it.
+    fields.remove("swarmRetiredAt");
     std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
 }
 

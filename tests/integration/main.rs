@@ -4,6 +4,7 @@
 mod support;
 
 mod bench;
+mod claude_teams;
 mod completions;
 mod demo;
 mod escaping;

@@ -39,6 +39,9 @@ impl Runtime {
         let config = match Roster::new(&self.cfg.store, team).load() {
             Ok(config) => config,
             Err(Error::NoSuchTeam { .. }) => return Ok(Some(format!("team {team} was deleted"))),
+            // A roster that does not parse says nothing about membership: stay, and look again
+            // on the next wake (a torn read must not end a teammate).
+            Err(Error::InvalidRoster { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
         let now = Membership::of(&config, name.as_str());

@@ -46,6 +46,7 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
         "--verbose",
     ]);
     let out = without_forwarded_env(cmd)
+        .env_remove(TODO_TOOLS)
         .env("PATH", format!("{}:/usr/bin:/bin", env.root().display()))
         .env("ANTHROPIC_BASE_URL", "http://gateway:8080")
         .env("HTTPS_PROXY", "http://proxy:3128")
@@ -114,7 +115,7 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
                "SWARM_AGENT_ID": "coder@t", "SWARM_BIN": BIN,
                "ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": "<redacted>",
                "HTTPS_PROXY": "http://proxy:3128", "DISABLE_TELEMETRY": "1",
-               "CLAUDE_CONFIG_DIR": root})
+               "CLAUDE_CONFIG_DIR": root, TODO_TOOLS: "1"})
     );
     assert_eq!(doc["teammates"][1]["env"]["EXTRA"], "1");
     assert_eq!(doc["leadSessionId"], sid.as_str());
@@ -141,6 +142,74 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
         out.stdout
     );
     assert!(!out.stdout.contains("--permission-mode"));
+}
+
+/// Claude Code offers its task tools on some models only without this (PROTOCOL.md section 10).
+const TODO_TOOLS: &str = "CLAUDE_CODE_ENABLE_TODO_TOOLS";
+
+/// Issue 15 item 5: every claude teammate gets the task tools, unless the user's environment or
+/// the teammate's own says otherwise; runtime teammates are not given the variable.
+#[test]
+fn claude_teammates_get_the_task_tools_unless_told_otherwise() {
+    let env = Env::new();
+    let claude = write_script(&env.path("claude"), "#!/bin/sh\n");
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        json!({"team": "t", "cwd": ".", "teammates": [
+            {"name": "coder", "prompt": "p"},
+            {"name": "own", "prompt": "p", "env": {TODO_TOOLS: "0"}},
+            {"name": "sh", "prompt": "p", "agent": "shell"}]})
+        .to_string(),
+    )
+    .unwrap();
+    let dry_run = |launcher: Option<&str>| {
+        let cmd = env
+            .swarm([
+                "--json",
+                "launch",
+                file.to_str().unwrap(),
+                "--backend",
+                "in-process",
+                "--dry-run",
+            ])
+            .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude);
+        let cmd = match launcher {
+            Some(v) => cmd.env(TODO_TOOLS, v),
+            None => cmd.env_remove(TODO_TOOLS),
+        };
+        cmd.ok().json()
+    };
+    let doc = dry_run(None);
+    let value = |doc: &serde_json::Value, i: usize| doc["teammates"][i]["env"][TODO_TOOLS].clone();
+    assert_eq!(value(&doc, 0), "1", "{doc}");
+    assert_eq!(value(&doc, 1), "0", "the teammate's own env wins: {doc}");
+    assert_eq!(
+        value(&doc, 2),
+        json!(null),
+        "not for runtime teammates: {doc}"
+    );
+    let doc = dry_run(Some("0"));
+    assert_eq!(value(&doc, 0), "0", "the user's env wins: {doc}");
+    assert_eq!(value(&doc, 1), "0", "{doc}");
+    assert_eq!(value(&doc, 2), json!(null), "{doc}");
+    // The human dry run shows it too.
+    let out = env
+        .swarm([
+            "launch",
+            file.to_str().unwrap(),
+            "--backend",
+            "in-process",
+            "--dry-run",
+        ])
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude)
+        .env_remove(TODO_TOOLS)
+        .ok();
+    assert!(
+        out.stdout.contains(&format!("{TODO_TOOLS}=1")),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

@@ -2,8 +2,12 @@
 //! console survives members removed under it, a name re-added after shutdown and removal stays
 //! alive, a clean shutdown is reported once as approved, a runtime leaves a team or roster entry
 //! that is gone, `team delete --force` stops the team first, and `swarm kill` on a stopped
-//! member says it was not running.
+//! member says it was not running. And (issue 15 item 1) an idle claude teammate, which Claude
+//! Code marks `isActive: false`, is alive to `swarm status`, `swarm shutdown --all` and the lead
+//! console, which reaps it when it dies.
 
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 use std::time::Duration;
 
 use super::{inbox, lead_inbox, start, Mate, LONG};
@@ -204,4 +208,129 @@ fn kill_says_when_a_member_was_not_running() {
     // y never ran at all.
     let out = env.swarm(["--json", "kill", "y"]).ok().json();
     assert_eq!(out["wasRunning"], false);
+}
+
+/// A stand-in for a native claude teammate between turns: a process swarm recorded (pid and
+/// start time, leading its own group, as a launch records it), no liveness lock (claude holds
+/// none), and `isActive: false`, which Claude Code writes whenever a teammate goes idle.
+fn idle_claude_teammate(env: &Env, name: &str) -> KillOnDrop {
+    let child = Command::new("sleep")
+        .arg("300")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let start: u64 = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let path = env.path("teams/t/config.json");
+    let mut config = read_json(&path);
+    let m = config["members"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|m| m["name"] == name)
+        .unwrap();
+    m["isActive"] = false.into();
+    m["swarmPid"] = pid.into();
+    m["swarmPidStart"] = start.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    KillOnDrop(child)
+}
+
+#[test]
+fn an_idle_claude_teammate_is_alive_to_status_and_to_shutdown_all() {
+    let env = Env::with_team(&["idle"]);
+    let mut mate = idle_claude_teammate(&env, "idle");
+    let out = env.swarm(["status"]).ok().stdout;
+    let line = out
+        .lines()
+        .find(|l| l.contains("idle "))
+        .unwrap_or_default();
+    assert!(line.contains("alive, idle"), "{out}");
+    assert!(!line.contains("inactive"), "{out}");
+    let status = env.swarm(["--json", "status"]).ok().json();
+    assert_eq!(member(&status, "idle")["state"], "alive", "{status}");
+    assert_eq!(member(&status, "idle")["busy"], false, "{status}");
+
+    // It does not answer (it is no runtime), so it is stopped after the wait, not skipped.
+    let out = env
+        .swarm(["shutdown", "--all", "--timeout", "1"])
+        .ok()
+        .stdout;
+    assert_eq!(
+        out, "idle: no answer within 1 s; stopped, marked inactive\n",
+        "{out}"
+    );
+    let status = eventually(LONG, "the stand-in to be stopped", || {
+        mate.0.try_wait().unwrap()
+    });
+    assert!(!status.success(), "it was signalled: {status:?}");
+    let config = read_json(&env.path("teams/t/config.json"));
+    assert!(
+        member(&config, "idle")["swarmRetiredAt"].is_u64(),
+        "{config}"
+    );
+    // Now it is retired, and --all finds nobody.
+    let out = env.swarm(["shutdown", "--all"]).ok().stdout;
+    assert_eq!(out, "team t has no active teammates\n");
+}
+
+#[test]
+fn the_lead_console_waits_for_an_idle_claude_teammate_and_reaps_it_when_it_dies() {
+    let env = Env::with_team(&["idle"]);
+    let mut mate = idle_claude_teammate(&env, "idle");
+    let mut lead = env.swarm(["lead", "--exit-when-done"]).live();
+    lead.expect("lead console for team t");
+    // Two whole passes with the idle teammate on the roster, and the console is still there.
+    settle(&env, &mut lead, "idle", "while idle");
+    assert_still_running(&mut lead, "with an idle teammate");
+    assert!(
+        !lead
+            .seen
+            .iter()
+            .any(|l| l.contains("every teammate has stopped")),
+        "{:?}",
+        lead.seen
+    );
+    // Its process dies: the dead check sees it although the roster calls it idle.
+    mate.0.kill().unwrap();
+    mate.0.wait().unwrap();
+    lead.expect("idle stopped without saying goodbye");
+    lead.expect("every teammate has stopped");
+    assert_eq!(lead.wait(LONG), Some(0), "{:?}", lead.seen);
+}
+
+/// Issue 15 item 2: the lead console and a teammate runtime keep going while the roster is
+/// rewritten in place by a writer that does not even take the lock (so swarm's locked re-read
+/// cannot help and only its retries and its tolerance of a roster that does not parse remain).
+#[test]
+fn the_lead_console_and_a_runtime_survive_a_roster_torn_under_them() {
+    let env = Env::with_team(&["x"]);
+    let mut x = start(&env, "x", &["--agent", "shell"]);
+    let mut lead = env.swarm(["lead"]).live();
+    lead.expect("lead console for team t");
+    let writer = crate::claude_teams::torn_roster::InPlaceWriter::start(&env, "t", false);
+    // Each pass of the console reads the roster (its dead check); every rewrite wakes x's
+    // runtime, which reads the roster to see whether it still belongs to the team.
+    for round in 0..15 {
+        settle(&env, &mut lead, "x", &format!("torn {round}"));
+    }
+    drop(writer);
+    settle(&env, &mut lead, "x", "after");
+    assert_still_running(&mut lead, "while the roster was rewritten in place");
+    assert!(x.child.try_wait().unwrap().is_none(), "{}", x.output());
+    // x still serves its team.
+    env.swarm(["send", "--to", "x", "echo still here"]).ok();
+    eventually(LONG, "x to take its message", || {
+        inbox(&env, "x")
+            .iter()
+            .all(|m| m["read"] == true)
+            .then_some(())
+    });
+    shut_down(&env, &mut x);
 }

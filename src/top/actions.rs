@@ -103,6 +103,9 @@ impl Actor<'_> {
                                     ShutdownResult::TimedOut => "did not answer".into(),
                                     ShutdownResult::Exited => "exited before answering".into(),
                                     ShutdownResult::NotRunning => "was not running".into(),
+                                    ShutdownResult::NotAsked => {
+                                        "not asked (swarm cannot speak as this team's lead)".into()
+                                    }
                                 };
                                 let stopped = if o.killed { "; stopped" } else { "" };
                                 format!("{}: {how}{stopped}", o.name)

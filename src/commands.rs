@@ -1,17 +1,21 @@
 //! One module per command group; each turns parsed arguments into store operations and output.
 
 pub(crate) mod cli;
+mod current;
 mod debug;
 mod debug_runtime;
 mod demo;
+mod down;
 mod identity;
 mod launch;
 mod message;
 mod ops;
 mod permission;
+mod prune;
 mod task;
 mod team;
 mod teammate;
+mod up;
 
 use crate::commands::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -24,14 +28,19 @@ pub(crate) struct Context {
     /// `--team` / `$SWARM_TEAM`, already validated by clap.
     pub(crate) team: Option<TeamName>,
     pub(crate) json: bool,
+    /// The current team, once worked out.
+    current: std::cell::OnceCell<TeamName>,
 }
 
 impl Context {
-    /// The team from `--team` / `$SWARM_TEAM`; an error when neither is given.
+    /// The current team: `--team`, `$SWARM_TEAM`, the team of this tmux pane, or the only team
+    /// with a running teammate (see `commands::current`); else an error naming the candidates.
     pub(crate) fn team(&self) -> Result<TeamName> {
-        self.team
-            .clone()
-            .ok_or_else(|| Error::usage("no team given: pass --team NAME or set SWARM_TEAM"))
+        if let Some(team) = self.current.get() {
+            return Ok(team.clone());
+        }
+        let team = current::current_team(&self.store, self.team.as_ref())?;
+        Ok(self.current.get_or_init(|| team).clone())
     }
 
     /// Like [`Context::team`], but the team must exist.
@@ -53,6 +62,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         store: Store::discover(cli.root.as_deref())?,
         team: cli.team,
         json: cli.json,
+        current: std::cell::OnceCell::new(),
     };
     match cli.command {
         Command::Team(cmd) => team::run(&ctx, cmd).map(|()| 0),
@@ -71,7 +81,11 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
             };
             crate::lead::run(&ctx.store, &team, opts)
         }
-        Command::Launch(args) => launch::run(&ctx, args),
+        Command::Launch(args) => launch::run(&ctx, args, crate::launch::IfRunning::Refuse),
+        Command::Up(args) => up::up(&ctx, args),
+        Command::Restart(args) => up::restart(&ctx, args),
+        Command::Down(args) => down::down(&ctx, args),
+        Command::Prune(args) => prune::prune(&ctx, args),
         Command::Status => ops::status(&ctx).map(|()| 0),
         Command::Attach { name } => ops::attach(&ctx, name).map(|()| 0),
         Command::Shutdown(args) => ops::shutdown(&ctx, args),

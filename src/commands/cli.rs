@@ -55,17 +55,53 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// See swarm work: three shell teammates run a six-task DAG, then shut down cleanly.
     ///
-    /// Uses tmux when it is installed (watch with the printed `tmux attach` command), else
-    /// supervised child processes. Needs no model. The team is `demo` unless --team is given.
+    /// Uses tmux when it is installed (watch with the printed `swarm attach` command), else
+    /// supervised child processes. Needs no model. The team is `demo` unless --team is given;
+    /// its files go to $XDG_DATA_HOME/swarm (default ~/.local/share/swarm) unless --root or
+    /// $SWARM_ROOT says otherwise, never into Claude Code's directory.
     ///
-    /// Example: swarm demo --backend in-process
+    /// Example: swarm demo --keep
     Demo(DemoArgs),
 
     /// Launch a team: one agent process per teammate, each in its own pane.
     ///
-    /// Example: swarm launch examples/refactor.json
+    /// Teammates already on the roster that are not running are started again with their
+    /// recorded identity; one that is running is refused (`swarm up` leaves it alone). Each task
+    /// of the file is seeded once.
+    ///
+    /// Example: swarm launch examples/shell.json
+    ///
     /// Example: swarm launch --team t --agent claude --teammate coder="Fix the parser" -- --verbose
     Launch(LaunchArgs),
+
+    /// Bring a team to what its swarm file says: create what is missing, start teammates that
+    /// are not running (with their recorded identity, agent, cwd and worktree), leave running
+    /// ones alone, and seed each task of the file once (matched by `swarmKey` in its metadata).
+    ///
+    /// Works after `swarm shutdown --all`, `swarm down`, or a tmux server that died.
+    ///
+    /// Example: swarm up examples/shell.json
+    Up(LaunchArgs),
+
+    /// Restart one teammate: the shutdown handshake, then the same teammate started again with
+    /// its recorded identity; its inbox and the task list stay.
+    ///
+    /// Example: swarm restart --team refactor coder
+    Restart(RestartArgs),
+
+    /// Take a team down: the shutdown handshake with every teammate, then the lead console's
+    /// pane and the tmux window or session swarm made are closed. The team's files stay, so
+    /// `swarm up FILE` brings it back.
+    ///
+    /// Example: swarm down --team refactor
+    Down(DownArgs),
+
+    /// Clean up: mark teammates that are no longer running inactive and return their tasks,
+    /// and delete the teams named (or dead for longer than --older-than). Asks first unless
+    /// --yes.
+    ///
+    /// Example: swarm prune --older-than 7d --yes
+    Prune(PruneArgs),
 
     /// Members, their panes (alive, or dead with exit code), current tasks, unread messages,
     /// pending permissions and quarantined files.
@@ -182,8 +218,8 @@ pub(crate) struct LeadArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ShutdownArgs {
-    /// The teammate to stop.
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    /// The teammate to stop (or --all).
+    #[arg(conflicts_with = "all")]
     pub(crate) name: Option<AgentName>,
     /// Every active teammate (requests go out together).
     #[arg(long)]
@@ -194,6 +230,65 @@ pub(crate) struct ShutdownArgs {
     /// Stop even teammates that reject the request.
     #[arg(long)]
     pub(crate) force: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RestartArgs {
+    /// The teammate to restart.
+    pub(crate) name: AgentName,
+    /// Seconds to wait for its answer to the shutdown request before stopping it anyway.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub(crate) timeout: u64,
+    /// Restart it even if it rejects the shutdown request.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DownArgs {
+    /// Seconds to wait for teammates' answers before stopping them anyway.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub(crate) timeout: u64,
+    /// Stop even teammates that reject the shutdown request.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PruneArgs {
+    /// Teams to delete (their files and tasks); refused while one has a running teammate.
+    pub(crate) teams: Vec<TeamName>,
+    /// Also delete teams with no running teammate whose files have not changed for this long
+    /// (e.g. 90m, 12h, 7d).
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub(crate) older_than: Option<std::time::Duration>,
+    /// Do it without asking.
+    #[arg(long, short)]
+    pub(crate) yes: bool,
+}
+
+/// `30s`, `90m`, `12h`, `7d` (a bare number is seconds).
+fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().map_err(|_| {
+        format!("{text:?} is not an age; use a number and a unit, e.g. 90m, 12h or 7d")
+    })?;
+    let secs = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?}; use s, m, h, d or w, e.g. 7d"
+            ))
+        }
+    };
+    Ok(std::time::Duration::from_secs(n.saturating_mul(secs)))
 }
 
 #[cfg(test)]
@@ -222,5 +317,15 @@ mod tests {
         let reserved =
             Cli::try_parse_from(["swarm", "--team", "t", "team", "add", "USER"]).unwrap_err();
         assert!(reserved.to_string().contains("are reserved"), "{reserved}");
+    }
+
+    #[test]
+    fn ages_take_a_unit() {
+        use std::time::Duration;
+        assert_eq!(super::parse_age("90m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(super::parse_age("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(super::parse_age("15"), Ok(Duration::from_secs(15)));
+        assert!(super::parse_age("7y").unwrap_err().contains("unknown unit"));
+        assert!(super::parse_age("d").is_err());
     }
 }

@@ -94,10 +94,12 @@ pub(crate) fn run(
             .collect(),
         tasks: TASKS
             .iter()
-            .map(|(subject, command, after)| TaskPlan {
-                subject: subject.to_string(),
-                description: command.to_string(),
-                blocked_by: after.iter().map(|&i| TaskRef::Index(i)).collect(),
+            .map(|(subject, command, after)| {
+                TaskPlan::new(
+                    subject,
+                    command,
+                    after.iter().map(|&i| TaskRef::Index(i)).collect(),
+                )
             })
             .collect(),
     };

@@ -5,7 +5,7 @@
 //! output, or stop a teammate and return its tasks. What the team's files and panes say is
 //! printed with control characters made visible (`output::terminal`); `--json` stays raw.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use crate::backend::tmux::TmuxEnv;
 use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneState};
 use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, Health, ShutdownOptions, ShutdownResult};
+use crate::lifecycle::{self, Health, ShutdownOptions, ShutdownOutcome, ShutdownResult};
 use crate::output;
 use crate::output::terminal::{visible, visible_lines};
 use crate::store::liveness::Liveness;
@@ -79,10 +79,10 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         }));
     }
     output::line(format!("team {}  {}", team, visible(&config.description)))?;
-    output::line(format!(
-        "  {:<16} {:<7} {:<10} {:<6} {:<28} {:>6}  TASK",
-        "NAME", "COLOR", "BACKEND", "PANE", "STATE", "UNREAD"
-    ))?;
+    let mut table = vec![[
+        "NAME", "COLOR", "BACKEND", "PANE", "STATE", "UNREAD", "TASK",
+    ]
+    .map(String::from)];
     for ((m, row), state) in config.members.iter().zip(&rows).zip(&states) {
         let task = row["task"]
             .as_object()
@@ -94,19 +94,45 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                 )
             })
             .unwrap_or_else(|| "-".into());
-        output::line(format!(
-            "  {:<16} {:<7} {:<10} {:<6} {:<28} {:>6}  {}",
-            visible(&m.name),
-            visible(m.color_or_default()),
-            visible(m.backend_type.as_deref().unwrap_or("-")),
+        table.push([
+            visible(&m.name).into_owned(),
+            visible(m.color_or_default()).into_owned(),
+            visible(m.backend_type.as_deref().unwrap_or("-")).into_owned(),
             if m.tmux_pane_id.is_empty() {
                 "-".into()
             } else {
-                visible(&m.tmux_pane_id)
+                visible(&m.tmux_pane_id).into_owned()
             },
-            visible(state),
-            row["unread"].as_u64().unwrap_or_default(),
-            task
+            visible(state).into_owned(),
+            row["unread"].as_u64().unwrap_or_default().to_string(),
+            task,
+        ]);
+    }
+    // Columns as wide as their widest cell, so `in-process` rows line up with tmux ones.
+    let width = |col: usize| {
+        table
+            .iter()
+            .map(|r| r[col].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..6).map(width).collect();
+    for r in &table {
+        output::line(format!(
+            "  {:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:<w4$}  {:>w5$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+            w5 = widths[5],
         ))?;
     }
     if pending.is_empty() {
@@ -224,7 +250,15 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                     target.name
                 )));
             }
-            let argv = backend.attach_argv(&pane, TmuxEnv::from_process().inside())?;
+            let inside = TmuxEnv::from_process().inside();
+            if !inside && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+                return Err(Error::usage(format!(
+                    "swarm attach needs a terminal, and standard input or output is not one; run \
+                     it from a terminal, or print the pane with `swarm logs --team {team} {}`",
+                    target.name
+                )));
+            }
+            let argv = backend.attach_argv(&pane, inside)?;
             let err = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
             Err(Error::Command {
                 program: "tmux".into(),
@@ -255,9 +289,12 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
             .map(|m| m.name.parse())
             .collect::<Result<_>>()?
     } else {
-        let name = args
-            .name
-            .ok_or_else(|| Error::usage("name a teammate, or pass --all"))?;
+        let name = args.name.ok_or_else(|| {
+            Error::usage(format!(
+                "name the teammate to stop (`swarm shutdown --team {team} NAME`), or pass --all \
+                 to stop every teammate of team {team}"
+            ))
+        })?;
         vec![member(ctx, &team, &name)?.name.parse()?]
     };
     if names.is_empty() {
@@ -278,47 +315,51 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
         output::json(&outcomes)?;
     } else {
         for o in &outcomes {
-            let mut line = format!(
-                "{}: {}",
-                o.name,
-                match &o.outcome {
-                    ShutdownResult::Approved => "approved the shutdown".to_string(),
-                    ShutdownResult::Rejected { reason } =>
-                        format!("rejected the shutdown ({reason})"),
-                    ShutdownResult::TimedOut => format!("no answer within {} s", args.timeout),
-                    ShutdownResult::Exited => "exited before answering".into(),
-                    ShutdownResult::NotRunning => "was not running".into(),
-                }
-            );
-            if o.killed || o.retired {
-                line.push_str(if o.killed {
-                    "; stopped, marked inactive"
-                } else {
-                    "; marked inactive, but its process was not signalled (see above)"
-                });
-                if !o.released.is_empty() {
-                    line.push_str(&format!(
-                        "; tasks back to pending: {}",
-                        o.released
-                            .iter()
-                            .map(|t| format!("#{t}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                }
-            } else {
-                line.push_str(&format!(
-                    "; still running (`swarm shutdown --force {0}` or `swarm kill {0}` stops it)",
-                    o.name
-                ));
-            }
-            output::line(line)?;
+            output::line(describe_outcome(o, args.timeout))?;
             if let Some(wt) = &o.worktree {
                 output::line(format!("  {wt}"))?;
             }
         }
     }
     Ok(if refused > 0 { 1 } else { 0 })
+}
+
+/// One teammate's shutdown as a line: its answer and what was done about it.
+pub(crate) fn describe_outcome(o: &ShutdownOutcome, timeout: u64) -> String {
+    let mut line = format!(
+        "{}: {}",
+        o.name,
+        match &o.outcome {
+            ShutdownResult::Approved => "approved the shutdown".to_string(),
+            ShutdownResult::Rejected { reason } => format!("rejected the shutdown ({reason})"),
+            ShutdownResult::TimedOut => format!("no answer within {timeout} s"),
+            ShutdownResult::Exited => "exited before answering".into(),
+            ShutdownResult::NotRunning => "was not running".into(),
+        }
+    );
+    if o.killed || o.retired {
+        line.push_str(if o.killed {
+            "; stopped, marked inactive"
+        } else {
+            "; marked inactive, but its process was not signalled (see above)"
+        });
+        if !o.released.is_empty() {
+            line.push_str(&format!(
+                "; tasks back to pending: {}",
+                o.released
+                    .iter()
+                    .map(|t| format!("#{t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    } else {
+        line.push_str(&format!(
+            "; still running (`swarm shutdown --force {0}` or `swarm kill {0}` stops it)",
+            o.name
+        ));
+    }
+    line
 }
 
 /// Stops a teammate and retires it. A member that was already stopped is said to be so (exit 0:
@@ -382,27 +423,100 @@ pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> 
     let team = ctx.existing_team()?;
     let m = member(ctx, &team, name)?;
     let who: AgentName = m.name.parse()?;
-    match for_member(&ctx.store, &team, &m).map(|b| b.kind()) {
-        Some(BackendKind::Tmux) => tmux_logs(ctx, &team, &m, follow),
+    let mut sink = LogSink::new(ctx.json, follow, who.as_str());
+    let result = match for_member(&ctx.store, &team, &m).map(|b| b.kind()) {
+        Some(BackendKind::Tmux) => tmux_logs(&ctx.store, &team, &m, follow, &mut sink),
         Some(BackendKind::Iterm2) => Err(Error::usage(format!(
             "{who} runs in iTerm2 session {}; its output is in that pane",
             visible(&m.tmux_pane_id)
         ))),
         _ => {
             let path = ctx.store.log_path(&team, &who);
-            file_logs(ctx, &team, &who, &path, follow)
+            file_logs(&ctx.store, &team, &who, &path, follow, &mut sink)
         }
+    };
+    result.and_then(|()| sink.finish())
+}
+
+/// Where `swarm logs` output goes: text with control characters made visible, or with
+/// `--json` one document `{"name", "lines"}` (with `-f`, one `{"name", "line"}` per line).
+struct LogSink {
+    json: bool,
+    follow: bool,
+    name: String,
+    lines: Vec<String>,
+    /// Text of an unfinished last line (JSON only: lines are emitted whole).
+    partial: String,
+}
+
+impl LogSink {
+    fn new(json: bool, follow: bool, name: &str) -> LogSink {
+        LogSink {
+            json,
+            follow,
+            name: name.to_string(),
+            lines: Vec::new(),
+            partial: String::new(),
+        }
+    }
+
+    /// Output text, possibly several lines, possibly ending mid-line.
+    fn text(&mut self, text: &str) -> Result<()> {
+        use std::io::Write;
+        if !self.json {
+            let mut out = std::io::stdout().lock();
+            return out
+                .write_all(visible_lines(text).as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(|e| Error::Io {
+                    action: "write",
+                    path: "standard output".into(),
+                    source: e,
+                });
+        }
+        self.partial.push_str(text);
+        while let Some(end) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=end).collect();
+            self.line(line.trim_end_matches('\n'))?;
+        }
+        Ok(())
+    }
+
+    /// One whole line.
+    fn line(&mut self, line: &str) -> Result<()> {
+        match (self.json, self.follow) {
+            (false, _) => output::line(visible_lines(line)),
+            (true, true) => output::json_line(&json!({"name": self.name, "line": line})),
+            (true, false) => {
+                self.lines.push(line.to_string());
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<()> {
+        if !self.json {
+            return Ok(());
+        }
+        if !self.partial.is_empty() {
+            let rest = std::mem::take(&mut self.partial);
+            self.line(&rest)?;
+        }
+        if self.follow {
+            return Ok(());
+        }
+        output::json(&json!({"name": self.name, "lines": self.lines}))
     }
 }
 
 fn file_logs(
-    ctx: &Context,
+    store: &Store,
     team: &TeamName,
     who: &AgentName,
     path: &Path,
     follow: bool,
+    sink: &mut LogSink,
 ) -> Result<()> {
-    use std::io::Write;
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -428,20 +542,12 @@ fn file_logs(
         };
         if whole > 0 {
             pos += whole as u64;
-            let text = String::from_utf8_lossy(&buf[..whole]);
-            let mut out = std::io::stdout().lock();
-            out.write_all(visible_lines(&text).as_bytes())
-                .and_then(|()| out.flush())
-                .map_err(|e| Error::Io {
-                    action: "write",
-                    path: "standard output".into(),
-                    source: e,
-                })?;
+            sink.text(&String::from_utf8_lossy(&buf[..whole]))?;
         }
         if !follow {
             return Ok(());
         }
-        let member = Roster::new(&ctx.store, team).require_member(who.as_str())?;
+        let member = Roster::new(store, team).require_member(who.as_str())?;
         let done = !member.active() && crate::backend::pid_state(&member).is_dead();
         if done && whole == 0 {
             return Ok(());
@@ -450,8 +556,14 @@ fn file_logs(
     }
 }
 
-fn tmux_logs(ctx: &Context, team: &TeamName, m: &Member, follow: bool) -> Result<()> {
-    let member_backend = for_member(&ctx.store, team, m);
+fn tmux_logs(
+    store: &Store,
+    team: &TeamName,
+    m: &Member,
+    follow: bool,
+    sink: &mut LogSink,
+) -> Result<()> {
+    let member_backend = for_member(store, team, m);
     let Some(backend) = member_backend.as_ref().and_then(|b| b.tmux()) else {
         return Err(Error::usage(format!("{} does not run in tmux", m.name)));
     };
@@ -485,7 +597,7 @@ fn tmux_logs(ctx: &Context, team: &TeamName, m: &Member, follow: bool) -> Result
                 .unwrap_or(0)
         };
         for l in &lines[start..] {
-            output::line(visible_lines(l))?;
+            sink.line(l)?;
         }
         shown = lines;
         if !follow {

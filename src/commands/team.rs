@@ -13,7 +13,7 @@ use serde_json::json;
 use super::Context;
 use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, ShutdownOptions, ShutdownOutcome, ShutdownResult};
+use crate::lifecycle::{self, Census, ShutdownOptions, ShutdownOutcome, ShutdownResult};
 use crate::output;
 use crate::output::terminal::visible;
 use crate::store::colour::Colour;
@@ -55,20 +55,18 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                     Err(e) => eprintln!("swarm: warning: skipping team {team}: {e}"),
                 }
             }
+            let summaries: Vec<_> = rows.iter().map(|c| summary(ctx, c)).collect();
             if ctx.json {
-                let list: Vec<_> = rows.iter().map(summary).collect();
-                return output::json(&list);
+                return output::json(&summaries);
             }
             if rows.is_empty() {
                 return output::line(format!("no teams under {}", ctx.store.root().display()));
             }
-            for c in &rows {
-                let s = summary(c);
+            for (c, s) in rows.iter().zip(&summaries) {
                 output::line(format!(
-                    "{:<24} {} teammates, {} active  {}",
+                    "{:<24} {}  {}",
                     visible(&c.name),
-                    s["teammates"],
-                    s["active"],
+                    describe_census(&s.census),
                     visible(&c.description)
                 ))?;
             }
@@ -231,12 +229,48 @@ fn pick(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
     }
 }
 
-fn summary(c: &TeamConfig) -> serde_json::Value {
-    json!({
-        "name": c.name,
-        "description": c.description,
-        "createdAt": c.created_at,
-        "teammates": c.teammates().count(),
-        "active": c.teammates().filter(|m| m.active()).count(),
-    })
+/// A team as `team list` shows it: its teammates counted by what really runs.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Summary {
+    name: String,
+    description: String,
+    created_at: u64,
+    #[serde(flatten)]
+    census: Census,
+}
+
+fn summary(ctx: &Context, c: &TeamConfig) -> Summary {
+    let census = match c.name.parse::<TeamName>() {
+        Ok(team) => lifecycle::census(&ctx.store, &team, c),
+        Err(_) => Census::default(),
+    };
+    Summary {
+        name: c.name.clone(),
+        description: c.description.clone(),
+        created_at: c.created_at,
+        census,
+    }
+}
+
+/// `3 teammates: 2 running (1 idle, 1 busy), 1 dead`.
+pub(crate) fn describe_census(c: &Census) -> String {
+    let mut s = format!("{}: ", plural(c.teammates, "teammate"));
+    if c.running > 0 {
+        s.push_str(&format!(
+            "{} running ({} idle, {} busy)",
+            c.running, c.idle, c.busy
+        ));
+    } else {
+        s.push_str("none running");
+    }
+    if c.dead > 0 {
+        s.push_str(&format!(", {} dead", c.dead));
+    }
+    s
+}
+
+/// `1 teammate`, `2 teammates`.
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }

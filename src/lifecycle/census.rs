@@ -1,0 +1,94 @@
+//! Who in a team is really running, judged from panes, pids and liveness locks.
+//!
+//! The roster's `isActive` flag says what the last writer believed (and Claude Code uses it for
+//! "busy"), so it cannot answer "is this teammate running?". [`running`] answers from
+//! [`member_health`] alone: the liveness lock is held or the pane or recorded process is alive,
+//! and nothing says it died. [`census`] counts a team that way (running, of them idle or busy,
+//! and dead), for `team list`, `prune`, the current-team lookup and `swarm up`, so they all agree.
+
+use serde::Serialize;
+
+use super::health::{member_health, Health};
+use crate::backend::PaneState;
+use crate::store::liveness::Liveness;
+use crate::store::names::TeamName;
+use crate::store::paths::Store;
+use crate::store::roster::{Member, TeamConfig};
+use crate::store::tasks::{Task, TaskList, TaskStatus};
+
+/// Whether a member with this health runs: something positively alive, nothing dead.
+pub fn running(health: &Health) -> bool {
+    !health.dead
+        && (health.liveness == Liveness::Alive || matches!(health.pane, PaneState::Alive { .. }))
+}
+
+/// Whether `member` of `team` runs now; a member whose state cannot be read does not.
+pub fn member_running(store: &Store, team: &TeamName, member: &Member) -> bool {
+    member_health(store, team, member).is_ok_and(|h| running(&h))
+}
+
+/// A teammate as the census sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Presence {
+    /// Running and working on a task it owns.
+    Busy,
+    /// Running with no task in progress.
+    Idle,
+    /// Not running (stopped cleanly, crashed, or its pane or tmux server is gone).
+    Dead,
+}
+
+/// One team's teammates counted by presence.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Census {
+    pub teammates: usize,
+    pub running: usize,
+    pub idle: usize,
+    pub busy: usize,
+    pub dead: usize,
+    /// Teammates not running but still marked active: what `swarm prune` retires.
+    #[serde(rename = "deadButActive")]
+    pub dead_but_active: Vec<String>,
+}
+
+/// The presence of one teammate, given the team's tasks.
+pub fn presence(store: &Store, team: &TeamName, member: &Member, tasks: &[Task]) -> Presence {
+    if !member_running(store, team, member) {
+        return Presence::Dead;
+    }
+    let busy = tasks
+        .iter()
+        .any(|t| t.status == TaskStatus::InProgress && t.owner.as_deref() == Some(&member.name));
+    if busy {
+        Presence::Busy
+    } else {
+        Presence::Idle
+    }
+}
+
+/// Counts the team's teammates by presence.
+pub fn census(store: &Store, team: &TeamName, config: &TeamConfig) -> Census {
+    let tasks = TaskList::new(store, team).list().unwrap_or_default();
+    let mut c = Census::default();
+    for m in config.teammates() {
+        c.teammates += 1;
+        match presence(store, team, m, &tasks) {
+            Presence::Busy => {
+                c.running += 1;
+                c.busy += 1;
+            }
+            Presence::Idle => {
+                c.running += 1;
+                c.idle += 1;
+            }
+            Presence::Dead => {
+                c.dead += 1;
+                if m.active() {
+                    c.dead_but_active.push(m.name.clone());
+                }
+            }
+        }
+    }
+    c
+}

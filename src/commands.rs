@@ -58,8 +58,15 @@ pub(crate) fn agent(name: &str) -> Result<AgentName> {
 
 /// Runs a parsed command line; returns the exit code for commands whose outcome is a code.
 pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
+    let store = match &cli.command {
+        // The demo's team is no business of a real Claude Code's directory.
+        Command::Demo(_) if cli.root.is_none() && std::env::var_os("SWARM_ROOT").is_none_or(|v| v.is_empty()) => {
+            Store::new(demo::data_dir()?)
+        }
+        _ => Store::discover(cli.root.as_deref())?,
+    };
     let ctx = Context {
-        store: Store::discover(cli.root.as_deref())?,
+        store,
         team: cli.team,
         json: cli.json,
         current: std::cell::OnceCell::new(),
@@ -111,6 +118,7 @@ fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
     let opts = crate::commands::demo::DemoOptions {
         backend: args.backend,
         timeout: std::time::Duration::from_secs(args.timeout),
+        keep: args.keep,
     };
     // With --json the progress goes to stderr and stdout carries one document.
     let say: fn(&str) = if ctx.json {
@@ -144,6 +152,12 @@ fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
         crate::output::line(format!("  cat {}", report.files.config.display()))?;
         crate::output::line(format!("  ls {}", report.files.tasks.display()))?;
         crate::output::line(format!("  cat {}", report.files.report.display()))?;
+        if report.kept {
+            let root = crate::backend::shell_quote(&ctx.store.root().display().to_string());
+            crate::output::line(format!(
+                "The team keeps running until you take it down:\n  swarm attach --root {root} --team {team}\n  swarm status --root {root} --team {team}\n  swarm down --root {root} --team {team}"
+            ))?;
+        }
     }
     Ok(if report.completed { 0 } else { 1 })
 }

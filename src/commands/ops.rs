@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::Context;
-use crate::backend::tmux::TmuxEnv;
+use crate::backend::tmux::{TmuxEnv, TmuxServer};
 use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneState};
 use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
@@ -188,6 +188,9 @@ fn describe_state(m: &Member, health: Option<Health>, error: Option<&str>) -> St
         format!("lead, {pane_text}")
     } else if m.active() {
         pane_text
+    } else if h.pane == PaneState::Gone {
+        // Shut down cleanly: its pane was closed on purpose.
+        "stopped".into()
     } else {
         format!("inactive, {pane_text}")
     }
@@ -250,7 +253,15 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                     target.name
                 )));
             }
-            let inside = TmuxEnv::from_process().inside();
+            // switch-client only works on the server this shell's tmux runs; a pane on
+            // another server (SWARM_TMUX_SOCKET) is attached to, nested, like from outside.
+            let env = TmuxEnv::from_process();
+            let here = env.tmux.as_deref().and_then(|t| t.split(',').next());
+            let inside = env.inside()
+                && matches!(
+                    (TmuxServer::for_member(&target), here),
+                    (Some(TmuxServer::Path(p)), Some(h)) if p.as_os_str() == h
+                );
             if !inside && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
                 return Err(Error::usage(format!(
                     "swarm attach needs a terminal, and standard input or output is not one; run \
@@ -259,7 +270,13 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                 )));
             }
             let argv = backend.attach_argv(&pane, inside)?;
-            let err = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
+            let mut attach = std::process::Command::new(&argv[0]);
+            attach.args(&argv[1..]);
+            if !inside {
+                // tmux refuses to attach from inside another of its sessions while $TMUX is set.
+                attach.env_remove("TMUX");
+            }
+            let err = attach.exec();
             Err(Error::Command {
                 program: "tmux".into(),
                 detail: err.to_string(),

@@ -253,7 +253,7 @@ fn summary(ctx: &Context, c: &TeamConfig) -> Summary {
     }
 }
 
-/// `3 teammates: 2 running (1 idle, 1 busy), 1 dead`.
+/// `3 teammates: 2 running (1 idle, 1 busy), 1 stopped`.
 pub(crate) fn describe_census(c: &Census) -> String {
     let mut s = format!("{}: ", plural(c.teammates, "teammate"));
     if c.running > 0 {
@@ -264,8 +264,15 @@ pub(crate) fn describe_census(c: &Census) -> String {
     } else {
         s.push_str("none running");
     }
+    if c.stopped > 0 {
+        s.push_str(&format!(", {} stopped", c.stopped));
+    }
     if c.dead > 0 {
-        s.push_str(&format!(", {} dead", c.dead));
+        s.push_str(&format!(
+            ", {} dead (`swarm prune` retires {})",
+            c.dead,
+            if c.dead == 1 { "it" } else { "them" }
+        ));
     }
     s
 }

@@ -3,8 +3,8 @@
 //! The roster's `isActive` flag says what the last writer believed (and Claude Code uses it for
 //! "busy"), so it cannot answer "is this teammate running?". [`running`] answers from
 //! [`member_health`] alone: the liveness lock is held or the pane or recorded process is alive,
-//! and nothing says it died. [`census`] counts a team that way (running, of them idle or busy,
-//! and dead), for `team list`, `prune`, the current-team lookup and `swarm up`, so they all agree.
+//! and nothing says it died. [`census`] counts a team that way (running, of them idle or busy;
+//! stopped; and dead, meaning not running though nobody retired it), for `team list`, `prune`, the current-team lookup and `swarm up`, so they all agree.
 
 use serde::Serialize;
 
@@ -46,10 +46,11 @@ pub struct Census {
     pub running: usize,
     pub idle: usize,
     pub busy: usize,
+    /// Not running and marked inactive: shut down, killed or retired.
+    pub stopped: usize,
+    /// Not running but still marked active: crashed, or its pane or server went away unseen
+    /// (what `swarm prune` retires).
     pub dead: usize,
-    /// Teammates not running but still marked active: what `swarm prune` retires.
-    #[serde(rename = "deadButActive")]
-    pub dead_but_active: Vec<String>,
 }
 
 /// The presence of one teammate, given the team's tasks.
@@ -82,12 +83,8 @@ pub fn census(store: &Store, team: &TeamName, config: &TeamConfig) -> Census {
                 c.running += 1;
                 c.idle += 1;
             }
-            Presence::Dead => {
-                c.dead += 1;
-                if m.active() {
-                    c.dead_but_active.push(m.name.clone());
-                }
-            }
+            Presence::Dead if m.active() => c.dead += 1,
+            Presence::Dead => c.stopped += 1,
         }
     }
     c

@@ -60,7 +60,10 @@ pub(crate) fn agent(name: &str) -> Result<AgentName> {
 pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
     let store = match &cli.command {
         // The demo's team is no business of a real Claude Code's directory.
-        Command::Demo(_) if cli.root.is_none() && std::env::var_os("SWARM_ROOT").is_none_or(|v| v.is_empty()) => {
+        Command::Demo(_)
+            if cli.root.is_none()
+                && std::env::var_os("SWARM_ROOT").is_none_or(|v| v.is_empty()) =>
+        {
             Store::new(demo::data_dir()?)
         }
         _ => Store::discover(cli.root.as_deref())?,

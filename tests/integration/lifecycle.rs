@@ -47,7 +47,9 @@ where
 }
 
 fn status(env: &Env, tmux: &Tmux, team: &str) -> Value {
-    on(env, tmux, ["--json", "--team", team, "status"]).ok().json()
+    on(env, tmux, ["--json", "--team", team, "status"])
+        .ok()
+        .json()
 }
 
 /// Whether `name`'s runtime holds its liveness lock and its pane is alive.

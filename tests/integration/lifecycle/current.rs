@@ -43,7 +43,14 @@ fn without_team_a_command_acts_on_its_panes_team_or_the_only_running_one() {
     on(
         &env,
         &tmux,
-        ["--team", "b", "launch", "--no-lead-pane", "--teammate", "probe=hi"],
+        [
+            "--team",
+            "b",
+            "launch",
+            "--no-lead-pane",
+            "--teammate",
+            "probe=hi",
+        ],
     )
     .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
     .ok();
@@ -67,7 +74,9 @@ fn without_team_a_command_acts_on_its_panes_team_or_the_only_running_one() {
     assert_eq!(status["team"], "a");
     on(&env, &tmux, ["task", "create", "x"]).ok();
     assert_eq!(
-        env.swarm(["--json", "--team", "a", "task", "list"]).ok().json()[0]["subject"],
+        env.swarm(["--json", "--team", "a", "task", "list"])
+            .ok()
+            .json()[0]["subject"],
         "x"
     );
 

@@ -34,7 +34,10 @@ fn down_stops_everyone_closes_the_lead_pane_and_session_and_keeps_the_files() {
     let text = on(&env, &tmux, ["--team", "t", "status"]).ok().stdout;
     assert!(text.contains("stopped"), "{text}");
     let listed = on(&env, &tmux, ["team", "list"]).ok().stdout;
-    assert!(listed.contains("2 teammates: none running, 2 stopped"), "{listed}");
+    assert!(
+        listed.contains("2 teammates: none running, 2 stopped"),
+        "{listed}"
+    );
 
     // Up again, with a pane of the user's own in the team's session: down leaves that one.
     on(&env, &tmux, ["up", file]).ok();
@@ -44,7 +47,17 @@ fn down_stops_everyone_closes_the_lead_pane_and_session_and_keeps_the_files() {
         .unwrap()
         .to_string();
     let mine = tmux
-        .cmd(["split-window", "-d", "-P", "-F", "#{pane_id}", "-t", &lead_pane, "sleep", "300"])
+        .cmd([
+            "split-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-t",
+            &lead_pane,
+            "sleep",
+            "300",
+        ])
         .stdout
         .trim()
         .to_string();

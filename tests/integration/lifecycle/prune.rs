@@ -16,19 +16,31 @@ fn team_list_counts_what_really_runs() {
         &["busy", "idle", "crashed"],
         json!([{"subject": "long", "description": "sleep 300"}]),
     );
-    on(&env, &tmux, ["launch", "--no-lead-pane", file.to_str().unwrap()]).ok();
+    on(
+        &env,
+        &tmux,
+        ["launch", "--no-lead-pane", file.to_str().unwrap()],
+    )
+    .ok();
     wait_running(&env, &tmux, "t", &["busy", "idle", "crashed"]);
     let config = read_json(&env.path("teams/t/config.json"));
     // Whoever took the long task is busy; kill another one's pane behind swarm's back.
-    let owner = eventually(std::time::Duration::from_secs(30), "the long task claimed", || {
-        let list = env.swarm(["--json", "task", "list"]).ok().json();
-        list[0]["owner"].as_str().map(str::to_string)
-    });
+    let owner = eventually(
+        std::time::Duration::from_secs(30),
+        "the long task claimed",
+        || {
+            let list = env.swarm(["--json", "task", "list"]).ok().json();
+            list[0]["owner"].as_str().map(str::to_string)
+        },
+    );
     let victim = ["busy", "idle", "crashed"]
         .into_iter()
         .find(|n| *n != owner)
         .unwrap();
-    let pane = member(&config, victim)["tmuxPaneId"].as_str().unwrap().to_string();
+    let pane = member(&config, victim)["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     tmux.cmd(["kill-pane", "-t", &pane]);
     let row = eventually(std::time::Duration::from_secs(30), "the census", || {
         let list = on(&env, &tmux, ["--json", "team", "list"]).ok().json();
@@ -36,7 +48,12 @@ fn team_list_counts_what_really_runs() {
         (row["dead"] == 1).then_some(row)
     });
     assert_eq!(
-        (row["teammates"].clone(), row["running"].clone(), row["busy"].clone(), row["idle"].clone()),
+        (
+            row["teammates"].clone(),
+            row["running"].clone(),
+            row["busy"].clone(),
+            row["idle"].clone()
+        ),
         (json!(3), json!(2), json!(1), json!(1)),
         "{row}"
     );
@@ -70,18 +87,29 @@ fn prune_asks_first_then_retires_the_dead_and_deletes_teams() {
     );
     assert!(out.stdout.is_empty());
     let done = env.swarm(["--json", "prune", "--yes"]).ok().json();
-    assert_eq!(done["retired"], json!([{"team": "t", "name": "gone", "released": ["1"]}]));
+    assert_eq!(
+        done["retired"],
+        json!([{"team": "t", "name": "gone", "released": ["1"]}])
+    );
     let task = env.swarm(["--json", "task", "show", "1"]).ok().json();
-    assert_eq!((task["status"].clone(), task.get("owner").cloned()), (json!("pending"), None));
+    assert_eq!(
+        (task["status"].clone(), task.get("owner").cloned()),
+        (json!("pending"), None)
+    );
     assert_eq!(
         member(&read_json(&env.path("teams/t/config.json")), "gone")["isActive"],
         false
     );
     // Nothing left to do: nothing asked, nothing changed.
-    assert!(env.swarm(["prune"]).ok().stdout.contains("nothing to prune"));
+    assert!(env
+        .swarm(["prune"])
+        .ok()
+        .stdout
+        .contains("nothing to prune"));
 
     // Named teams go; with --older-than, so do teams with nothing running for that long.
-    env.swarm(["prune", "nosuch", "--yes"]).refused("team \"nosuch\" does not exist");
+    env.swarm(["prune", "nosuch", "--yes"])
+        .refused("team \"nosuch\" does not exist");
     env.swarm(["prune", "old", "--yes"]).ok();
     assert!(!env.path("teams/old").exists());
     assert!(env.path("teams/t").exists());

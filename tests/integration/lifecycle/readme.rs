@@ -67,14 +67,27 @@ fn the_everyday_use_block_of_the_readme_works_as_written() {
         outputs.push((command, out));
     }
     let said = |cmd: &str| &outputs.iter().find(|(c, _)| *c == cmd).unwrap().1;
-    assert!(said("swarm status").contains("counter"), "{}", said("swarm status"));
-    assert!(said("swarm task list").contains("Report"), "{}", said("swarm task list"));
     assert!(
-        said("swarm up examples/shell.json").contains("3 tasks of the plan are already in the list"),
+        said("swarm status").contains("counter"),
+        "{}",
+        said("swarm status")
+    );
+    assert!(
+        said("swarm task list").contains("Report"),
+        "{}",
+        said("swarm task list")
+    );
+    assert!(
+        said("swarm up examples/shell.json")
+            .contains("3 tasks of the plan are already in the list"),
         "{}",
         said("swarm up examples/shell.json")
     );
-    assert!(said("swarm down").contains("team hello is down"), "{}", said("swarm down"));
+    assert!(
+        said("swarm down").contains("team hello is down"),
+        "{}",
+        said("swarm down")
+    );
     let tasks = env
         .swarm(["--json", "--team", "hello", "task", "list"])
         .ok()

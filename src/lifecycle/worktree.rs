@@ -106,6 +106,11 @@ impl Worktree {
         let branch = format!("swarm/{team}/{name}");
         let path = workdir.join(".swarm").join("worktrees").join(name.as_str());
         let branch_exists = repo.find_branch(&branch, BranchType::Local).is_ok();
+        // Paths as a shell reads them, for advice meant to be pasted.
+        let quoted = |p: &Path| {
+            let text = p.to_string_lossy();
+            crate::backend::shell_quote(text.trim_end_matches('/'))
+        };
         if path.exists() {
             // Kept from an earlier run (it had changes): git refuses to delete a branch that a
             // worktree has checked out, so the advice removes the worktree first.
@@ -119,10 +124,10 @@ impl Worktree {
                 } else {
                     String::new()
                 },
-                workdir.display(),
-                path.display(),
+                quoted(&workdir),
+                quoted(&path),
                 if branch_exists {
-                    format!(" && git -C {} branch -D {branch}", workdir.display())
+                    format!(" && git -C {} branch -D {branch}", quoted(&workdir))
                 } else {
                     String::new()
                 },
@@ -132,7 +137,7 @@ impl Worktree {
             return Err(Error::usage(format!(
                 "worktree for {name}: branch {branch} already exists in {0}; delete it \
                  (`git -C {0} worktree prune && git -C {0} branch -D {branch}`) or rename the teammate",
-                workdir.display()
+                quoted(&workdir)
             )));
         }
         let canon_cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());

@@ -7,6 +7,7 @@ mod current;
 mod down;
 mod prune;
 mod readme;
+mod small;
 mod up;
 
 use std::ffi::OsStr;

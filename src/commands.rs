@@ -8,6 +8,7 @@ mod demo;
 mod down;
 mod identity;
 mod launch;
+mod logs;
 mod message;
 mod ops;
 mod permission;
@@ -100,7 +101,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Attach { name } => ops::attach(&ctx, name).map(|()| 0),
         Command::Shutdown(args) => ops::shutdown(&ctx, args),
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
-        Command::Logs { name, follow } => ops::logs(&ctx, &name, follow).map(|()| 0),
+        Command::Logs { name, follow } => logs::logs(&ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
         Command::Debug(cmd) => debug::run(&ctx, cmd),
         Command::Bench(args) => crate::bench::run(args, ctx.json).map(|()| 0),

@@ -15,6 +15,7 @@
 //! `supervisor` (in-process teammates). A teammate's git worktree is made through
 //! [`crate::lifecycle::worktree`], which also finishes it when the teammate retires.
 
+mod again;
 mod checks;
 mod command_line;
 mod dry_run;

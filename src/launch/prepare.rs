@@ -12,14 +12,12 @@ use serde_json::Value;
 
 use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
 use super::command_line::{self, AgentFlags};
-use super::plan::{IfRunning, RecordedLaunch, LAUNCH_FIELD};
+use super::plan::{IfRunning, LAUNCH_FIELD};
 use super::program::{resolve_claude, resolve_program};
 use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
-use crate::backend::tmux::SOCKET_FIELD;
-use crate::backend::{absolute, detect, for_member, BackendKind, Detected, Launch, PaneState};
+use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree::{self, Worktree};
-use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_START_FIELD};
 use crate::store::colour::Colour;
 use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
@@ -68,10 +66,10 @@ pub(crate) struct Prepared {
 }
 
 /// What every teammate of one launch shares, worked out once.
-struct Shared<'a> {
+pub(super) struct Shared<'a> {
     store: &'a Store,
     opts: &'a LaunchOptions,
-    team: &'a TeamName,
+    pub(super) team: &'a TeamName,
     root: PathBuf,
     backend: BackendKind,
     base_cwd: PathBuf,
@@ -152,7 +150,7 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
     let previous_lead = existing
         .as_ref()
         .and_then(|c| c.member(LEAD))
-        .filter(|lead| lead_pane_died(store, &plan.team, lead))
+        .filter(|lead| super::again::lead_pane_died(store, &plan.team, lead))
         .cloned();
     let lead = (backend.kind == BackendKind::Tmux
         && opts.lead_pane
@@ -190,15 +188,6 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
     })
 }
 
-/// The lead console ran in a pane swarm opened (on a recorded server) and that pane is no
-/// longer alive: its server died, or it exited.
-fn lead_pane_died(store: &Store, team: &TeamName, lead: &Member) -> bool {
-    lead.extra.contains_key(SOCKET_FIELD)
-        && for_member(store, team, lead)
-            .and_then(|b| b.state().ok())
-            .is_some_and(|s| !matches!(s, PaneState::Alive { .. }))
-}
-
 /// The backend section 10's detection picks; `--split` needs tmux.
 fn choose_backend(opts: &LaunchOptions) -> Result<Detected> {
     let backend = detect(opts.backend, &opts.detect)?;
@@ -233,49 +222,9 @@ fn settings_arg(inh: &Inherited, base_cwd: &Path) -> Option<String> {
 }
 
 impl Shared<'_> {
-    /// A teammate on the roster that is not running, to be started again as it was: its
-    /// identity, colour, agent, directory and worktree from the roster and its
-    /// [`RecordedLaunch`].
-    fn again(&mut self, m: &Member) -> Result<PreparedTeammate> {
-        let name: AgentName = m.name.parse()?;
-        let rec: RecordedLaunch = m
-            .extra
-            .get(LAUNCH_FIELD)
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .ok_or_else(|| {
-                Error::usage(format!(
-                    "{name} is on team {}'s roster but was not started by `swarm launch` or \
-                     `swarm up`, so swarm does not know how to start it again; remove it \
-                     (`swarm team remove {name}`) to launch it anew",
-                    self.team
-                ))
-            })?;
-        let mut t = TeammatePlan::new(name, m.prompt.clone().unwrap_or_default());
-        t.agent = Some(AgentKind::from_words(rec.agent.clone())?);
-        t.agent_type = rec.agent_type.clone();
-        t.model = m.model.clone();
-        t.permission_mode = rec.permission_mode.clone();
-        t.plan_mode_required = m.plan_mode_required;
-        t.prompt_via = Some(if rec.prompt_via_stdin {
-            PromptVia::Stdin
-        } else {
-            PromptVia::Arg
-        });
-        t.worktree = Some(rec.worktree);
-        t.env = rec.env.clone();
-        t.cwd = Some(rec.cwd.clone());
-        let inherited = Inherited {
-            dangerously_skip_permissions: rec.dangerously_skip_permissions,
-            extra: rec.extra.clone(),
-            ..Inherited::default()
-        };
-        let color = m.color_or_default().to_string();
-        self.teammate(color, &t, &inherited, rec.settings.clone(), Some(m))
-    }
-
     /// A teammate of the plan, checked and with its command line built; `previous` is its
     /// roster entry when it is started again.
-    fn teammate(
+    pub(super) fn teammate(
         &mut self,
         color: String,
         t: &TeammatePlan,
@@ -315,15 +264,7 @@ impl Shared<'_> {
         };
         let launch = self.launch(t, &agent, &identity, &flags, cwd.clone())?;
         let mut member = match previous {
-            Some(p) => {
-                let mut m = p.clone();
-                // What the last run left: its pane, server, process and exit status.
-                m.tmux_pane_id.clear();
-                for field in [PID_FIELD, PID_START_FIELD, EXIT_FIELD, SOCKET_FIELD] {
-                    m.extra.remove(field);
-                }
-                m
-            }
+            Some(p) => super::again::fresh_entry(p),
             None => {
                 let mut m = Member::teammate(self.team, name, &color, "");
                 m.prompt = Some(t.prompt.clone());
@@ -342,27 +283,17 @@ impl Shared<'_> {
         member
             .extra
             .insert(AGENT_FIELD.into(), Value::from(agent.label()));
-        let own_mode = t.permission_mode.clone().or_else(|| {
-            (!inh.dangerously_skip_permissions)
-                .then(|| inh.permission_mode.clone())
-                .flatten()
-        });
-        let record = RecordedLaunch {
-            agent: agent.words(),
-            cwd: base,
-            worktree: worktree.is_some() || kept.is_some(),
+        let record = super::again::record(
+            t,
+            inh,
+            &agent,
+            base,
+            worktree.is_some() || kept.is_some(),
             agent_type,
-            dangerously_skip_permissions: own_mode.is_none() && inh.dangerously_skip_permissions,
-            permission_mode: own_mode,
             settings,
-            prompt_via_stdin: prompt_via == PromptVia::Stdin,
-            extra: inh.extra.clone(),
-            env: t.env.clone(),
-        };
-        member.extra.insert(
-            LAUNCH_FIELD.into(),
-            serde_json::to_value(&record).expect("serializable"),
+            prompt_via,
         );
+        member.extra.insert(LAUNCH_FIELD.into(), record);
         match worktree.as_ref().or(kept.as_ref()) {
             Some(wt) => {
                 member.extra.insert(worktree::FIELD.into(), wt.to_json());

@@ -102,12 +102,14 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
             output::json(&launched)?;
         }
     } else {
-        let running = launched.teammates.len() + launched.left_running.len();
-        output::line(format!(
-            "team {} is running: {}",
-            launched.team,
-            super::team::plural(running, "teammate")
-        ))?;
+        let started = super::team::plural(launched.teammates.len(), "teammate");
+        output::line(match launched.left_running.len() {
+            0 => format!("team {}: {started} started", launched.team),
+            n => format!(
+                "team {}: {started} started, {n} already running",
+                launched.team
+            ),
+        })?;
         if let Some(hint) = &launched.attach_hint {
             output::line(format!("  {hint}"))?;
         }

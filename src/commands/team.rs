@@ -13,6 +13,7 @@ use serde_json::json;
 use super::Context;
 use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
+use crate::lifecycle::census::Presence;
 use crate::lifecycle::{self, Census, ShutdownOptions, ShutdownOutcome, ShutdownResult};
 use crate::output;
 use crate::output::terminal::visible;
@@ -83,13 +84,18 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 visible(&config.name),
                 visible(&config.description)
             ))?;
+            let tasks = TaskList::new(&ctx.store, &team).list().unwrap_or_default();
             for m in &config.members {
+                // What runs, from panes, pids and liveness locks, not the roster's flag.
                 let state = if m.is_lead() {
                     "lead"
-                } else if m.active() {
-                    "active"
                 } else {
-                    "inactive"
+                    match lifecycle::census::presence(&ctx.store, &team, m, &tasks) {
+                        Presence::Busy => "busy",
+                        Presence::Idle => "idle",
+                        Presence::Dead if m.active() => "dead",
+                        Presence::Dead => "stopped",
+                    }
                 };
                 output::line(format!(
                     "  {:<20} {:<8} {:<9} {:<10} pane {}",
@@ -148,7 +154,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             }
         }
         TeamCommand::Delete { name, force } => {
-            let team = pick(ctx, name)?;
+            let team = pick_explicit(ctx, name)?;
             let roster = Roster::new(&ctx.store, &team);
             let stopped = if force {
                 stop_everyone(ctx, &team)?
@@ -219,14 +225,19 @@ fn clear_what_was_left(ctx: &Context, team: &TeamName, who: &AgentName) -> Resul
     Ok(())
 }
 
+/// The team to show: the one named, else the current team.
 fn pick(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
     match name {
         Some(n) => Ok(n),
-        None if ctx.team.is_none() => Err(Error::usage(
-            "name the team: swarm team show NAME (or set --team)",
-        )),
         None => ctx.team(),
     }
+}
+
+/// The team to delete: named, or given by --team / $SWARM_TEAM; never guessed.
+fn pick_explicit(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
+    name.or_else(|| ctx.team.clone()).ok_or_else(|| {
+        Error::usage("name the team to delete: swarm team delete NAME (or pass --team)")
+    })
 }
 
 /// A team as `team list` shows it: its teammates counted by what really runs.

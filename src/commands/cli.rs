@@ -39,7 +39,8 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
 
-    /// Team to act on.
+    /// Team to act on (default: $SWARM_TEAM, else the team of this tmux pane, else the only
+    /// team with a running teammate).
     #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
     pub(crate) team: Option<TeamName>,
 

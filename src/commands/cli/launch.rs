@@ -1,4 +1,5 @@
-//! Arguments of the commands that start teams: `swarm launch` and `swarm demo`.
+//! Arguments of the commands that start teams: `swarm launch` and `swarm up` (one set of
+//! flags), `swarm restart` (which fills one in) and `swarm demo`.
 
 use std::path::PathBuf;
 

@@ -2,19 +2,24 @@
 
 pub(crate) mod cli;
 pub(crate) mod completions;
+mod current;
 mod debug;
 mod debug_runtime;
 mod demo;
+mod down;
 mod identity;
 mod launch;
+mod logs;
 mod man;
 mod message;
 mod ops;
 mod permission;
+mod prune;
 mod task;
 mod team;
 mod teammate;
 mod top;
+mod up;
 
 use crate::commands::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -27,14 +32,19 @@ pub(crate) struct Context {
     /// `--team` / `$SWARM_TEAM`, already validated by clap.
     pub(crate) team: Option<TeamName>,
     pub(crate) json: bool,
+    /// The current team, once worked out.
+    current: std::cell::OnceCell<TeamName>,
 }
 
 impl Context {
-    /// The team from `--team` / `$SWARM_TEAM`; an error when neither is given.
+    /// The current team: `--team`, `$SWARM_TEAM`, the team of this tmux pane, or the only team
+    /// with a running teammate (see `commands::current`); else an error naming the candidates.
     pub(crate) fn team(&self) -> Result<TeamName> {
-        self.team
-            .clone()
-            .ok_or_else(|| Error::usage("no team given: pass --team NAME or set SWARM_TEAM"))
+        if let Some(team) = self.current.get() {
+            return Ok(team.clone());
+        }
+        let team = current::current_team(&self.store, self.team.as_ref())?;
+        Ok(self.current.get_or_init(|| team).clone())
     }
 
     /// Like [`Context::team`], but the team must exist.
@@ -52,10 +62,21 @@ pub(crate) fn agent(name: &str) -> Result<AgentName> {
 
 /// Runs a parsed command line; returns the exit code for commands whose outcome is a code.
 pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
+    let store = match &cli.command {
+        // The demo's team is no business of a real Claude Code's directory.
+        Command::Demo(_)
+            if cli.root.is_none()
+                && std::env::var_os("SWARM_ROOT").is_none_or(|v| v.is_empty()) =>
+        {
+            Store::new(demo::data_dir()?)
+        }
+        _ => Store::discover(cli.root.as_deref())?,
+    };
     let ctx = Context {
-        store: Store::discover(cli.root.as_deref())?,
+        store,
         team: cli.team,
         json: cli.json,
+        current: std::cell::OnceCell::new(),
     };
     match cli.command {
         Command::Team(cmd) => team::run(&ctx, cmd).map(|()| 0),
@@ -74,7 +95,11 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
             };
             crate::lead::run(&ctx.store, &team, opts)
         }
-        Command::Launch(args) => launch::run(&ctx, args),
+        Command::Launch(args) => launch::run(&ctx, args, crate::launch::IfRunning::Refuse),
+        Command::Up(args) => up::up(&ctx, args),
+        Command::Restart(args) => up::restart(&ctx, args),
+        Command::Down(args) => down::down(&ctx, args),
+        Command::Prune(args) => prune::prune(&ctx, args),
         Command::Status { watch: false } => ops::status(&ctx).map(|()| 0),
         Command::Status { watch: true } => top::watch(&ctx),
         Command::Top => top::run(&ctx),
@@ -83,7 +108,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Attach { name } => ops::attach(&ctx, name).map(|()| 0),
         Command::Shutdown(args) => ops::shutdown(&ctx, args),
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
-        Command::Logs { name, follow } => ops::logs(&ctx, &name, follow).map(|()| 0),
+        Command::Logs { name, follow } => logs::logs(&ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
         Command::Debug(cmd) => debug::run(&ctx, cmd),
         Command::Bench(args) => crate::bench::run(args, ctx.json).map(|()| 0),
@@ -104,6 +129,7 @@ fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
     let opts = crate::commands::demo::DemoOptions {
         backend: args.backend,
         timeout: std::time::Duration::from_secs(args.timeout),
+        keep: args.keep,
     };
     // With --json the progress goes to stderr and stdout carries one document.
     let say: fn(&str) = if ctx.json {
@@ -137,6 +163,12 @@ fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
         crate::output::line(format!("  cat {}", report.files.config.display()))?;
         crate::output::line(format!("  ls {}", report.files.tasks.display()))?;
         crate::output::line(format!("  cat {}", report.files.report.display()))?;
+        if report.kept {
+            let root = crate::backend::shell_quote(&ctx.store.root().display().to_string());
+            crate::output::line(format!(
+                "The team keeps running until you take it down:\n  swarm attach --root {root} --team {team}\n  swarm status --root {root} --team {team}\n  swarm down --root {root} --team {team}"
+            ))?;
+        }
     }
     Ok(if report.completed { 0 } else { 1 })
 }

@@ -125,10 +125,15 @@ pub enum ClaimFailure {
 impl std::fmt::Display for ClaimFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            ClaimFailure::AlreadyClaimed => "already_claimed (another teammate owns it)",
-            ClaimFailure::AlreadyResolved => "already_resolved (it is completed)",
-            ClaimFailure::Blocked => "blocked (a task it depends on is not completed)",
-            ClaimFailure::AgentBusy => "agent_busy (the agent already owns an unfinished task)",
+            ClaimFailure::AlreadyClaimed => {
+                "another teammate already owns it (`swarm task show ID` says who)"
+            }
+            ClaimFailure::AlreadyResolved => "it is already completed",
+            ClaimFailure::Blocked => "it is blocked: a task it depends on is not completed yet",
+            ClaimFailure::AgentBusy => {
+                "the agent already owns an unfinished task; finish or release that one first \
+                 (or pass --no-busy-check)"
+            }
         })
     }
 }

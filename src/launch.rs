@@ -5,7 +5,9 @@
 //! missing tmux or it2 all fail here with exit 2 and nothing half-registered; `--dry-run` prints
 //! its [`Prepared::dry_run`]. [`Prepared::execute`] then creates the team, seeds the tasks and
 //! spawns each teammate in the order of PROTOCOL.md section 10, rolling back a spawn that
-//! fails; `Launched::supervise` keeps in-process teammates.
+//! fails; `Launched::supervise` keeps in-process teammates. A teammate already on the roster
+//! that is not running is started again from its recorded launch (`swarmLaunch`), which is how
+//! `swarm up` and `swarm restart` bring a team back; each task of a plan is seeded once.
 //!
 //! The wing: `plan` (what to launch), `swarmfile` (the file that fills a plan in), `program`
 //! and `command_line` (section 10's argv and environment), `prepare` with its `checks`,
@@ -13,6 +15,7 @@
 //! `supervisor` (in-process teammates). A teammate's git worktree is made through
 //! [`crate::lifecycle::worktree`], which also finishes it when the teammate retires.
 
+mod again;
 mod checks;
 mod command_line;
 mod dry_run;
@@ -25,8 +28,9 @@ pub(crate) mod supervisor;
 pub(crate) mod swarmfile;
 
 pub(crate) use dry_run::{CommandLine, DryRun};
+pub(crate) use plan::LAUNCH_FIELD;
 pub(crate) use plan::{
-    AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan,
+    AgentKind, IfRunning, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan,
 };
 pub(crate) use prepare::{prepare, Prepared, PreparedTeammate, AGENT_FIELD};
 pub(crate) use running::DEFAULT_GRACE;

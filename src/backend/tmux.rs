@@ -131,6 +131,57 @@ impl TmuxBackend {
     }
 }
 
+/// `list-panes -a` format for [`TmuxBackend::kill_team_panes`]: a pane and its three marks.
+const MARKS_FORMAT: &str = "#{pane_id}\t#{@swarm-root}\t#{@swarm-team}\t#{@swarm-member}";
+
+impl TmuxBackend {
+    /// A handle on `server` for the panes of `owner`'s team, whichever member they belong to.
+    pub fn for_team(exec: Arc<dyn Exec>, server: TmuxServer, owner: PaneOwner) -> TmuxBackend {
+        TmuxBackend {
+            client: Client::new(exec, server),
+            owner,
+            members: HashMap::new(),
+            layout: Layout::default(),
+            trampoline: None,
+        }
+    }
+
+    /// Kills every pane on the server whose marks name this backend's root and team (the lead
+    /// console's, teammates', dead ones kept by remain-on-exit), so the window or session swarm
+    /// made closes with its last pane; panes without the marks are never touched. Returns how
+    /// many it closed; no server means none.
+    pub fn kill_team_panes(&self) -> Result<usize> {
+        let listing = match self.client.run(vec![tmux_interface::ListPanes::new()
+            .all()
+            .format(MARKS_FORMAT)
+            .build()])
+        {
+            Ok(out) => out,
+            Err(Error::Command { detail, .. }) if server::server_missing(&detail) => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        let mut killed = 0;
+        for line in listing.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let [pane, root, team, member] = f[..] else {
+                continue;
+            };
+            let ours = state::is_pane_id(pane)
+                && !member.is_empty()
+                && self.owner.expected(member) == format!("{root}\n{team}\n{member}\n");
+            if ours
+                && self
+                    .client
+                    .run(vec![KillPane::new().target_pane(pane).build()])
+                    .is_ok()
+            {
+                killed += 1;
+            }
+        }
+        Ok(killed)
+    }
+}
+
 impl PaneBackend for TmuxBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Tmux
@@ -221,10 +272,15 @@ impl PaneBackend for TmuxBackend {
                 let mut argv = vec!["tmux".to_string()];
                 argv.extend(self.client.server.global_args());
                 argv.extend(["attach".into(), "-t".into(), name.clone()]);
-                Some(format!("`swarm attach` or `{}`", display_argv(&argv)))
+                Some(format!(
+                "`swarm attach --team {}` or `{}`",
+                self.owner.team(),
+                display_argv(&argv)
+            ))
             }
             Placement::Window { name, .. } => Some(format!(
-                "the team is in window {name} of this session (`swarm attach` switches to it)"
+                "the team is in window {name} of this session (`swarm attach --team {}` switches to it)",
+                self.owner.team()
             )),
             Placement::Split { .. } => Some("the teammates are split into this window".into()),
         }

@@ -12,6 +12,7 @@ use crate::store::names::{AgentName, TeamName};
 
 mod debug;
 mod launch;
+mod lifecycle;
 mod store;
 mod view;
 
@@ -19,6 +20,7 @@ pub(crate) use crate::bench::BenchArgs;
 pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
 pub(crate) use debug::{DebugAppendArgs, DebugCommand, DebugRuntimeCommand};
 pub(crate) use launch::{DemoArgs, LaunchArgs};
+pub(crate) use lifecycle::{DownArgs, PruneArgs, RestartArgs};
 pub(crate) use store::{
     DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,
 };
@@ -41,7 +43,8 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
 
-    /// Team to act on.
+    /// Team to act on (default: $SWARM_TEAM, else the team of this tmux pane, else the only
+    /// team with a running teammate).
     #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
     pub(crate) team: Option<TeamName>,
 
@@ -57,17 +60,53 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// See swarm work: three shell teammates run a six-task DAG, then shut down cleanly.
     ///
-    /// Uses tmux when it is installed (watch with the printed `tmux attach` command), else
-    /// supervised child processes. Needs no model. The team is `demo` unless --team is given.
+    /// Uses tmux when it is installed (watch with the printed `swarm attach` command), else
+    /// supervised child processes. Needs no model. The team is `demo` unless --team is given;
+    /// its files go to $XDG_DATA_HOME/swarm (default ~/.local/share/swarm) unless --root or
+    /// $SWARM_ROOT says otherwise, never into Claude Code's directory.
     ///
-    /// Example: swarm demo --backend in-process
+    /// Example: swarm demo --keep
     Demo(DemoArgs),
 
     /// Launch a team: one agent process per teammate, each in its own pane.
     ///
-    /// Example: swarm launch examples/refactor.json
+    /// Teammates already on the roster that are not running are started again with their
+    /// recorded identity; one that is running is refused (`swarm up` leaves it alone). Each task
+    /// of the file is seeded once.
+    ///
+    /// Example: swarm launch examples/shell.json
+    ///
     /// Example: swarm launch --team t --agent claude --teammate coder="Fix the parser" -- --verbose
     Launch(LaunchArgs),
+
+    /// Bring a team to what its swarm file says: create what is missing, start teammates that
+    /// are not running (with their recorded identity, agent, cwd and worktree), leave running
+    /// ones alone, and seed each task of the file once (matched by `swarmKey` in its metadata).
+    ///
+    /// Works after `swarm shutdown --all`, `swarm down`, or a tmux server that died.
+    ///
+    /// Example: swarm up examples/shell.json
+    Up(LaunchArgs),
+
+    /// Restart one teammate: the shutdown handshake, then the same teammate started again with
+    /// its recorded identity; its inbox and the task list stay.
+    ///
+    /// Example: swarm restart --team refactor coder
+    Restart(RestartArgs),
+
+    /// Take a team down: the shutdown handshake with every teammate, then the lead console's
+    /// pane and the tmux window or session swarm made are closed. The team's files stay, so
+    /// `swarm up FILE` brings it back.
+    ///
+    /// Example: swarm down --team refactor
+    Down(DownArgs),
+
+    /// Clean up: mark teammates that are no longer running inactive and return their tasks,
+    /// and delete the teams named (or dead for longer than --older-than). Asks first unless
+    /// --yes.
+    ///
+    /// Example: swarm prune --older-than 7d --yes
+    Prune(PruneArgs),
 
     /// Members, their panes (alive, or dead with exit code), current tasks, unread messages,
     /// pending permissions and quarantined files.
@@ -212,8 +251,8 @@ pub(crate) struct LeadArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ShutdownArgs {
-    /// The teammate to stop.
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    /// The teammate to stop (or --all).
+    #[arg(conflicts_with = "all")]
     pub(crate) name: Option<AgentName>,
     /// Every active teammate (requests go out together).
     #[arg(long)]

@@ -5,7 +5,10 @@
 //! the machine has: a tmux window or session when tmux is there, supervised children when it is
 //! not. The demo watches the shared task list, prints each task as it starts and finishes, shuts
 //! the team down through the real handshake and then says where the files are, so the next
-//! thing the user does is `cat` an inbox. It needs no model and no network.
+//! thing the user does is `cat` an inbox. With `--keep` the team stays up when the work is
+//! done, for `swarm attach` (the printed command works: it names the root and the team) until
+//! `swarm down`. Its files go to a per-user data directory ([`data_dir`]) unless `--root` or
+//! `$SWARM_ROOT` is given. It needs no model and no network.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -47,6 +50,28 @@ pub(crate) struct DemoOptions {
     pub(crate) backend: BackendChoice,
     /// Give up (and shut down) after this long.
     pub(crate) timeout: Duration,
+    /// Leave the team running when the work is done (until `swarm down`).
+    pub(crate) keep: bool,
+}
+
+/// Where the demo keeps its teams when neither `--root` nor `$SWARM_ROOT` says:
+/// `$XDG_DATA_HOME/swarm`, else `~/.local/share/swarm`, so a demo never lands among a real
+/// Claude Code's teams in `~/.claude`.
+pub(crate) fn data_dir() -> Result<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = var("XDG_DATA_HOME").filter(|d| d.is_absolute()) {
+        return Ok(dir.join("swarm"));
+    }
+    match var("HOME") {
+        Some(home) => Ok(home.join(".local/share/swarm")),
+        None => Err(Error::usage(
+            "cannot find a place for the demo's files: HOME is not set; pass --root DIR",
+        )),
+    }
 }
 
 /// What the demo did, for `--json` and the closing lines.
@@ -60,6 +85,8 @@ pub(crate) struct DemoReport {
     /// Task id -> who did it.
     pub(crate) done_by: HashMap<String, String>,
     pub(crate) files: DemoFiles,
+    /// The team was left running (`--keep`).
+    pub(crate) kept: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -94,11 +121,12 @@ pub(crate) fn run(
             .collect(),
         tasks: TASKS
             .iter()
-            .map(|(subject, command, after)| TaskPlan {
-                subject: subject.to_string(),
-                description: command.to_string(),
-                active_form: None,
-                blocked_by: after.iter().map(|&i| TaskRef::Index(i)).collect(),
+            .map(|(subject, command, after)| {
+                TaskPlan::new(
+                    subject,
+                    command,
+                    after.iter().map(|&i| TaskRef::Index(i)).collect(),
+                )
             })
             .collect(),
     };
@@ -112,12 +140,17 @@ pub(crate) fn run(
         "backend {}: {}",
         prepared.backend.kind, prepared.backend.why
     ));
+    say(&format!("the team's files: {}", store.root().display()));
     let start = Instant::now();
     let mut launched = prepared.execute(store, &mut |line: &str| say(line))?;
     say(&describe_dag());
-    if let Some(hint) = &launched.attach_hint {
-        say(&format!("watch the panes: {hint}"));
+    if launched.backend == BackendKind::Tmux {
+        say(&format!(
+            "watch the panes: swarm attach --root {} --team {team}",
+            crate::backend::shell_quote(&store.root().display().to_string())
+        ));
     }
+    let keep = opts.keep;
 
     let backend = launched.backend;
     let completed = if backend == BackendKind::InProcess {
@@ -126,6 +159,13 @@ pub(crate) fn run(
         let (store2, team2, timeout) = (store.clone(), team.clone(), opts.timeout);
         let watcher = std::thread::spawn(move || {
             let outcome = watch_until_done(&store2, &team2, timeout, say);
+            if keep {
+                say(&format!(
+                    "the team keeps running here; `swarm down --root {} --team {team2}` from another shell, or Ctrl-C, stops it",
+                    crate::backend::shell_quote(&store2.root().display().to_string())
+                ));
+                return outcome;
+            }
             let stopped = stop_team(&store2, &team2, say);
             outcome.and_then(|done| stopped.map(|()| done))
         });
@@ -136,7 +176,9 @@ pub(crate) fn run(
             .map_err(|_| Error::Backend("the demo's task watcher panicked".into()))??
     } else {
         let done = watch_until_done(store, team, opts.timeout, say);
-        stop_team(store, team, say)?;
+        if !keep {
+            stop_team(store, team, say)?;
+        }
         done?
     };
 
@@ -158,6 +200,7 @@ pub(crate) fn run(
             tasks: store.tasks_dir(team),
             report: workspace.join("report.txt"),
         },
+        kept: keep,
     })
 }
 
@@ -171,8 +214,9 @@ fn clear_previous(store: &Store, team: &TeamName) -> Result<()> {
     for m in config.teammates().filter(|m| !m.retired()) {
         if !lifecycle::member_health(store, team, m)?.dead {
             return Err(Error::usage(format!(
-                "team {team} is still running ({} is alive); stop it with `swarm shutdown --team {team} --all` or pick another --team",
-                m.name
+                "team {team} is still running ({} is alive); stop it with `swarm down --root {} --team {team}` or pick another --team",
+                m.name,
+                crate::backend::shell_quote(&store.root().display().to_string())
             )));
         }
     }

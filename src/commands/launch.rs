@@ -10,14 +10,15 @@ use crate::error::{Error, Result};
 use crate::launch::supervisor::{Event, SuperviseOptions};
 use crate::launch::swarmfile::{self, LaunchPlanParts};
 use crate::launch::{
-    self, AgentKind, CommandLine, DryRun, Inherited, LaunchOptions, TaskRef, TeammatePlan,
-    DEFAULT_GRACE,
+    self, AgentKind, CommandLine, DryRun, IfRunning, Inherited, LaunchOptions, TaskRef,
+    TeammatePlan, DEFAULT_GRACE,
 };
 use crate::output;
 use crate::store::lead_key::LeadKey;
 use crate::store::names::AgentName;
 
-pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
+/// `swarm launch` (`IfRunning::Refuse`) and `swarm up` (`IfRunning::Keep`).
+pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Result<i32> {
     let (file_team, mut parts) = match &args.file {
         Some(path) => {
             let loaded = swarmfile::load(path)?;
@@ -27,8 +28,8 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
     };
     let team = match file_team {
         Some(t) => t,
-        None => ctx.team().map_err(|_| {
-            Error::usage("no team given: put \"team\" in the swarm file or pass --team NAME")
+        None => ctx.team().map_err(|e| {
+            Error::usage(format!("{e}; a swarm file can name its team with \"team\""))
         })?,
     };
     for spec in &args.teammate {
@@ -54,6 +55,8 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
     opts.backend = args.backend;
     opts.split = args.split;
     opts.lead_pane = !args.no_lead_pane;
+    opts.if_running = if_running;
+    opts.dry_run = args.dry_run;
     opts.agent = args.agent.as_deref().map(AgentKind::parse).transpose()?;
     opts.inherited = Inherited {
         model: args.model,
@@ -99,22 +102,20 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
             output::json(&launched)?;
         }
     } else {
-        output::line(format!(
-            "team {} is running: {} teammate{}",
-            launched.team,
-            launched.teammates.len(),
-            if launched.teammates.len() == 1 {
-                ""
-            } else {
-                "s"
-            }
-        ))?;
+        let started = super::team::plural(launched.teammates.len(), "teammate");
+        output::line(match launched.left_running.len() {
+            0 => format!("team {}: {started} started", launched.team),
+            n => format!(
+                "team {}: {started} started, {n} already running",
+                launched.team
+            ),
+        })?;
         if let Some(hint) = &launched.attach_hint {
             output::line(format!("  {hint}"))?;
         }
         if launched.backend != BackendKind::InProcess {
             output::line(format!(
-                "  `swarm status --team {0}` shows them; `swarm shutdown --team {0} --all` stops them",
+                "  `swarm status --team {0}` shows them; `swarm down --team {0}` stops them and closes the panes",
                 launched.team
             ))?;
         }
@@ -160,6 +161,9 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
         doc.backend,
         doc.lead_session_id
     ))?;
+    for name in &doc.left_running {
+        output::line(format!("{name} is already running; left alone"))?;
+    }
     let show = |title: String, c: &CommandLine| -> Result<()> {
         output::line(title)?;
         output::line(format!("  cwd   {}", c.cwd.display()))?;
@@ -175,7 +179,11 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
         show("lead console (first pane)".into(), lead)?;
     }
     for t in &doc.teammates {
-        show(format!("{} ({}, {})", t.name, t.color, t.agent), &t.command)?;
+        let again = if t.again { ", started again" } else { "" };
+        show(
+            format!("{} ({}, {}{again})", t.name, t.color, t.agent),
+            &t.command,
+        )?;
         if let Some(wt) = &t.worktree {
             output::line(format!(
                 "  worktree {} on branch {} (from {})",

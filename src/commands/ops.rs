@@ -1,24 +1,26 @@
-//! `swarm status | attach | shutdown | kill | logs`: operating a running team.
+//! `swarm status | attach | shutdown | kill`: operating a running team (`swarm logs` is in
+//! `logs.rs`).
 //!
 //! Unlike the store commands these look past the files at the processes and panes behind each
 //! member (through `lifecycle` and the backends), to show who is alive, go to a pane, print its
 //! output, or stop a teammate and return its tasks. What the team's files and panes say is
 //! printed with control characters made visible (`output::terminal`); `--json` stays raw.
 
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::Context;
-use crate::backend::tmux::TmuxEnv;
+use crate::backend::tmux::{TmuxEnv, TmuxServer};
 use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneState};
 use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, Health, LeadHealth, ShutdownOptions, ShutdownResult, Verdict};
+use crate::lifecycle::{
+    self, Health, LeadHealth, ShutdownOptions, ShutdownOutcome, ShutdownResult, Verdict,
+};
 use crate::output;
-use crate::output::terminal::{visible, visible_lines};
+use crate::output::terminal::visible;
 use crate::store::liveness::Liveness;
 use crate::store::mailbox::Mailbox;
 use crate::store::names::{AgentName, TeamName};
@@ -88,10 +90,10 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         }));
     }
     output::line(format!("team {}  {}", team, visible(&config.description)))?;
-    output::line(format!(
-        "  {:<16} {:<7} {:<10} {:<6} {:<28} {:>6}  TASK",
-        "NAME", "COLOR", "BACKEND", "PANE", "STATE", "UNREAD"
-    ))?;
+    let mut table = vec![[
+        "NAME", "COLOR", "BACKEND", "PANE", "STATE", "UNREAD", "TASK",
+    ]
+    .map(String::from)];
     for ((m, row), state) in config.members.iter().zip(&rows).zip(&states) {
         let task = row["task"]
             .as_object()
@@ -103,19 +105,45 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                 )
             })
             .unwrap_or_else(|| "-".into());
-        output::line(format!(
-            "  {:<16} {:<7} {:<10} {:<6} {:<28} {:>6}  {}",
-            visible(&m.name),
-            visible(m.color_or_default()),
-            visible(m.backend_type.as_deref().unwrap_or("-")),
+        table.push([
+            visible(&m.name).into_owned(),
+            visible(m.color_or_default()).into_owned(),
+            visible(m.backend_type.as_deref().unwrap_or("-")).into_owned(),
             if m.tmux_pane_id.is_empty() {
                 "-".into()
             } else {
-                visible(&m.tmux_pane_id)
+                visible(&m.tmux_pane_id).into_owned()
             },
-            visible(state),
-            row["unread"].as_u64().unwrap_or_default(),
-            task
+            visible(state).into_owned(),
+            row["unread"].as_u64().unwrap_or_default().to_string(),
+            task,
+        ]);
+    }
+    // Columns as wide as their widest cell, so `in-process` rows line up with tmux ones.
+    let width = |col: usize| {
+        table
+            .iter()
+            .map(|r| r[col].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..6).map(width).collect();
+    for r in &table {
+        output::line(format!(
+            "  {:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:<w4$}  {:>w5$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+            w5 = widths[5],
         ))?;
     }
     if led_by_claude {
@@ -177,6 +205,9 @@ fn describe_state(
     };
     if m.is_lead() {
         format!("lead, {pane_text}")
+    } else if m.retired() && h.pane == PaneState::Gone {
+        // Shut down cleanly: its pane was closed on purpose.
+        "stopped".into()
     } else if m.retired() {
         format!("inactive, {pane_text}")
     } else {
@@ -253,14 +284,37 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                     target.name
                 )));
             }
-            let argv = backend.attach_argv(&pane, TmuxEnv::from_process().inside())?;
-            let err = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
+            // switch-client only works on the server this shell's tmux runs; a pane on
+            // another server (SWARM_TMUX_SOCKET) is attached to, nested, like from outside.
+            let env = TmuxEnv::from_process();
+            let here = env.tmux.as_deref().and_then(|t| t.split(',').next());
+            let inside = env.inside()
+                && matches!(
+                    (TmuxServer::for_member(&target), here),
+                    (Some(TmuxServer::Path(p)), Some(h)) if p.as_os_str() == h
+                );
+            let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+            if !inside && !terminal {
+                return Err(Error::usage(format!(
+                    "swarm attach needs a terminal, and standard input or output is not one; run \
+                     it from a terminal, or print the pane with `swarm logs --team {team} {}`",
+                    target.name
+                )));
+            }
+            let argv = backend.attach_argv(&pane, inside)?;
+            let mut attach = std::process::Command::new(&argv[0]);
+            attach.args(&argv[1..]);
+            if !inside {
+                // tmux refuses to attach from inside another of its sessions while $TMUX is set.
+                attach.env_remove("TMUX");
+            }
+            let err = attach.exec();
             Err(Error::Command {
                 program: "tmux".into(),
                 detail: err.to_string(),
             })
         }
-        Some((BackendKind::InProcess, _)) => logs(ctx, &target.name.parse()?, true),
+        Some((BackendKind::InProcess, _)) => super::logs::logs(ctx, &target.name.parse()?, true),
         Some((BackendKind::Iterm2, _)) => output::line(format!(
             "{} runs in iTerm2 session {}, split into the tab swarm was launched from",
             visible(&target.name),
@@ -291,9 +345,12 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
             .map(|m| m.name.parse())
             .collect::<Result<_>>()?
     } else {
-        let name = args
-            .name
-            .ok_or_else(|| Error::usage("name a teammate, or pass --all"))?;
+        let name = args.name.ok_or_else(|| {
+            Error::usage(format!(
+                "name the teammate to stop (`swarm shutdown --team {team} NAME`), or pass --all \
+                 to stop every teammate of team {team}"
+            ))
+        })?;
         vec![member(ctx, &team, &name)?.name.parse()?]
     };
     if names.is_empty() {
@@ -314,54 +371,57 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
         output::json(&outcomes)?;
     } else {
         for o in &outcomes {
-            let mut line = format!(
-                "{}: {}",
-                o.name,
-                match &o.outcome {
-                    ShutdownResult::Approved => "approved the shutdown".to_string(),
-                    ShutdownResult::Rejected { reason } =>
-                        format!("rejected the shutdown ({reason})"),
-                    ShutdownResult::TimedOut => format!("no answer within {} s", args.timeout),
-                    ShutdownResult::Exited => "exited before answering".into(),
-                    ShutdownResult::NotRunning => "was not running".into(),
-                    ShutdownResult::NotAsked =>
-                        "not asked (swarm cannot speak as this team's lead)".into(),
-                }
-            );
-            if o.killed || o.retired {
-                line.push_str(if o.killed {
-                    "; stopped, marked inactive"
-                } else {
-                    "; marked inactive, but its process was not signalled (see above)"
-                });
-                if !o.released.is_empty() {
-                    line.push_str(&format!(
-                        "; tasks back to pending: {}",
-                        o.released
-                            .iter()
-                            .map(|t| format!("#{t}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                }
-            } else if o.unidentified {
-                line.push_str(
-                    "; not stopped: swarm cannot identify its pane or process (no tmux server or \
-                     pid recorded for it), so it touched nothing; stop it from its own lead",
-                );
-            } else {
-                line.push_str(&format!(
-                    "; still running (`swarm shutdown --force {0}` or `swarm kill {0}` stops it)",
-                    o.name
-                ));
-            }
-            output::line(line)?;
+            output::line(describe_outcome(o, args.timeout))?;
             if let Some(wt) = &o.worktree {
                 output::line(format!("  {wt}"))?;
             }
         }
     }
     Ok(if refused > 0 { 1 } else { 0 })
+}
+
+/// One teammate's shutdown as a line: its answer and what was done about it.
+pub(crate) fn describe_outcome(o: &ShutdownOutcome, timeout: u64) -> String {
+    let mut line = format!(
+        "{}: {}",
+        o.name,
+        match &o.outcome {
+            ShutdownResult::Approved => "approved the shutdown".to_string(),
+            ShutdownResult::Rejected { reason } => format!("rejected the shutdown ({reason})"),
+            ShutdownResult::TimedOut => format!("no answer within {timeout} s"),
+            ShutdownResult::Exited => "exited before answering".into(),
+            ShutdownResult::NotRunning => "was not running".into(),
+            ShutdownResult::NotAsked => "not asked (swarm cannot speak as this team's lead)".into(),
+        }
+    );
+    if o.killed || o.retired {
+        line.push_str(if o.killed {
+            "; stopped, marked inactive"
+        } else {
+            "; marked inactive, but its process was not signalled (see above)"
+        });
+        if !o.released.is_empty() {
+            line.push_str(&format!(
+                "; tasks back to pending: {}",
+                o.released
+                    .iter()
+                    .map(|t| format!("#{t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    } else if o.unidentified {
+        line.push_str(
+            "; not stopped: swarm cannot identify its pane or process (no tmux server or pid \
+             recorded for it), so it touched nothing; stop it from its own lead",
+        );
+    } else {
+        line.push_str(&format!(
+            "; still running (`swarm shutdown --force {0}` or `swarm kill {0}` stops it)",
+            o.name
+        ));
+    }
+    line
 }
 
 /// Stops a teammate and retires it. A member that was already stopped is said to be so (exit 0:
@@ -418,122 +478,5 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
     match refused {
         Some(report) => Err(Error::Backend(report)),
         None => Ok(()),
-    }
-}
-
-pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> {
-    let team = ctx.existing_team()?;
-    let m = member(ctx, &team, name)?;
-    let who: AgentName = m.name.parse()?;
-    match for_member(&ctx.store, &team, &m).map(|b| b.kind()) {
-        Some(BackendKind::Tmux) => tmux_logs(ctx, &team, &m, follow),
-        Some(BackendKind::Iterm2) => Err(Error::usage(format!(
-            "{who} runs in iTerm2 session {}; its output is in that pane",
-            visible(&m.tmux_pane_id)
-        ))),
-        _ => {
-            let path = ctx.store.log_path(&team, &who);
-            file_logs(ctx, &team, &who, &path, follow)
-        }
-    }
-}
-
-fn file_logs(
-    ctx: &Context,
-    team: &TeamName,
-    who: &AgentName,
-    path: &Path,
-    follow: bool,
-) -> Result<()> {
-    use std::io::Write;
-    let mut file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::usage(format!(
-                "{who} has no log at {} (only in-process teammates write one)",
-                path.display()
-            )))
-        }
-        Err(e) => return Err(Error::io("open", path)(e)),
-    };
-    let mut pos = 0u64;
-    let mut buf = Vec::new();
-    loop {
-        file.seek(SeekFrom::Start(pos))
-            .map_err(Error::io("read", path))?;
-        buf.clear();
-        file.read_to_end(&mut buf)
-            .map_err(Error::io("read", path))?;
-        // When following, a character cut in half by the writer is printed once its rest is in.
-        let whole = match std::str::from_utf8(&buf) {
-            Err(e) if follow && e.error_len().is_none() => e.valid_up_to(),
-            _ => buf.len(),
-        };
-        if whole > 0 {
-            pos += whole as u64;
-            let text = String::from_utf8_lossy(&buf[..whole]);
-            let mut out = std::io::stdout().lock();
-            out.write_all(visible_lines(&text).as_bytes())
-                .and_then(|()| out.flush())
-                .map_err(|e| Error::Io {
-                    action: "write",
-                    path: "standard output".into(),
-                    source: e,
-                })?;
-        }
-        if !follow {
-            return Ok(());
-        }
-        let member = Roster::new(&ctx.store, team).require_member(who.as_str())?;
-        let done = member.retired() && crate::backend::pid_state(&member).is_dead();
-        if done && whole == 0 {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn tmux_logs(ctx: &Context, team: &TeamName, m: &Member, follow: bool) -> Result<()> {
-    let member_backend = for_member(&ctx.store, team, m);
-    let Some(backend) = member_backend.as_ref().and_then(|b| b.tmux()) else {
-        return Err(Error::usage(format!("{} does not run in tmux", m.name)));
-    };
-    let pane = PaneId(m.tmux_pane_id.clone());
-    let trimmed = |text: String| -> Vec<String> {
-        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-        while lines.last().is_some_and(|l| l.trim().is_empty()) {
-            lines.pop();
-        }
-        lines
-    };
-    let mut shown: Vec<String> = Vec::new();
-    loop {
-        if backend.state(&pane)? == PaneState::Gone {
-            if shown.is_empty() {
-                return Err(Error::usage(format!(
-                    "{}'s pane {pane} no longer exists, so its output is gone",
-                    m.name
-                )));
-            }
-            return Ok(());
-        }
-        let lines = trimmed(backend.capture(&pane)?);
-        let start = if lines.starts_with(&shown) {
-            shown.len()
-        } else {
-            // The screen changed above what was shown: print from the longest overlap.
-            (0..=shown.len().min(lines.len()))
-                .rev()
-                .find(|&k| shown[shown.len() - k..] == lines[..k])
-                .unwrap_or(0)
-        };
-        for l in &lines[start..] {
-            output::line(visible_lines(l))?;
-        }
-        shown = lines;
-        if !follow {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(500));
     }
 }

@@ -10,7 +10,9 @@ use super::{json_arg, Context};
 use crate::commands::cli::{DepAction, TaskCommand};
 use crate::error::{Error, Result};
 use crate::output;
-use crate::store::names::TaskId;
+use crate::output::terminal::visible;
+use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::roster::Roster;
 use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch};
 
 pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
@@ -47,7 +49,7 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             };
             let list: Vec<Task> = list
                 .into_iter()
-                .filter(|t| status.is_none_or(|s| t.status == s))
+                .filter(|t| status.is_none_or(|s| t.status == s.0))
                 .filter(|t| {
                     owner
                         .as_ref()
@@ -104,7 +106,7 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 subject,
                 description,
                 active_form,
-                status,
+                status: status.map(|s| s.0),
                 owner,
                 metadata: object_arg("--metadata", metadata.as_deref())?,
             };
@@ -124,11 +126,13 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             no_busy_check,
         } => {
             super::identity::check_acting_as(name.as_str(), "--agent")?;
+            require_member(ctx, &team, &name)?;
             let task = tasks.claim(&id, &name, !no_busy_check)?;
             print_task(ctx, &task, "claimed")
         }
         TaskCommand::Release { agent: name } => {
             super::identity::check_acting_as(name.as_str(), "--agent")?;
+            require_member(ctx, &team, &name)?;
             let released = tasks.release_agent(name.as_str())?;
             if ctx.json {
                 return output::json(&json!({ "released": released }));
@@ -146,6 +150,7 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
         TaskCommand::Next { agent: name, claim } => {
             if let Some(n) = name.as_ref().filter(|_| claim) {
                 super::identity::check_acting_as(n.as_str(), "--agent")?;
+                require_member(ctx, &team, n)?;
             }
             let next = match (claim, name) {
                 (true, Some(n)) => tasks.claim_next(&n, true)?,
@@ -158,6 +163,12 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             }
         }
     }
+}
+
+/// Refuses a name that is not on the team's roster, as every command that names a member does.
+fn require_member(ctx: &Context, team: &TeamName, name: &AgentName) -> Result<()> {
+    Roster::new(&ctx.store, team).require_member(name.as_str())?;
+    Ok(())
 }
 
 fn object_arg(flag: &str, text: Option<&str>) -> Result<Map<String, Value>> {
@@ -188,11 +199,23 @@ fn row(t: &Task) -> String {
     } else {
         format!("  (after {})", ids(&t.blocked_by))
     };
+    // A parked task is pending on disk but failed as far as anyone reading the list cares.
+    let (status, failure) = if t.parked() {
+        let reason = t
+            .metadata
+            .get("failureReason")
+            .and_then(Value::as_str)
+            .map(|r| format!("  failed: {}", visible(r)))
+            .unwrap_or_default();
+        ("failed", reason)
+    } else {
+        (t.status.as_str(), String::new())
+    };
     format!(
-        "#{:<4} {:<11} {}{owner}{blocked}",
+        "#{:<4} {:<11} {}{owner}{blocked}{failure}",
         t.id,
-        t.status.as_str(),
-        t.subject
+        status,
+        visible(&t.subject)
     )
 }
 

@@ -13,7 +13,8 @@ use serde_json::json;
 use super::Context;
 use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, ShutdownOptions, ShutdownOutcome, ShutdownResult};
+use crate::lifecycle::census::Presence;
+use crate::lifecycle::{self, Census, ShutdownOptions, ShutdownOutcome, ShutdownResult};
 use crate::output;
 use crate::output::terminal::visible;
 use crate::store::colour::Colour;
@@ -55,20 +56,18 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                     Err(e) => eprintln!("swarm: warning: skipping team {team}: {e}"),
                 }
             }
+            let summaries: Vec<_> = rows.iter().map(|c| summary(ctx, c)).collect();
             if ctx.json {
-                let list: Vec<_> = rows.iter().map(summary).collect();
-                return output::json(&list);
+                return output::json(&summaries);
             }
             if rows.is_empty() {
                 return output::line(format!("no teams under {}", ctx.store.root().display()));
             }
-            for c in &rows {
-                let s = summary(c);
+            for (c, s) in rows.iter().zip(&summaries) {
                 output::line(format!(
-                    "{:<24} {} teammates, {} active  {}",
+                    "{:<24} {}  {}",
                     visible(&c.name),
-                    s["teammates"],
-                    s["active"],
+                    describe_census(&s.census),
                     visible(&c.description)
                 ))?;
             }
@@ -85,13 +84,19 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 visible(&config.name),
                 visible(&config.description)
             ))?;
+            let tasks = TaskList::new(&ctx.store, &team).list().unwrap_or_default();
             for m in &config.members {
+                // What runs, from panes, pids and liveness locks, not the roster's flag.
                 let state = if m.is_lead() {
                     "lead"
-                } else if m.retired() {
-                    "inactive"
                 } else {
-                    m.busy_text().unwrap_or("active")
+                    match lifecycle::census::presence(&ctx.store, &team, m, &tasks) {
+                        Presence::Busy => "busy",
+                        Presence::Idle => "idle",
+                        Presence::Unknown => "unknown",
+                        Presence::Dead if m.retired() => "stopped",
+                        Presence::Dead => "dead",
+                    }
                 };
                 output::line(format!(
                     "  {:<20} {:<8} {:<9} {:<10} pane {}",
@@ -150,7 +155,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             }
         }
         TeamCommand::Delete { name, force } => {
-            let team = pick(ctx, name)?;
+            let team = pick_explicit(ctx, name)?;
             let roster = Roster::new(&ctx.store, &team);
             let stopped = if force {
                 stop_everyone(ctx, &team)?
@@ -221,22 +226,70 @@ fn clear_what_was_left(ctx: &Context, team: &TeamName, who: &AgentName) -> Resul
     Ok(())
 }
 
+/// The team to show: the one named, else the current team.
 fn pick(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
     match name {
         Some(n) => Ok(n),
-        None if ctx.team.is_none() => Err(Error::usage(
-            "name the team: swarm team show NAME (or set --team)",
-        )),
         None => ctx.team(),
     }
 }
 
-fn summary(c: &TeamConfig) -> serde_json::Value {
-    json!({
-        "name": c.name,
-        "description": c.description,
-        "createdAt": c.created_at,
-        "teammates": c.teammates().count(),
-        "active": c.teammates().filter(|m| !m.retired()).count(),
+/// The team to delete: named, or given by --team / $SWARM_TEAM; never guessed.
+fn pick_explicit(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
+    name.or_else(|| ctx.team.clone()).ok_or_else(|| {
+        Error::usage("name the team to delete: swarm team delete NAME (or pass --team)")
     })
+}
+
+/// A team as `team list` shows it: its teammates counted by what really runs.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Summary {
+    name: String,
+    description: String,
+    created_at: u64,
+    #[serde(flatten)]
+    census: Census,
+}
+
+fn summary(ctx: &Context, c: &TeamConfig) -> Summary {
+    let census = match c.name.parse::<TeamName>() {
+        Ok(team) => lifecycle::census(&ctx.store, &team, c),
+        Err(_) => Census::default(),
+    };
+    Summary {
+        name: c.name.clone(),
+        description: c.description.clone(),
+        created_at: c.created_at,
+        census,
+    }
+}
+
+/// `3 teammates: 2 running (1 idle, 1 busy), 1 stopped`.
+pub(crate) fn describe_census(c: &Census) -> String {
+    let mut s = format!("{}: ", plural(c.teammates, "teammate"));
+    if c.running > 0 {
+        s.push_str(&format!(
+            "{} running ({} idle, {} busy)",
+            c.running, c.idle, c.busy
+        ));
+    } else {
+        s.push_str("none running");
+    }
+    if c.stopped > 0 {
+        s.push_str(&format!(", {} stopped", c.stopped));
+    }
+    if c.dead > 0 {
+        s.push_str(&format!(
+            ", {} dead (`swarm prune` retires {})",
+            c.dead,
+            if c.dead == 1 { "it" } else { "them" }
+        ));
+    }
+    s
+}
+
+/// `1 teammate`, `2 teammates`.
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }

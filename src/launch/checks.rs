@@ -1,7 +1,7 @@
 //! The refusals of [`prepare`](super::prepare): input that would fail later, or half-way
 //! through spawning, is turned away here with exit 2 and a message that says how to fix it.
 //!
-//! Teammate names are unique ignoring case and new to the team; environment variable names are
+//! Teammate names are unique ignoring case; environment variable names are
 //! letters, digits and `_` with values free of NUL; model and agent-type words are non-empty
 //! with no control characters; permission modes are single alphanumeric words, as claude's
 //! are; a task depends only on an earlier task of the plan or on a task already in the list.
@@ -12,11 +12,11 @@ use super::{Inherited, LaunchPlan, TaskRef, TeammatePlan};
 use crate::error::{Error, Result};
 use crate::store::names::AgentName;
 use crate::store::paths::Store;
-use crate::store::roster::TeamConfig;
 use crate::store::tasks::TaskList;
 
-/// At least one teammate; names unique ignoring case and not already on the team.
-pub(super) fn check_names(plan: &LaunchPlan, existing: Option<&TeamConfig>) -> Result<()> {
+/// At least one teammate; names unique ignoring case. (A name already on the roster is that
+/// teammate started again, or left alone while it runs: see `prepare`.)
+pub(super) fn check_names(plan: &LaunchPlan) -> Result<()> {
     if plan.teammates.is_empty() {
         return Err(Error::usage(
             "no teammates to launch: give a swarm file with teammates[] or --teammate NAME=PROMPT",
@@ -29,14 +29,6 @@ pub(super) fn check_names(plan: &LaunchPlan, existing: Option<&TeamConfig>) -> R
                 "duplicate teammate name {:?} (names are unique ignoring case); rename one",
                 t.name.as_str()
             )));
-        }
-        if let Some(config) = existing {
-            if config.members.iter().any(|m| t.name.same_as(&m.name)) {
-                return Err(Error::usage(format!(
-                    "team {} already has a member named {:?}; rename the teammate or `swarm shutdown {}` and `swarm team remove {}` first",
-                    plan.team, t.name.as_str(), t.name, t.name
-                )));
-            }
         }
     }
     Ok(())

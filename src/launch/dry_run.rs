@@ -25,6 +25,8 @@ pub(crate) struct DryRun {
     pub(crate) lead_session_id: String,
     pub(crate) lead: Option<CommandLine>,
     pub(crate) teammates: Vec<DryRunTeammate>,
+    /// Teammates already running, which the launch leaves alone (`swarm up`).
+    pub(crate) left_running: Vec<String>,
     pub(crate) tasks: Vec<TaskPlan>,
 }
 
@@ -45,6 +47,8 @@ pub(crate) struct DryRunTeammate {
     pub(crate) color: String,
     pub(crate) agent: String,
     pub(crate) worktree: Option<Worktree>,
+    /// On the roster already, not running: started again as it was.
+    pub(crate) again: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) log: Option<String>,
     /// The first inbox message; the text output shows its first line.
@@ -100,10 +104,12 @@ impl Prepared {
                     color: t.color.clone(),
                     agent: t.agent.label(),
                     worktree: t.worktree.clone(),
+                    again: t.previous.is_some(),
                     log: t.launch.log.as_ref().map(|l| l.display().to_string()),
                     prompt: t.prompt.clone(),
                 })
                 .collect(),
+            left_running: self.left_running.clone(),
             tasks: self.tasks.clone(),
         }
     }

@@ -106,6 +106,10 @@ pub(crate) enum TaskRef {
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TaskPlan {
+    /// What makes it the same task on the next launch: kept as [`TASK_KEY`] in the task's
+    /// metadata, so a task already seeded is not seeded again. The swarm file's `key`, else the
+    /// subject.
+    pub(crate) key: String,
     pub(crate) subject: String,
     pub(crate) description: String,
     /// What the task reads as while in progress ("Adding tests"), as Claude Code's task files
@@ -113,6 +117,72 @@ pub(crate) struct TaskPlan {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) active_form: Option<String>,
     pub(crate) blocked_by: Vec<TaskRef>,
+}
+
+/// Metadata key of a task seeded from a plan, holding its [`TaskPlan::key`].
+pub(crate) const TASK_KEY: &str = "swarmKey";
+
+impl TaskPlan {
+    /// A task whose key is its subject.
+    pub(crate) fn new(subject: &str, description: &str, blocked_by: Vec<TaskRef>) -> TaskPlan {
+        TaskPlan {
+            key: subject.to_string(),
+            subject: subject.to_string(),
+            description: description.to_string(),
+            active_form: None,
+            blocked_by,
+        }
+    }
+}
+
+/// What to do with a teammate of the plan that is already on the roster and running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IfRunning {
+    /// `swarm launch`: refuse, saying how to restart it.
+    Refuse,
+    /// `swarm up`: leave it alone.
+    Keep,
+}
+
+/// Swarm-only roster field: how a teammate was launched beyond what the roster's own fields
+/// say, so `swarm up` and `swarm restart` start it again the same way.
+pub(crate) const LAUNCH_FIELD: &str = "swarmLaunch";
+
+/// The [`LAUNCH_FIELD`] record.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RecordedLaunch {
+    /// The agent kind's words (`["claude"]`, `["shell"]`, or the command).
+    pub(crate) agent: Vec<String>,
+    /// Where the teammate starts, before any worktree.
+    pub(crate) cwd: PathBuf,
+    #[serde(default)]
+    pub(crate) worktree: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) permission_mode: Option<String>,
+    #[serde(default)]
+    pub(crate) dangerously_skip_permissions: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) settings: Option<String>,
+    #[serde(default)]
+    pub(crate) prompt_via_stdin: bool,
+    #[serde(default)]
+    pub(crate) extra: Vec<String>,
+    #[serde(default)]
+    pub(crate) env: Vec<(String, String)>,
+}
+
+impl AgentKind {
+    /// The words [`AgentKind::from_words`] reads back.
+    pub(crate) fn words(&self) -> Vec<String> {
+        match self {
+            AgentKind::Claude => vec!["claude".into()],
+            AgentKind::Shell => vec!["shell".into()],
+            AgentKind::Command(words) => words.clone(),
+        }
+    }
 }
 
 /// A team to launch.
@@ -155,6 +225,10 @@ pub(crate) struct LaunchOptions {
     /// Overrides the plan's default agent kind.
     pub(crate) agent: Option<AgentKind>,
     pub(crate) inherited: Inherited,
+    /// What to do with a plan's teammate that is already running.
+    pub(crate) if_running: IfRunning,
+    /// `--dry-run`: a program that is not installed is a warning, not an error.
+    pub(crate) dry_run: bool,
     /// The team's `--lead-verify-key`, given to every teammate.
     pub(crate) lead_verify_key: Option<String>,
     /// `<swarm exe>`, for the teammate runtime and the lead console.
@@ -178,6 +252,8 @@ impl LaunchOptions {
             lead_pane: true,
             agent: None,
             inherited: Inherited::default(),
+            if_running: IfRunning::Refuse,
+            dry_run: false,
             lead_verify_key: None,
             swarm_exe,
             environ: std::env::vars().collect(),
@@ -208,6 +284,8 @@ impl LaunchOptions {
             lead_pane: true,
             agent: None,
             inherited: Inherited::default(),
+            if_running: IfRunning::Refuse,
+            dry_run: false,
             lead_verify_key: None,
             swarm_exe: "/opt/swarm".into(),
             environ,

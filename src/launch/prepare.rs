@@ -12,13 +12,14 @@ use serde_json::Value;
 
 use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
 use super::command_line::{self, AgentFlags};
+use super::plan::{IfRunning, LAUNCH_FIELD};
 use super::program::{resolve_claude, resolve_program};
 use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
 use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree::{self, Worktree};
 use crate::store::colour::Colour;
-use crate::store::names::{AgentName, TeamName};
+use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster, TeamConfig};
 use crate::teammate::args::{BuiltinAgent, PromptVia, TeammateArgs};
@@ -34,8 +35,12 @@ pub(crate) struct PreparedTeammate {
     pub(super) agent: AgentKind,
     pub(super) color: String,
     pub(super) launch: Launch,
+    /// A worktree to create at spawn (not one the teammate keeps from an earlier run).
     pub(super) worktree: Option<Worktree>,
     pub(super) member: Member,
+    /// The roster entry of a teammate started again: its old pane or process is closed first,
+    /// it keeps its inbox and tasks, and it gets no first message.
+    pub(super) previous: Option<Member>,
 }
 
 /// A launch that passed validation; nothing is written yet.
@@ -51,16 +56,20 @@ pub(crate) struct Prepared {
     /// The lead console's command, when it gets a pane.
     pub(super) lead: Option<Launch>,
     pub(super) teammates: Vec<PreparedTeammate>,
+    /// Teammates of the plan that are running already and are left alone (`swarm up`).
+    pub(super) left_running: Vec<String>,
+    /// The lead's roster entry when its pane is to be opened again (its old one died).
+    pub(super) previous_lead: Option<Member>,
     pub(super) tasks: Vec<TaskPlan>,
     pub(super) root: PathBuf,
     pub(super) opts: LaunchOptions,
 }
 
 /// What every teammate of one launch shares, worked out once.
-struct Shared<'a> {
+pub(super) struct Shared<'a> {
     store: &'a Store,
     opts: &'a LaunchOptions,
-    team: &'a TeamName,
+    pub(super) team: &'a TeamName,
     root: PathBuf,
     backend: BackendKind,
     base_cwd: PathBuf,
@@ -83,7 +92,7 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
     } else {
         None
     };
-    check_names(&plan, existing.as_ref())?;
+    check_names(&plan)?;
     check_inherited(&opts.inherited)?;
     let backend = choose_backend(opts)?;
     let base_cwd = absolute(&match &plan.cwd {
@@ -108,23 +117,53 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         claude_bin: None,
         base_cwd,
     };
-    let teammates = plan
-        .teammates
-        .iter()
-        .enumerate()
-        .map(|(i, t)| shared.teammate(i, t))
-        .collect::<Result<Vec<_>>>()?;
+    let mut teammates = Vec::new();
+    let mut left_running = Vec::new();
+    let mut added = 0;
+    for t in &plan.teammates {
+        let on_roster = existing
+            .as_ref()
+            .and_then(|c| c.teammates().find(|m| t.name.same_as(&m.name)));
+        match on_roster {
+            Some(m) if crate::lifecycle::member_running(store, &plan.team, m) => {
+                match opts.if_running {
+                    IfRunning::Keep => left_running.push(m.name.clone()),
+                    IfRunning::Refuse => {
+                        return Err(Error::usage(format!(
+                            "{} is already running in team {}; `swarm up FILE` starts only the \
+                             teammates that are not running, and `swarm restart {}` restarts this one",
+                            m.name, plan.team, m.name
+                        )))
+                    }
+                }
+            }
+            Some(m) => teammates.push(shared.again(m)?),
+            None => {
+                let color = Colour::nth(shared.already + added).name.to_string();
+                added += 1;
+                let settings = shared.settings.clone();
+                teammates.push(shared.teammate(color, t, &opts.inherited, settings, None)?);
+            }
+        }
+    }
     check_tasks(store, &plan, existing.is_some())?;
-    let lead =
-        (backend.kind == BackendKind::Tmux && opts.lead_pane && !opts.split && existing.is_none())
-            .then(|| {
-                command_line::lead(
-                    &opts.swarm_exe,
-                    &shared.root,
-                    &plan.team,
-                    shared.base_cwd.clone(),
-                )
-            });
+    let previous_lead = existing
+        .as_ref()
+        .and_then(|c| c.member(LEAD))
+        .filter(|lead| super::again::lead_pane_died(store, &plan.team, lead))
+        .cloned();
+    let lead = (backend.kind == BackendKind::Tmux
+        && opts.lead_pane
+        && !opts.split
+        && (existing.is_none() || previous_lead.is_some()))
+    .then(|| {
+        command_line::lead(
+            &opts.swarm_exe,
+            &shared.root,
+            &plan.team,
+            shared.base_cwd.clone(),
+        )
+    });
     let Shared {
         root,
         base_cwd,
@@ -139,8 +178,10 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         base_cwd,
         backend,
         split: opts.split,
+        previous_lead: previous_lead.filter(|_| lead.is_some()),
         lead,
         teammates,
+        left_running,
         tasks: plan.tasks,
         root,
         opts: opts.clone(),
@@ -181,17 +222,23 @@ fn settings_arg(inh: &Inherited, base_cwd: &Path) -> Option<String> {
 }
 
 impl Shared<'_> {
-    /// The `i`th teammate of the plan, checked and with its command line built.
-    fn teammate(&mut self, i: usize, t: &TeammatePlan) -> Result<PreparedTeammate> {
+    /// A teammate of the plan, checked and with its command line built; `previous` is its
+    /// roster entry when it is started again.
+    pub(super) fn teammate(
+        &mut self,
+        color: String,
+        t: &TeammatePlan,
+        inh: &Inherited,
+        settings: Option<String>,
+        previous: Option<&Member>,
+    ) -> Result<PreparedTeammate> {
         let name = &t.name;
         let agent = t
             .agent
             .clone()
             .unwrap_or_else(|| self.default_agent.clone());
-        let color = Colour::nth(self.already + i).name.to_string();
-        let (cwd, worktree) = self.teammate_cwd(t)?;
+        let (base, cwd, worktree, kept) = self.teammate_cwd(t, previous)?;
         check_teammate(t)?;
-        let inh = &self.opts.inherited;
         let model = t.model.clone().or_else(|| inh.model.clone());
         let agent_type = t.agent_type.clone().or_else(|| inh.agent_type.clone());
         let flags = AgentFlags::new(
@@ -199,8 +246,9 @@ impl Shared<'_> {
             inh,
             agent_type.as_deref(),
             model.as_deref(),
-            self.settings.as_deref(),
+            settings.as_deref(),
         );
+        let prompt_via = t.prompt_via.or(inh.prompt_via).unwrap_or(PromptVia::Arg);
         let identity = TeammateArgs {
             agent_id: name.agent_id(self.team),
             agent_name: name.to_string(),
@@ -210,15 +258,24 @@ impl Shared<'_> {
             plan_mode_required: t.plan_mode_required.unwrap_or(inh.plan_mode_required),
             lead_verify_key: self.opts.lead_verify_key.clone(),
             cwd: Some(cwd.clone()),
-            prompt_via: t.prompt_via.or(inh.prompt_via).unwrap_or(PromptVia::Arg),
+            prompt_via,
             agent: None,
             command: vec![],
         };
         let launch = self.launch(t, &agent, &identity, &flags, cwd.clone())?;
-        let mut member = Member::teammate(self.team, name, &color, &cwd.display().to_string());
-        member.agent_type = agent_type.unwrap_or_else(|| "general-purpose".into());
+        let mut member = match previous {
+            Some(p) => super::again::fresh_entry(p),
+            None => {
+                let mut m = Member::teammate(self.team, name, &color, "");
+                m.prompt = Some(t.prompt.clone());
+                m
+            }
+        };
+        member.cwd = cwd.display().to_string();
+        member.agent_type = agent_type
+            .clone()
+            .unwrap_or_else(|| "general-purpose".into());
         member.model = model;
-        member.prompt = Some(t.prompt.clone());
         member.plan_mode_required = Some(identity.plan_mode_required);
         member.backend_type = Some(self.backend.as_str().into());
         member.is_active = Some(false);
@@ -226,8 +283,24 @@ impl Shared<'_> {
         member
             .extra
             .insert(AGENT_FIELD.into(), Value::from(agent.label()));
-        if let Some(wt) = &worktree {
-            member.extra.insert(worktree::FIELD.into(), wt.to_json());
+        let record = super::again::record(
+            t,
+            inh,
+            &agent,
+            base,
+            worktree.is_some() || kept.is_some(),
+            agent_type,
+            settings,
+            prompt_via,
+        );
+        member.extra.insert(LAUNCH_FIELD.into(), record);
+        match worktree.as_ref().or(kept.as_ref()) {
+            Some(wt) => {
+                member.extra.insert(worktree::FIELD.into(), wt.to_json());
+            }
+            None => {
+                member.extra.remove(worktree::FIELD);
+            }
         }
         Ok(PreparedTeammate {
             name: name.clone(),
@@ -237,27 +310,36 @@ impl Shared<'_> {
             launch,
             worktree,
             member,
+            previous: previous.cloned(),
         })
     }
 
-    /// The teammate's directory (which must exist), or its worktree's.
-    fn teammate_cwd(&self, t: &TeammatePlan) -> Result<(PathBuf, Option<Worktree>)> {
+    /// The teammate's directory before any worktree (which must exist), where it starts, the
+    /// worktree to create, and the one it keeps from an earlier run (started again).
+    fn teammate_cwd(
+        &self,
+        t: &TeammatePlan,
+        previous: Option<&Member>,
+    ) -> Result<(PathBuf, PathBuf, Option<Worktree>, Option<Worktree>)> {
         let cwd = match &t.cwd {
             Some(dir) => absolute(&self.base_cwd.join(dir)),
             None => self.base_cwd.clone(),
         };
-        if !cwd.is_dir() {
-            return Err(Error::usage(format!(
-                "teammate {}: working directory {} does not exist",
-                t.name,
-                cwd.display()
-            )));
-        }
         if !t.worktree.unwrap_or(self.default_worktree) {
-            return Ok((cwd, None));
+            check_dir(&t.name, &cwd)?;
+            return Ok((cwd.clone(), cwd, None, None));
         }
+        // A worktree kept at its last shutdown (it had changes) is where it carries on.
+        if let Some(kept) = previous
+            .and_then(Worktree::of_member)
+            .filter(|wt| wt.path.is_dir())
+        {
+            check_dir(&t.name, &kept.cwd)?;
+            return Ok((cwd, kept.cwd.clone(), None, Some(kept)));
+        }
+        check_dir(&t.name, &cwd)?;
         let wt = Worktree::plan(&cwd, self.team, &t.name)?;
-        Ok((wt.cwd.clone(), Some(wt)))
+        Ok((cwd, wt.cwd.clone(), Some(wt), None))
     }
 
     /// The section-10 command line for the teammate's agent kind.
@@ -274,7 +356,15 @@ impl Shared<'_> {
             AgentKind::Claude => {
                 let bin = match &self.claude_bin {
                     Some(bin) => bin.clone(),
-                    None => self.claude_bin.insert(resolve_claude(opts)?).clone(),
+                    None => {
+                        let found = resolve_claude(opts).or_else(|e| {
+                            let name = opts
+                                .env_var("CLAUDE_CODE_TEAMMATE_COMMAND")
+                                .unwrap_or("claude");
+                            not_installed(opts, e, name)
+                        })?;
+                        self.claude_bin.insert(found).clone()
+                    }
                 };
                 let (argv, env) =
                     command_line::claude(&bin, identity, flags, &opts.swarm_exe, &self.root);
@@ -290,7 +380,8 @@ impl Shared<'_> {
                 match agent {
                     AgentKind::Command(words) => {
                         let what = format!("teammate {}: agent command", t.name);
-                        let program = resolve_program(&words[0], &what, opts)?;
+                        let program = resolve_program(&words[0], &what, opts)
+                            .or_else(|e| not_installed(opts, e, &words[0]))?;
                         args.command = command_line::agent_command(&program, &words[1..], flags);
                     }
                     _ => args.agent = Some(BuiltinAgent::Shell),
@@ -315,6 +406,27 @@ impl Shared<'_> {
             log,
         })
     }
+}
+
+/// A program that is not installed: an error, except in a dry run, which shows the argv with
+/// the name the launch would look up and says so on stderr.
+fn not_installed(opts: &LaunchOptions, e: Error, name: &str) -> Result<PathBuf> {
+    if !opts.dry_run {
+        return Err(e);
+    }
+    eprintln!("swarm: warning: {e} (the dry run shows {name:?} where its path would be)");
+    Ok(PathBuf::from(name))
+}
+
+/// A teammate's directory must exist before anything runs in it.
+fn check_dir(name: &AgentName, dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "teammate {name}: working directory {} does not exist",
+        dir.display()
+    )))
 }
 
 #[cfg(test)]
@@ -471,12 +583,7 @@ mod tests {
             "{e}"
         );
         let mut p = plan(&["a"]);
-        p.tasks = vec![TaskPlan {
-            subject: "x".into(),
-            description: String::new(),
-            active_form: None,
-            blocked_by: vec![TaskRef::Index(0)],
-        }];
+        p.tasks = vec![TaskPlan::new("x", "", vec![TaskRef::Index(0)])];
         assert!(prepare(&store, p, &o).is_err());
         assert!(!dir.path().join("root").exists());
     }

@@ -100,6 +100,9 @@ pub(crate) struct Launched {
     pub(crate) backend: BackendKind,
     pub(crate) lead_pane: Option<String>,
     pub(crate) teammates: Vec<LaunchedTeammate>,
+    /// Teammates that were running already and were left alone (`swarm up`).
+    pub(crate) left_running: Vec<String>,
+    /// Tasks created by this launch (not those seeded by an earlier one).
     pub(crate) tasks: Vec<TaskId>,
     #[serde(rename = "attach")]
     pub(crate) attach_hint: Option<String>,

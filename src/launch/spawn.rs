@@ -3,17 +3,23 @@
 //!
 //! For each teammate: reserve the roster entry, open the pane, record pane id, backend and
 //! `isActive`, write the prompt as the first inbox message from `team-lead`, start the command.
+//! A teammate started again (on the roster, not running) keeps its entry and inbox: its old
+//! pane is closed and the entry updated instead of added, and it gets no first message.
+//! Tasks are seeded once: one whose key is already in the list is not created again.
 //! A teammate that fails to spawn is rolled back (pane, worktree, roster entry, inbox). When the
 //! first one fails nothing runs yet, so the lead pane and a team this launch created go too;
 //! after that the error names the teammates that keep running and how to stop them.
 
+use std::collections::HashMap;
 use std::path::Path;
 
+use super::plan::TASK_KEY;
 use super::running::{make_backend, Launched, LaunchedTeammate};
 use super::{Prepared, PreparedTeammate, TaskRef};
 use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec};
 use crate::error::{Error, Result};
 use crate::store::colour::LEAD_COLOR;
+use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName, LEAD};
 use crate::store::paths::Store;
@@ -34,14 +40,42 @@ impl Prepared {
             )?;
             progress(&format!("created team {}", self.team));
         }
-        let tasks = self
+        let (tasks, already) = self
             .seed_tasks(store)
             .inspect_err(|_| self.undo_team(store))?;
         if !tasks.is_empty() {
             progress(&seeded_line(&tasks));
         }
+        if already > 0 {
+            progress(&format!(
+                "{already} task{} of the plan {} already in the list, not seeded again",
+                if already == 1 { "" } else { "s" },
+                if already == 1 { "is" } else { "are" }
+            ));
+        }
+        for name in &self.left_running {
+            progress(&format!("{name} is already running; left alone"));
+        }
+        if self.teammates.is_empty() && self.lead.is_none() {
+            return Ok(Launched {
+                team: self.team.clone(),
+                backend: self.backend.kind,
+                lead_pane: None,
+                teammates: vec![],
+                left_running: self.left_running.clone(),
+                tasks,
+                attach_hint: None,
+                in_process: None,
+            });
+        }
         let mut any = make_backend(&self, store).inspect_err(|_| self.undo_team(store))?;
         let backend = any.as_dyn();
+        if let Some(old) = &self.previous_lead {
+            // A dead lead pane kept by remain-on-exit goes before the new one opens.
+            if let Some(mut b) = crate::backend::for_member(store, &self.team, old) {
+                let _ = b.kill();
+            }
+        }
         let lead_pane = match &self.lead {
             Some(lead) => {
                 let pane = self
@@ -62,17 +96,36 @@ impl Prepared {
             backend: self.backend.kind,
             lead_pane: lead_pane.map(|p| p.to_string()),
             teammates: launched,
+            left_running: self.left_running.clone(),
             tasks,
             attach_hint,
             in_process: any.into_children(),
         })
     }
 
-    /// The tasks of the plan, in order, with plan indexes turned into the new ids.
-    fn seed_tasks(&self, store: &Store) -> Result<Vec<TaskId>> {
+    /// The tasks of the plan, in order, with plan indexes turned into the new ids; a task whose
+    /// key is already in the list (seeded by an earlier launch) is that task, not a new one.
+    /// Returns the new ids and how many were there already.
+    fn seed_tasks(&self, store: &Store) -> Result<(Vec<TaskId>, usize)> {
         let list = TaskList::new(store, &self.team);
+        let seeded: HashMap<String, TaskId> = if self.tasks.is_empty() || self.new_team {
+            HashMap::new()
+        } else {
+            list.list()?
+                .into_iter()
+                .filter_map(|t| {
+                    let key = t.metadata.get(TASK_KEY)?.as_str()?.to_string();
+                    Some((key, t.id))
+                })
+                .collect()
+        };
         let mut ids: Vec<TaskId> = Vec::new();
+        let mut created = Vec::new();
         for task in &self.tasks {
+            if let Some(id) = seeded.get(&task.key) {
+                ids.push(id.clone());
+                continue;
+            }
             let blocked_by = task
                 .blocked_by
                 .iter()
@@ -81,16 +134,21 @@ impl Prepared {
                     TaskRef::Id(id) => id.clone(),
                 })
                 .collect();
-            let created = list.create(NewTask {
+            let mut metadata = serde_json::Map::new();
+            metadata.insert(TASK_KEY.into(), task.key.clone().into());
+            let new = list.create(NewTask {
                 subject: task.subject.clone(),
                 description: task.description.clone(),
                 active_form: task.active_form.clone(),
                 blocked_by,
+                metadata,
                 ..Default::default()
             })?;
-            ids.push(created.id);
+            ids.push(new.id.clone());
+            created.push(new.id);
         }
-        Ok(ids)
+        let already = self.tasks.len() - created.len();
+        Ok((created, already))
     }
 
     /// The lead console's pane, recorded on the lead's roster entry.
@@ -150,6 +208,11 @@ impl Prepared {
     }
 
     fn spawned_line(&self, t: &PreparedTeammate, done: &LaunchedTeammate) -> String {
+        let again = if t.previous.is_some() {
+            " (started again)"
+        } else {
+            ""
+        };
         let place = match self.backend.kind {
             BackendKind::InProcess => format!(
                 "as pid {} (log {})",
@@ -164,7 +227,7 @@ impl Prepared {
             .map(|w| format!(", worktree {} on {}", w.path.display(), w.branch))
             .unwrap_or_default();
         format!(
-            "{} ({}): {} {place}{worktree}",
+            "{} ({}): {} {place}{worktree}{again}",
             t.name,
             t.color,
             t.agent.label()
@@ -200,7 +263,19 @@ fn spawn_one(
     t: &PreparedTeammate,
 ) -> Result<LaunchedTeammate> {
     let roster = Roster::new(store, team);
-    roster.add_member(t.member.clone())?;
+    match &t.previous {
+        Some(previous) => {
+            // Its last pane (kept by remain-on-exit) or process goes first; a liveness lock its
+            // last runtime left would have the lead judge the new one dead before it starts.
+            let _ = crate::lifecycle::kill_member(store, team, previous);
+            if liveness::probe(store, team, &t.name)? == Liveness::Dead {
+                let _ = std::fs::remove_file(store.alive_path(team, &t.name));
+            }
+            let member = t.member.clone();
+            roster.update_member(&t.name, |m| *m = member)?;
+        }
+        None => roster.add_member(t.member.clone())?,
+    }
     let mut worktree_made = false;
     let mut pane: Option<PaneId> = None;
     let result = (|| {
@@ -221,7 +296,7 @@ fn spawn_one(
             m.is_active = Some(true);
             m.extra.extend(extra);
         })?;
-        if !t.prompt.trim().is_empty() {
+        if t.previous.is_none() && !t.prompt.trim().is_empty() {
             let message =
                 InboxMessage::new(LEAD, t.prompt.clone()).with_color(Some(LEAD_COLOR.into()));
             Mailbox::new(store, team).append(&t.name, message)?;
@@ -262,6 +337,14 @@ fn rollback(
         if let Some(wt) = &t.worktree {
             let _ = wt.remove();
         }
+    }
+    if t.previous.is_some() {
+        // A teammate started again keeps its roster entry and inbox; it is just not running.
+        let _ = Roster::new(store, team).update_member(&t.name, |m| {
+            m.is_active = Some(false);
+            m.tmux_pane_id.clear();
+        });
+        return;
     }
     let _ = Roster::new(store, team).remove_member(&t.name);
     let _ = std::fs::remove_file(store.inbox_path(team, &t.name));

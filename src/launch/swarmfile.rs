@@ -10,7 +10,9 @@
 //! `agent` is `claude`, `shell`, or another CLI agent as a string of words or an array. A
 //! relative `cwd` is taken from the file's directory. `blockedBy` lists numbers (0-based indexes
 //! of earlier tasks in this file) or strings (ids of tasks already in the team's list, "3" or
-//! "#3"). Unknown fields are refused, so a typo does not silently drop a setting.
+//! "#3"). A task's `key` (default: its subject) is kept in its metadata as `swarmKey`, so
+//! launching the file again does not seed it twice. Unknown fields are refused, so a typo does
+//! not silently drop a setting.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -66,6 +68,8 @@ struct FileTeammate {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct FileTask {
+    /// What identifies the task across launches (default: the subject); see `TaskPlan::key`.
+    key: Option<String>,
     subject: String,
     #[serde(default)]
     description: String,
@@ -188,6 +192,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
             });
         }
         tasks.push(TaskPlan {
+            key: t.key.unwrap_or_else(|| t.subject.clone()),
             subject: t.subject,
             description: t.description,
             active_form: t.active_form,

@@ -37,7 +37,8 @@ pub(super) fn shown(text: &str) -> String {
     visible_lines(text).replace('\n', "\n  ")
 }
 
-/// `finished task #3 (resolved)`, `failed task #4: exit 1`, `is idle - waiting for review`.
+/// `finished task #3 (resolved)`, `failed task #4: exit 1`, `is idle after a failed turn: exit
+/// 2`, `is idle - waiting for review`.
 pub(super) fn describe_idle(n: &IdleNotification) -> String {
     let mut s = match (&n.completed_task_id, n.completed_status.as_deref()) {
         (Some(id), Some("failed")) => format!(
@@ -49,7 +50,18 @@ pub(super) fn describe_idle(n: &IdleNotification) -> String {
         ),
         (Some(id), Some(status)) => format!("finished task #{id} ({status})"),
         (Some(id), None) => format!("finished task #{id}"),
-        _ => "is idle".to_string(),
+        // A turn that was not a task's: say whether it worked, not just that it ended.
+        _ => match n.idle_reason.as_deref() {
+            Some("failed") => format!(
+                "is idle after a failed turn{}",
+                n.failure_reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ),
+            Some("available") => "is idle after a successful turn".to_string(),
+            _ => "is idle".to_string(),
+        },
     };
     // A finished task's summary only repeats what the line already says.
     if let Some(summary) = n

@@ -104,17 +104,40 @@ impl Worktree {
             .id()
             .to_string();
         let branch = format!("swarm/{team}/{name}");
-        if repo.find_branch(&branch, BranchType::Local).is_ok() {
+        let path = workdir.join(".swarm").join("worktrees").join(name.as_str());
+        let branch_exists = repo.find_branch(&branch, BranchType::Local).is_ok();
+        // Paths as a shell reads them, for advice meant to be pasted.
+        let quoted = |p: &Path| {
+            let text = p.to_string_lossy();
+            crate::backend::shell_quote(text.trim_end_matches('/'))
+        };
+        if path.exists() {
+            // Kept from an earlier run (it had changes): git refuses to delete a branch that a
+            // worktree has checked out, so the advice removes the worktree first.
             return Err(Error::usage(format!(
-                "worktree for {name}: branch {branch} already exists in {}; delete it (git branch -D {branch}) or rename the teammate",
-                workdir.display()
+                "worktree for {name}: {} is still there from an earlier run{}; to keep that work, \
+                 commit or copy it and rename the teammate; to throw it away, run \
+                 `git -C {} worktree remove --force {}{}` and launch again",
+                path.display(),
+                if branch_exists {
+                    format!(" (branch {branch})")
+                } else {
+                    String::new()
+                },
+                quoted(&workdir),
+                quoted(&path),
+                if branch_exists {
+                    format!(" && git -C {} branch -D {branch}", quoted(&workdir))
+                } else {
+                    String::new()
+                },
             )));
         }
-        let path = workdir.join(".swarm").join("worktrees").join(name.as_str());
-        if path.exists() {
+        if branch_exists {
             return Err(Error::usage(format!(
-                "worktree for {name}: {} already exists; remove it (git worktree remove) or rename the teammate",
-                path.display()
+                "worktree for {name}: branch {branch} already exists in {0}; delete it \
+                 (`git -C {0} worktree prune && git -C {0} branch -D {branch}`) or rename the teammate",
+                quoted(&workdir)
             )));
         }
         let canon_cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());

@@ -1,6 +1,7 @@
 //! `swarm demo` end to end: real teammate processes, real panes, real files.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -144,4 +145,102 @@ fn a_second_demo_replaces_the_first() {
         })
         .collect();
     assert_eq!(tasks.len(), 6);
+}
+
+#[test]
+fn demo_keep_leaves_the_team_up_and_the_printed_attach_command_works() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let out = env
+        .swarm(["demo", "--keep"])
+        .env_remove("SWARM_TEAM")
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    assert!(out.stdout.contains("6 tasks done"), "{}", out.stdout);
+    // The teammates are still there: their panes are alive.
+    let panes = tmux.cmd(["list-panes", "-a", "-F", "#{pane_dead}"]).stdout;
+    assert_eq!(panes.lines().filter(|l| *l == "0").count(), 3, "{panes}");
+    let attach = out
+        .stdout
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("swarm attach "))
+        .unwrap_or_else(|| panic!("no attach hint: {}", out.stdout))
+        .to_string();
+    assert_eq!(
+        attach,
+        format!("swarm attach --root {} --team demo", env.root().display())
+    );
+    // Run the hint as printed, from a terminal and a shell that knows nothing of the team.
+    let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+    let mut attached = clean_command("script")
+        .args(["-qc", &attach, "/dev/null"])
+        .env(
+            "PATH",
+            format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("script (util-linux) is installed");
+    let client = eventually(Duration::from_secs(20), "a client on the demo", || {
+        let out = tmux.cmd(["list-clients", "-F", "#{session_name}"]).stdout;
+        (!out.trim().is_empty()).then(|| out.trim().to_string())
+    });
+    assert!(client.starts_with("swarm-demo-"), "{client}");
+    // And `swarm down`, as printed, takes it all away (the attached client with it).
+    let down = out
+        .stdout
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("swarm down "))
+        .unwrap()
+        .to_string();
+    let words: Vec<&str> = down.split(' ').skip(1).collect();
+    env.swarm(&words).env_remove("SWARM_TEAM").ok();
+    eventually(Duration::from_secs(20), "attach returned", || {
+        attached.try_wait().unwrap()
+    });
+    assert!(tmux.cmd(["list-panes", "-a"]).stdout.trim().is_empty());
+}
+
+#[test]
+fn the_demo_keeps_its_files_out_of_claude_codes_directory() {
+    let env = Env::new();
+    let home = env.path("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = env
+        .swarm(["demo", "--backend", "in-process"])
+        .env_remove("SWARM_TEAM")
+        .env_remove("SWARM_ROOT")
+        .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
+        .ok();
+    let data = home.join(".local/share/swarm");
+    assert!(
+        data.join("teams/demo/config.json").is_file(),
+        "{}",
+        out.stdout
+    );
+    assert!(!home.join(".claude").exists());
+    assert!(
+        out.stderr
+            .contains(&format!("the team's files: {}", data.display()))
+            || out
+                .stdout
+                .contains(&format!("the team's files: {}", data.display())),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // $XDG_DATA_HOME moves it; --root still wins.
+    let xdg = env.path("xdg");
+    env.swarm(["demo", "--backend", "in-process"])
+        .env_remove("SWARM_TEAM")
+        .env_remove("SWARM_ROOT")
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", &xdg)
+        .ok();
+    assert!(xdg.join("swarm/teams/demo/config.json").is_file());
 }

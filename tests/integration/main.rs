@@ -12,6 +12,7 @@ mod faults;
 mod impersonation;
 mod launch;
 mod lead;
+mod lifecycle;
 mod lifecycle_safety;
 mod store;
 mod teammate;

@@ -319,7 +319,7 @@ fn task_commands_and_their_json() {
         .json();
     assert_eq!(claimed["id"], "2");
     env.swarm(["task", "claim", "1", "--agent", "coder"])
-        .refused("already_resolved");
+        .refused("cannot claim task #1: it is already completed");
     env.swarm(["task", "update", "2", "--no-owner", "--status", "pending"])
         .ok();
 
@@ -515,7 +515,8 @@ fn eight_processes_sending_at_once_lose_nothing() {
 /// 8 OS processes racing to claim 100 tasks: each claimed exactly once.
 #[test]
 fn eight_processes_claiming_at_once_claim_each_task_once() {
-    let env = Env::with_team(&[]);
+    // Claims are for members of the roster.
+    let env = Env::with_team(&["w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"]);
     for i in 0..100 {
         env.swarm(["task", "create", &format!("task {i}")]).ok();
     }

@@ -1,4 +1,5 @@
-//! Arguments of the commands that start teams: `swarm launch` and `swarm demo`.
+//! Arguments of the commands that start teams: `swarm launch` and `swarm up` (one set of
+//! flags), `swarm restart` (which fills one in) and `swarm demo`.
 
 use std::path::PathBuf;
 
@@ -15,7 +16,8 @@ pub struct LaunchArgs {
     /// swarm file's, else claude).
     #[arg(long, value_name = "KIND")]
     pub agent: Option<String>,
-    #[arg(long)]
+    /// The team's description (a new team's; default: the swarm file's).
+    #[arg(long, value_name = "TEXT")]
     pub description: Option<String>,
     /// Directory teammates start in (default: the swarm file's cwd, else the current directory).
     #[arg(long, value_name = "DIR")]
@@ -78,4 +80,35 @@ pub struct DemoArgs {
     /// Stop the demo after this many seconds.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    /// Leave the team running when the work is done, for `swarm attach` and `swarm top`, until
+    /// `swarm down`.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+impl LaunchArgs {
+    /// No file, no teammates, every flag at its default: what `swarm restart` fills in.
+    pub fn empty() -> LaunchArgs {
+        LaunchArgs {
+            file: None,
+            teammate: vec![],
+            agent: None,
+            description: None,
+            cwd: None,
+            backend: crate::backend::BackendChoice::Auto,
+            split: false,
+            no_lead_pane: false,
+            worktree: false,
+            dry_run: false,
+            model: None,
+            permission_mode: None,
+            dangerously_skip_permissions: false,
+            settings: None,
+            agent_type: None,
+            plan_mode_required: false,
+            prompt_via: None,
+            shutdown_timeout: 30,
+            extra: vec![],
+        }
+    }
 }

@@ -129,7 +129,7 @@ pub(crate) enum TaskCommand {
     /// List tasks.
     List {
         #[arg(long, value_enum)]
-        status: Option<TaskStatus>,
+        status: Option<StatusArg>,
         #[arg(long, value_name = "NAME")]
         owner: Option<AgentName>,
         /// Only tasks that can be claimed now.
@@ -150,7 +150,7 @@ pub(crate) enum TaskCommand {
         #[arg(long)]
         active_form: Option<String>,
         #[arg(long, value_enum)]
-        status: Option<TaskStatus>,
+        status: Option<StatusArg>,
         #[arg(long, value_name = "NAME", conflicts_with = "no_owner")]
         owner: Option<AgentName>,
         /// Clear the owner.
@@ -193,6 +193,29 @@ pub(crate) enum TaskCommand {
         #[arg(long, requires = "agent")]
         claim: bool,
     },
+}
+
+/// A task status as `--status` takes it: spelled as the task files spell it (`in_progress`),
+/// with `in-progress` accepted too.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StatusArg(pub(crate) TaskStatus);
+
+impl clap::ValueEnum for StatusArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            StatusArg(TaskStatus::Pending),
+            StatusArg(TaskStatus::InProgress),
+            StatusArg(TaskStatus::Completed),
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.0.as_str());
+        Some(match self.0 {
+            TaskStatus::InProgress => value.alias("in-progress"),
+            _ => value,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -1,5 +1,6 @@
 //! Launches that must be refused before anything is written: bad teammate names and flags,
-//! missing programs, a swarm file with a typo, a name already on the roster.
+//! missing programs, a swarm file with a typo, an invalid team name, a name on the roster that
+//! swarm cannot start again.
 
 use super::fake_agent;
 use crate::support::*;
@@ -90,10 +91,28 @@ fn bad_launches_exit_2_and_write_nothing() {
     env.swarm(["launch", file.to_str().unwrap()])
         .refused("unknown field `promt`");
 
-    // Joining an existing team: a name already on the roster is refused.
+    // An invalid --team says so, as `team create` does (not "no team given").
+    env.swarm(["--team", "my team", "launch", "--teammate", "a=b"])
+        .refused("invalid team name \"my team\": use lowercase letters, digits and '-'");
+    env.swarm([
+        "launch",
+        "--team",
+        "my team",
+        "--agent",
+        "shell",
+        "--teammate",
+        "a=b",
+    ])
+    .refused("invalid team name \"my team\"");
+
+    // Joining an existing team: a name on the roster that swarm did not launch cannot be
+    // started again (swarm does not know how), and the refusal says what to do.
     env.swarm(["team", "create", "t"]).ok();
     env.add_member("t", "coder");
-    launch(&["--teammate", "CODER=x"]).refused("already has a member named");
+    launch(&["--teammate", "CODER=x"]).refused(
+        "coder is on team t's roster but was not started by `swarm launch` or `swarm up`, so \
+         swarm does not know how to start it again; remove it (`swarm team remove coder`)",
+    );
 }
 
 /// Regression: `{prompt}` inside a larger word (`sh -c "echo {prompt}"`) let any message inject

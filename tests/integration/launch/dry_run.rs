@@ -364,3 +364,66 @@ fn prompt_via_comes_from_the_flag_or_the_swarm_file() {
     ])
     .refused("promptVia is \"pipe\"; use \"arg\" or \"stdin\"");
 }
+
+#[test]
+fn a_dry_run_works_without_the_agent_installed_and_says_what_it_would_look_up() {
+    let env = Env::new();
+    let home = env.path("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = env
+        .swarm([
+            "--json",
+            "launch",
+            "--backend",
+            "in-process",
+            "--teammate",
+            "coder=p",
+            "--dry-run",
+        ])
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &home)
+        .ok();
+    let doc = out.json();
+    assert_eq!(doc["teammates"][0]["argv"][0], "claude", "{doc}");
+    assert!(
+        out.stderr.contains("warning: claude was not found")
+            && out
+                .stderr
+                .contains("the dry run shows \"claude\" where its path would be"),
+        "{}",
+        out.stderr
+    );
+    let out = env
+        .swarm([
+            "--json",
+            "launch",
+            "--backend",
+            "in-process",
+            "--agent",
+            "no-such-agent-cli --fast",
+            "--teammate",
+            "coder=p",
+            "--dry-run",
+        ])
+        .env("PATH", "/usr/bin:/bin")
+        .ok();
+    let argv = out.json()["teammates"][0]["argv"].clone();
+    let dash = argv
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|w| w == "--")
+        .unwrap();
+    assert_eq!(argv[dash + 1], "no-such-agent-cli", "{argv}");
+    assert!(
+        out.stderr
+            .contains("no-such-agent-cli was not found on PATH"),
+        "{}",
+        out.stderr
+    );
+    // Without --dry-run the missing program is still refused.
+    env.swarm(["launch", "--backend", "in-process", "--teammate", "coder=p"])
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &home)
+        .refused("claude was not found");
+}

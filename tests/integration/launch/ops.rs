@@ -294,3 +294,49 @@ fn status_lists_tasks_unread_pending_permissions_and_quarantined_files() {
     assert!(text.contains("pending permissions: 1"), "{text}");
     assert!(text.contains("coder.json.corrupt-1"), "{text}");
 }
+
+#[test]
+fn a_restarted_claude_teammate_gets_the_same_identity_flags() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(&env, &answer_shutdown("approve"));
+    swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &[
+            "launch",
+            "--no-lead-pane",
+            "--model",
+            "sonnet",
+            "--permission-mode",
+            "acceptEdits",
+            "--teammate",
+            "first=a",
+            "--teammate",
+            "coder=b",
+            "--",
+            "--verbose",
+        ],
+    )
+    .ok();
+    let argv = env.path("out/coder.argv");
+    wait_for_file(&argv);
+    let before = std::fs::read_to_string(&argv).unwrap();
+    std::fs::remove_file(&argv).unwrap();
+    let out = swarm_on(&env, &tmux, &agent, &["restart", "coder"]).ok();
+    assert!(
+        out.stdout.contains("coder: stopped (approved)"),
+        "{}",
+        out.stdout
+    );
+    wait_for_file(&argv);
+    let after = std::fs::read_to_string(&argv).unwrap();
+    assert_eq!(
+        after, before,
+        "the same argv, identity flags and inherited flags alike"
+    );
+    assert!(after.contains("--agent-color\ngreen\n"), "{after}");
+    assert!(after.contains("--model\nsonnet\n--verbose"), "{after}");
+    swarm_on(&env, &tmux, &agent, &["down"]).ok();
+}

@@ -104,3 +104,72 @@ fn worktrees_are_made_per_teammate_and_only_unchanged_ones_removed() {
     .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
     .refused("needs a git repository");
 }
+
+#[test]
+fn a_kept_worktree_is_reused_on_relaunch_and_the_advice_for_a_stale_one_works() {
+    let env = Env::new();
+    let repo = env.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("README"), "hi\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "init"]);
+    let agent = fake_agent(&env, "echo more >> made-by-writer.txt; exit 0");
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        json!({"team": "t", "cwd": "repo", "teammates": [
+            {"name": "writer", "prompt": "p", "worktree": true}]})
+        .to_string(),
+    )
+    .unwrap();
+    let launch = || {
+        env.swarm(["launch", file.to_str().unwrap(), "--backend", "in-process"])
+            .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    };
+    let wt = repo.join(".swarm/worktrees/writer");
+    launch().ok();
+    assert!(wt.join("made-by-writer.txt").is_file());
+    // Relaunched while still on the roster: it carries on in the worktree it kept.
+    std::fs::remove_file(env.path("out/writer.cwd")).unwrap();
+    let out = launch().ok();
+    assert!(out.stdout.contains("(started again)"), "{}", out.stdout);
+    assert_eq!(
+        lines(&env.path("out/writer.cwd")),
+        [wt.display().to_string()]
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("made-by-writer.txt")).unwrap(),
+        "more\nmore\n"
+    );
+
+    // Taken off the roster, the kept worktree is in the way; the advice given clears it.
+    env.swarm(["team", "remove", "writer"]).ok();
+    let refused = launch().refused("is still there from an earlier run (branch swarm/t/writer)");
+    let advice = refused
+        .stderr
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in {}", refused.stderr))
+        .to_string();
+    assert_eq!(
+        advice,
+        format!(
+            "git -C {0} worktree remove --force {1} && git -C {0} branch -D swarm/t/writer",
+            repo.display(),
+            wt.display()
+        )
+    );
+    let ran = Command::new("sh").args(["-c", &advice]).output().unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    launch().ok();
+    assert_eq!(
+        std::fs::read_to_string(wt.join("made-by-writer.txt")).unwrap(),
+        "more\n",
+        "a fresh worktree"
+    );
+}

@@ -1,0 +1,81 @@
+//! `swarm down`: the whole team stopped and its screen closed, its files kept.
+//!
+//! Every teammate that runs (or is still marked active) gets the shutdown handshake
+//! (`lifecycle::shutdown`); then the lead console's pane and every other pane marked as this
+//! team's are closed (`lifecycle::teardown`), which closes the tmux window or session swarm made
+//! for it. The roster, inboxes and tasks stay, so `swarm up FILE` brings the team back. A
+//! teammate that rejects the request (without `--force`) keeps the team up: nothing is closed
+//! under it.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::Context;
+use crate::commands::cli::DownArgs;
+use crate::error::Result;
+use crate::lifecycle::{self, ShutdownOptions};
+use crate::output;
+use crate::store::names::AgentName;
+use crate::store::roster::Roster;
+
+pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
+    super::identity::require_lead("take the team down")?;
+    let team = ctx.existing_team()?;
+    let roster = Roster::new(&ctx.store, &team);
+    let config = roster.load()?;
+    let names: Vec<AgentName> = config
+        .teammates()
+        .filter(|m| !m.retired() || lifecycle::member_running(&ctx.store, &team, m))
+        .map(|m| m.name.parse())
+        .collect::<Result<_>>()?;
+    let outcomes = if names.is_empty() {
+        Vec::new()
+    } else {
+        let opts = ShutdownOptions {
+            timeout: Duration::from_secs(args.timeout),
+            force: args.force,
+            reason: Some("the team is going down".into()),
+        };
+        lifecycle::shutdown(&ctx.store, &team, &names, &opts)?
+    };
+    let still_up: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| !o.killed && !o.retired)
+        .map(|o| o.name.as_str())
+        .collect();
+    let closed = if still_up.is_empty() {
+        lifecycle::close_team_panes(&ctx.store, &team, &roster.load()?)?
+    } else {
+        0
+    };
+    if ctx.json {
+        output::json(&json!({
+            "team": team.as_str(),
+            "stopped": outcomes,
+            "closedPanes": closed,
+            "stillRunning": still_up,
+        }))?;
+    } else {
+        for o in &outcomes {
+            output::line(super::ops::describe_outcome(o, args.timeout))?;
+            if let Some(wt) = &o.worktree {
+                output::line(format!("  {wt}"))?;
+            }
+        }
+        if !still_up.is_empty() {
+            output::line(format!(
+                "team {team} is not down: {} still running, so its panes stay open; \
+                 `swarm down --team {team} --force` stops them anyway",
+                still_up.join(", ")
+            ))?;
+            return Ok(1);
+        }
+        output::line(format!(
+            "team {team} is down: {} closed; its files stay under {} (`swarm up FILE` brings it back)",
+            super::team::plural(closed, "pane"),
+            ctx.store.team_dir(&team).display()
+        ))?;
+    }
+    Ok(if still_up.is_empty() { 0 } else { 1 })
+}

@@ -1,0 +1,197 @@
+//! `swarm prune`: cleaning up after teams that stopped without saying so.
+//!
+//! Across every team under the root, a teammate that is not running (its pane, process and
+//! liveness lock say so: `lifecycle::census`) but is still marked active, or still owns an
+//! unfinished task, is retired: marked inactive, its tasks back to pending, the lead told. Teams
+//! named on the command line, and with `--older-than` teams with nothing running whose files
+//! have not changed for that long, are deleted with their tasks (and their leftover panes
+//! closed). The plan is printed and confirmed first unless `--yes`; without a terminal to ask
+//! on, and without `--yes`, nothing is done (exit 2).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use super::Context;
+use crate::commands::cli::PruneArgs;
+use crate::error::{Error, Result};
+use crate::lifecycle;
+use crate::output;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::roster::{list_teams, Roster};
+use crate::store::tasks::{TaskList, TaskStatus};
+
+/// What prune will do.
+#[derive(Debug, Default)]
+struct Plan {
+    /// (team, teammate) pairs to retire.
+    retire: Vec<(TeamName, String)>,
+    /// Teams to delete, each with why.
+    delete: Vec<(TeamName, String)>,
+}
+
+pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
+    super::identity::require_lead("prune teams")?;
+    let teams = list_teams(&ctx.store)?;
+    let mut plan = Plan::default();
+    for named in &args.teams {
+        if !teams.contains(named) {
+            return Err(Error::NoSuchTeam {
+                team: named.to_string(),
+                root: ctx.store.root().to_path_buf(),
+            });
+        }
+    }
+    for team in &teams {
+        let config = match Roster::new(&ctx.store, team).load() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("swarm: warning: skipping team {team}: {e}");
+                continue;
+            }
+        };
+        let census = lifecycle::census(&ctx.store, team, &config);
+        let named = args.teams.contains(team);
+        if named && census.running > 0 {
+            return Err(Error::usage(format!(
+                "team {team} has {} running; `swarm down --team {team}` stops it first",
+                super::team::plural(census.running, "teammate")
+            )));
+        }
+        let age = idle_for(&ctx.store.team_dir(team), &ctx.store.tasks_dir(team));
+        let old = args
+            .older_than
+            .is_some_and(|limit| census.running == 0 && age >= limit);
+        if named || old {
+            let why = if named {
+                "named".to_string()
+            } else {
+                format!("nothing running, unchanged for {}", human(age))
+            };
+            plan.delete.push((team.clone(), why));
+            continue;
+        }
+        let tasks = TaskList::new(&ctx.store, team).list().unwrap_or_default();
+        for m in config.teammates() {
+            let owns_work = tasks
+                .iter()
+                .any(|t| t.owner.as_deref() == Some(&m.name) && t.status != TaskStatus::Completed);
+            if (!m.retired() || owns_work) && !lifecycle::member_running(&ctx.store, team, m) {
+                plan.retire.push((team.clone(), m.name.clone()));
+            }
+        }
+    }
+    if plan.retire.is_empty() && plan.delete.is_empty() {
+        if ctx.json {
+            output::json(&json!({"retired": [], "deleted": []}))?;
+        } else {
+            output::line("nothing to prune")?;
+        }
+        return Ok(0);
+    }
+    let mut said = Vec::new();
+    for (team, name) in &plan.retire {
+        said.push(format!(
+            "mark {name} of team {team} inactive (not running) and return its tasks"
+        ));
+    }
+    for (team, why) in &plan.delete {
+        said.push(format!("delete team {team} and its tasks ({why})"));
+    }
+    if !args.yes {
+        confirm(&said)?;
+    }
+    let mut retired = Vec::new();
+    for (team, name) in &plan.retire {
+        let who: AgentName = name.parse()?;
+        let released = lifecycle::retire_member(
+            &ctx.store,
+            team,
+            &who,
+            "swarm prune found it was no longer running",
+        )?;
+        retired.push(json!({"team": team.as_str(), "name": name, "released": released}));
+    }
+    let mut deleted = Vec::new();
+    for (team, _) in &plan.delete {
+        let roster = Roster::new(&ctx.store, team);
+        let config = roster.load()?;
+        // Dead panes kept by remain-on-exit would outlive the team otherwise.
+        if let Err(e) = lifecycle::close_team_panes(&ctx.store, team, &config) {
+            eprintln!("swarm: warning: team {team}: could not close its panes: {e}");
+        }
+        roster.delete(true)?;
+        crate::store::lead_key::LeadKey::forget(&ctx.store, team)?;
+        deleted.push(team.to_string());
+    }
+    if ctx.json {
+        output::json(&json!({"retired": retired, "deleted": deleted}))?;
+    } else {
+        for line in &said {
+            output::line(format!("done: {line}"))?;
+        }
+    }
+    Ok(0)
+}
+
+/// Asks on the terminal; refuses (exit 2, nothing done) when there is none to ask on.
+fn confirm(plan: &[String]) -> Result<()> {
+    let listed = plan.join("; ");
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::usage(format!(
+            "swarm prune would {listed}; standard input is not a terminal, so it cannot ask: \
+             pass --yes to go ahead"
+        )));
+    }
+    let mut err = std::io::stderr().lock();
+    for line in plan {
+        let _ = writeln!(err, "swarm prune will {line}");
+    }
+    let _ = write!(err, "Go ahead? [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(Error::io("read", "standard input"))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(Error::usage("nothing pruned"))
+    }
+}
+
+/// How long since anything under the team's directories changed.
+fn idle_for(team_dir: &Path, tasks_dir: &Path) -> Duration {
+    let mut newest = SystemTime::UNIX_EPOCH;
+    let mut stack = vec![team_dir.to_path_buf(), tasks_dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(meta) = e.metadata() else { continue };
+            if let Ok(modified) = meta.modified() {
+                newest = newest.max(modified);
+            }
+            if meta.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    SystemTime::now()
+        .duration_since(newest)
+        .unwrap_or(Duration::ZERO)
+}
+
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min", s / 60),
+        7200..=172_799 => format!("{} h", s / 3600),
+        _ => format!("{} days", s / 86_400),
+    }
+}

@@ -1,0 +1,121 @@
+//! Starting a teammate again: what `swarm up`, `swarm restart` and a relaunch do for a teammate
+//! that is on the roster but not running.
+//!
+//! At its first launch every teammate gets a [`RecordedLaunch`] in its roster entry
+//! (`swarmLaunch`: agent, directory before any worktree, flags, own environment). Started
+//! again, it is the same member: the plan is rebuilt from that record and the roster's own
+//! fields (model, plan mode, colour), so `prepare` builds the same section-10 command line with
+//! the same identity flags; the entry keeps its id, colour, join time, first prompt and a
+//! worktree it kept, and loses only what its last run left (pane, server, pid, exit status).
+//! The lead console's pane is opened again when the one swarm opened has died.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::plan::{RecordedLaunch, LAUNCH_FIELD};
+use super::prepare::{PreparedTeammate, Shared};
+use super::{AgentKind, Inherited, TeammatePlan};
+use crate::backend::tmux::SOCKET_FIELD;
+use crate::backend::{for_member, PaneState};
+use crate::error::{Error, Result};
+use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_START_FIELD};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::paths::Store;
+use crate::store::roster::Member;
+use crate::teammate::args::PromptVia;
+
+impl Shared<'_> {
+    /// A teammate on the roster that is not running, to be started again as it was: its
+    /// identity, colour, agent, directory and worktree from the roster and its
+    /// [`RecordedLaunch`].
+    pub(super) fn again(&mut self, m: &Member) -> Result<PreparedTeammate> {
+        let name: AgentName = m.name.parse()?;
+        let rec: RecordedLaunch = m
+            .extra
+            .get(LAUNCH_FIELD)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "{name} is on team {}'s roster but was not started by `swarm launch` or \
+                     `swarm up`, so swarm does not know how to start it again; remove it \
+                     (`swarm team remove {name}`) to launch it anew",
+                    self.team
+                ))
+            })?;
+        let mut t = TeammatePlan::new(name, m.prompt.clone().unwrap_or_default());
+        t.agent = Some(AgentKind::from_words(rec.agent.clone())?);
+        t.agent_type = rec.agent_type.clone();
+        t.model = m.model.clone();
+        t.permission_mode = rec.permission_mode.clone();
+        t.plan_mode_required = m.plan_mode_required;
+        t.prompt_via = Some(if rec.prompt_via_stdin {
+            PromptVia::Stdin
+        } else {
+            PromptVia::Arg
+        });
+        t.worktree = Some(rec.worktree);
+        t.env = rec.env.clone();
+        t.cwd = Some(rec.cwd.clone());
+        let inherited = Inherited {
+            dangerously_skip_permissions: rec.dangerously_skip_permissions,
+            extra: rec.extra.clone(),
+            ..Inherited::default()
+        };
+        let color = m.color_or_default().to_string();
+        self.teammate(color, &t, &inherited, rec.settings.clone(), Some(m))
+    }
+}
+
+/// The roster entry of a teammate started again: as it was, without what its last run left.
+pub(super) fn fresh_entry(previous: &Member) -> Member {
+    let mut m = previous.clone();
+    m.tmux_pane_id.clear();
+    for field in [PID_FIELD, PID_START_FIELD, EXIT_FIELD, SOCKET_FIELD] {
+        m.extra.remove(field);
+    }
+    m
+}
+
+/// The [`RecordedLaunch`] of a teammate, as JSON for its roster entry. The permission flags are
+/// recorded as they took effect (the teammate's own mode wins over
+/// `--dangerously-skip-permissions`, which wins over an inherited mode).
+#[expect(clippy::too_many_arguments, reason = "one value per recorded field")]
+pub(super) fn record(
+    t: &TeammatePlan,
+    inh: &Inherited,
+    agent: &AgentKind,
+    cwd: PathBuf,
+    worktree: bool,
+    agent_type: Option<String>,
+    settings: Option<String>,
+    prompt_via: PromptVia,
+) -> Value {
+    let own_mode = t.permission_mode.clone().or_else(|| {
+        (!inh.dangerously_skip_permissions)
+            .then(|| inh.permission_mode.clone())
+            .flatten()
+    });
+    let record = RecordedLaunch {
+        agent: agent.words(),
+        cwd,
+        worktree,
+        agent_type,
+        dangerously_skip_permissions: own_mode.is_none() && inh.dangerously_skip_permissions,
+        permission_mode: own_mode,
+        settings,
+        prompt_via_stdin: prompt_via == PromptVia::Stdin,
+        extra: inh.extra.clone(),
+        env: t.env.clone(),
+    };
+    serde_json::to_value(&record).expect("serializable")
+}
+
+/// The lead console ran in a pane swarm opened (on a recorded server) and that pane is no
+/// longer alive: its server died, or it exited.
+pub(super) fn lead_pane_died(store: &Store, team: &TeamName, lead: &Member) -> bool {
+    lead.extra.contains_key(SOCKET_FIELD)
+        && for_member(store, team, lead)
+            .and_then(|b| b.state().ok())
+            .is_some_and(|s| !matches!(s, PaneState::Alive { .. }))
+}

@@ -1,0 +1,195 @@
+//! Bringing a team back: relaunching after `shutdown --all`, `swarm up` leaving running
+//! teammates alone, a team whose tmux server died, and `swarm restart`; each task seeded once.
+
+use serde_json::json;
+
+use super::{is_running, on, shell_file, status, tasks, wait_running};
+use crate::support::*;
+
+#[test]
+fn relaunching_after_shutdown_all_starts_the_same_teammates_and_seeds_no_task_twice() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let file = shell_file(
+        &env,
+        "t",
+        &["writer", "reader"],
+        json!([{"subject": "first", "description": "true"},
+               {"subject": "second", "description": "true", "blockedBy": [0]}]),
+    );
+    let file = file.to_str().unwrap();
+    on(&env, &tmux, ["launch", file]).ok();
+    let before = read_json(&env.path("teams/t/config.json"));
+    wait_running(&env, &tmux, "t", &["writer", "reader"]);
+    on(&env, &tmux, ["shutdown", "--all"]).ok();
+
+    // The same file again: the teammates start again as they were, the tasks are not doubled.
+    let out = on(&env, &tmux, ["launch", file]).ok();
+    assert!(
+        out.stdout.contains("writer (blue): shell in tmux pane"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("(started again)"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("2 tasks of the plan are already in the list"),
+        "{}",
+        out.stdout
+    );
+    wait_running(&env, &tmux, "t", &["writer", "reader"]);
+    let after = read_json(&env.path("teams/t/config.json"));
+    for name in ["writer", "reader"] {
+        for field in ["agentId", "color", "joinedAt", "cwd", "swarmAgent"] {
+            assert_eq!(
+                member(&after, name)[field],
+                member(&before, name)[field],
+                "{name} {field}"
+            );
+        }
+        assert_eq!(member(&after, name)["isActive"], true);
+    }
+    assert_eq!(
+        after["members"].as_array().unwrap().len(),
+        3,
+        "no member added twice"
+    );
+    let list = tasks(&env, "t");
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(list[0]["metadata"]["swarmKey"], "first");
+    // Its inbox stayed: the first message is there once, not sent again.
+    let inbox = read_json(&env.path("teams/t/inboxes/writer.json"));
+    assert_eq!(
+        inbox
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["text"] == "$ echo ready")
+            .count(),
+        1
+    );
+
+    // While they run, `launch` refuses to start them twice and says what to use instead.
+    on(&env, &tmux, ["launch", file]).refused(
+        "writer is already running in team t; `swarm up FILE` starts only the teammates that \
+         are not running, and `swarm restart writer` restarts this one",
+    );
+    on(&env, &tmux, ["down"]).ok();
+}
+
+#[test]
+fn up_starts_what_is_missing_even_after_the_tmux_server_died() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let file = shell_file(
+        &env,
+        "t",
+        &["stays", "killed"],
+        json!([{"subject": "only once"}]),
+    );
+    let file = file.to_str().unwrap();
+    on(&env, &tmux, ["up", file]).ok();
+    let first = wait_running(&env, &tmux, "t", &["stays", "killed"]);
+    let stays_pane = member(&first, "stays")["paneId"].clone();
+
+    // One teammate killed: up starts it and leaves the other exactly where it was.
+    on(&env, &tmux, ["kill", "killed"]).ok();
+    let out = on(&env, &tmux, ["up", file]).ok();
+    assert!(
+        out.stdout.contains("stays is already running; left alone"),
+        "{}",
+        out.stdout
+    );
+    let second = wait_running(&env, &tmux, "t", &["stays", "killed"]);
+    assert_eq!(member(&second, "stays")["paneId"], stays_pane);
+    assert_ne!(
+        member(&second, "killed")["paneId"],
+        member(&first, "killed")["paneId"]
+    );
+
+    // The whole tmux server gone: nothing runs, and up brings back the lead pane and both.
+    tmux.cmd(["kill-server"]);
+    let dead = status(&env, &tmux, "t");
+    assert!(
+        !is_running(&dead, "stays") && !is_running(&dead, "killed"),
+        "{dead}"
+    );
+    let listed = on(&env, &tmux, ["team", "list"]).ok().stdout;
+    assert!(listed.contains("2 teammates: none running"), "{listed}");
+    let out = on(&env, &tmux, ["up", file]).ok();
+    assert!(
+        out.stdout.contains("lead console in pane"),
+        "{}",
+        out.stdout
+    );
+    let back = wait_running(&env, &tmux, "t", &["stays", "killed"]);
+    assert_eq!(
+        member(&back, "team-lead")["pane"]["state"],
+        "alive",
+        "{back}"
+    );
+    assert_eq!(tasks(&env, "t").len(), 1, "the file's task is seeded once");
+    on(&env, &tmux, ["down"]).ok();
+}
+
+#[test]
+fn restart_stops_a_teammate_and_starts_it_again_with_its_inbox_and_tasks() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let file = shell_file(&env, "t", &["worker"], json!([]));
+    on(
+        &env,
+        &tmux,
+        ["launch", "--no-lead-pane", file.to_str().unwrap()],
+    )
+    .ok();
+    wait_running(&env, &tmux, "t", &["worker"]);
+    let lock = env.path("teams/t/alive/worker.lock");
+    let first_pid = std::fs::read_to_string(&lock).unwrap();
+    on(
+        &env,
+        &tmux,
+        ["send", "--to", "worker", "$ echo before > before.txt"],
+    )
+    .ok();
+    eventually(
+        std::time::Duration::from_secs(30),
+        "the first message ran",
+        || env.path("work/before.txt").is_file().then_some(()),
+    );
+    let out = on(&env, &tmux, ["restart", "worker"]).ok();
+    assert!(
+        out.stdout.contains("worker: stopped (approved)"),
+        "{}",
+        out.stdout
+    );
+    wait_running(&env, &tmux, "t", &["worker"]);
+    let second_pid = std::fs::read_to_string(&lock).unwrap();
+    assert_ne!(first_pid, second_pid, "another runtime holds worker's lock");
+    // The restarted teammate is the same member: it answers messages sent to it.
+    on(
+        &env,
+        &tmux,
+        ["send", "--to", "worker", "$ echo after > after.txt"],
+    )
+    .ok();
+    eventually(
+        std::time::Duration::from_secs(30),
+        "the restarted worker ran it",
+        || env.path("work/after.txt").is_file().then_some(()),
+    );
+    let inbox = read_json(&env.path("teams/t/inboxes/worker.json"));
+    assert!(
+        inbox
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["text"] == "$ echo before > before.txt"),
+        "the inbox stayed: {inbox}"
+    );
+    // (The worker is still writing its idle notification, so this checks the exit, not the files.)
+    on(&env, &tmux, ["restart", "nobody"])
+        .code(2)
+        .stderr_has("not a member");
+    on(&env, &tmux, ["down"]).ok();
+}

@@ -7,6 +7,10 @@
 //! Lock order is always list lock, then task lock, so creators and claimers cannot deadlock.
 
 mod claim;
+mod durable;
+mod events;
+mod hints;
+mod index;
 mod task;
 
 use std::collections::{BTreeMap, HashSet};
@@ -14,6 +18,7 @@ use std::fs;
 
 use serde_json::Map;
 
+pub(crate) use index::TaskIndex;
 pub use task::{NewTask, Task, TaskOutcome, TaskPatch, TaskStatus, SWARM_FAILED};
 
 use crate::error::{Error, Result};

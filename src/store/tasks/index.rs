@@ -34,7 +34,7 @@ use crate::store::watcher::rescan_interval;
 
 /// What a task file looked like when it was read: any writer's change shows here (a rename
 /// brings a new inode, an in-place write a new size or new times).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Stamp {
     dev: u64,
     ino: u64,
@@ -44,7 +44,7 @@ pub(super) struct Stamp {
 }
 
 impl Stamp {
-    fn of(meta: &fs::Metadata) -> Stamp {
+    pub(super) fn of(meta: &fs::Metadata) -> Stamp {
         Stamp {
             dev: meta.dev(),
             ino: meta.ino(),

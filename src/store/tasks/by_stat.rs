@@ -52,6 +52,7 @@ impl TaskList<'_> {
         let sidecar = dir.join(SIDECAR);
         let mut cached = load(&sidecar);
         let started = SystemTime::now();
+        let euid = guard::euid();
         let mut tasks = Vec::new();
         let mut keep = Vec::new();
         let mut learned = false;
@@ -68,8 +69,10 @@ impl TaskList<'_> {
                 .filter(|e| e.stamp == stamp && meta.file_type().is_file());
             let task = match hit {
                 Some(entry) => {
-                    // What `fsio::read_file` checks of every file it opens.
-                    guard::check_file(&path, &meta)?;
+                    // What `fsio::read_file` checks of every file it opens (the uid fetched once).
+                    if meta.uid() != euid || meta.nlink() != 1 {
+                        guard::check_file(&path, &meta)?;
+                    }
                     entry.task
                 }
                 None => match self.read_listed(&id)? {

@@ -184,11 +184,11 @@ impl TaskIndex {
         state.refresh(&list)?;
         let mut rescanned = false;
         loop {
-            if busy_check && state.owns_unfinished(agent) {
-                self.unsynced.sync()?;
-                return Ok(None);
-            }
-            let candidates: Vec<u64> = state.available().collect();
+            let busy = busy_check && state.owns_unfinished(agent);
+            let candidates: Vec<u64> = match busy {
+                true => Vec::new(),
+                false => state.available().collect(),
+            };
             for number in candidates {
                 let Some(_hint) = self.hints.try_take(number) else {
                     continue; // another claimer is on it: try the next one
@@ -234,6 +234,7 @@ impl TaskIndex {
                 }
                 return Ok(Some(task));
             }
+            // Nothing to claim (or the agent is busy): not a missed event either?
             if rescanned || !state.rescan_if_stale(&list)? {
                 self.unsynced.sync()?;
                 return Ok(None);
@@ -382,5 +383,69 @@ impl State {
                         .is_none_or(|(t, _)| t.status == TaskStatus::Completed)
                 })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tasks::{NewTask, TaskPatch};
+
+    fn new(subject: &str, blocked_by: &[&TaskId]) -> NewTask {
+        NewTask {
+            subject: subject.into(),
+            blocked_by: blocked_by.iter().map(|&i| i.clone()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_index_claims_by_the_rules_of_claim_next_and_skips_a_hinted_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let tl = TaskList::new(&store, &team);
+        let coder: AgentName = "coder".parse().unwrap();
+        let other: AgentName = "other".parse().unwrap();
+        let a = tl.create(new("a", &[])).unwrap().id;
+        let b = tl.create(new("b", &[&a])).unwrap().id;
+        let c = tl.create(new("c", &[])).unwrap().id;
+        let d = tl.create(new("d", &[])).unwrap().id;
+        let mut index = TaskIndex::open(&store, &team).unwrap();
+        tl.claim(&a, &other, false).unwrap();
+        // a is owned and b waits for a: c is next, for both kinds of claim.
+        assert_eq!(index.claim_next(&coder, false).unwrap().unwrap().id, c);
+        // coder now owns c, so the busy check refuses it another task...
+        assert!(index.claim_next(&coder, true).unwrap().is_none());
+        // ...and without it coder gets d, the next one.
+        assert_eq!(index.claim_next(&coder, false).unwrap().unwrap().id, d);
+        assert!(
+            index.claim_next(&other, false).unwrap().is_none(),
+            "b is blocked"
+        );
+        // A blocker that is deleted no longer blocks; a task another claimer is trying is left
+        // to it.
+        tl.delete(&a).unwrap();
+        let e = tl.create(new("e", &[])).unwrap().id;
+        let rival = TaskIndex::open(&store, &team).unwrap();
+        let hint = rival.hints.try_take(b.number()).unwrap();
+        assert_eq!(index.claim_next(&other, true).unwrap().unwrap().id, e);
+        drop(hint);
+        let done = TaskPatch {
+            status: Some(TaskStatus::Completed),
+            ..Default::default()
+        };
+        tl.update(&e, done.clone()).unwrap();
+        assert_eq!(index.claim_next(&other, true).unwrap().unwrap().id, b);
+        for id in [&b, &c, &d] {
+            tl.update(id, done.clone()).unwrap();
+        }
+        assert!(index.claim_next(&coder, true).unwrap().is_none());
+        assert!(index.claim_next(&coder, false).unwrap().is_none());
+        assert_eq!(
+            index.tasks().collect::<Vec<_>>(),
+            tl.list().unwrap().iter().collect::<Vec<_>>(),
+            "the index holds what the files hold"
+        );
     }
 }

@@ -158,8 +158,8 @@ impl TaskIndex {
 
     /// `claim_next` for a claimer whose work is done at once (the claim loop): `report` runs
     /// once the claim is durable, still under the task's lock, and the task is then marked
-    /// completed under it. One list-lock and one task-lock cycle and three fsyncs per task,
-    /// where a claim followed by an update takes three lock cycles and four fsyncs: the
+    /// completed under it. Two lock cycles (list and task; one without the busy check) and
+    /// three fsyncs per task, where a claim followed by an update takes three (two) and four: the
     /// completion's rename is made durable by the next claim's directory sync (or when nothing
     /// is left to claim, or the index is dropped), before anything more is reported.
     pub(crate) fn claim_and_complete(

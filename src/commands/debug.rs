@@ -19,7 +19,7 @@ use crate::store::fsio;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::tasks::{TaskList, TaskPatch, TaskStatus};
+use crate::store::tasks::{Task, TaskIndex, TaskList, TaskPatch, TaskStatus};
 
 pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
     match cmd {
@@ -40,10 +40,25 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
         DebugCommand::Append(args) => append(ctx, args).map(|()| 0),
         DebugCommand::CcAppend(args) => cc_append(ctx, args).map(|()| 0),
         DebugCommand::ClaimLoop {
-            agent: name,
+            agent,
             no_busy_check,
             max,
-        } => claim_loop(ctx, &name, !no_busy_check, max).map(|()| 0),
+            baseline,
+            ready,
+            step,
+            trust_index,
+        } => {
+            let args = ClaimLoop {
+                agent,
+                no_busy_check,
+                max,
+                baseline,
+                ready,
+                step,
+                trust_index,
+            };
+            claim_loop(ctx, &args).map(|()| 0)
+        }
     }
 }
 
@@ -106,25 +121,85 @@ fn cc_append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     Ok(())
 }
 
+/// The flags of `swarm debug claim-loop` (see `DebugCommand::ClaimLoop`).
+struct ClaimLoop {
+    agent: AgentName,
+    no_busy_check: bool,
+    max: Option<u64>,
+    baseline: bool,
+    ready: bool,
+    step: bool,
+    trust_index: bool,
+}
+
 /// Claims the next available task, prints its id, completes it, and repeats until none is left
-/// (or `max` were claimed).
-fn claim_loop(ctx: &Context, who: &AgentName, busy_check: bool, max: Option<u64>) -> Result<()> {
+/// (or `max` were claimed): through the task index, or today's path with `--baseline`.
+fn claim_loop(ctx: &Context, args: &ClaimLoop) -> Result<()> {
     let team = ctx.team()?;
+    let (who, busy_check) = (&args.agent, !args.no_busy_check);
     let tasks = TaskList::new(&ctx.store, &team);
+    let mut index = match args.baseline {
+        true => None,
+        false => Some(TaskIndex::open(&ctx.store, &team)?),
+    };
+    let snapshot: Vec<Task> = match (&mut index, args.trust_index) {
+        (Some(index), true) => index.available()?,
+        _ => Vec::new(),
+    };
+    let mut snapshot = snapshot.into_iter();
+    let mut lines = std::io::stdin().lines();
+    if args.ready {
+        output::line("ready")?;
+        lines.next();
+    }
     let mut claimed = 0;
-    while max.is_none_or(|m| claimed < m) {
-        let Some(task) = tasks.claim_next(who, busy_check)? else {
+    while args.max.is_none_or(|m| claimed < m) {
+        if args.step && lines.next().is_none() {
             break;
+        }
+        let mut report = |task: &Task| output::line(task.id.to_string());
+        let task = match &mut index {
+            _ if args.trust_index => claim_without_lock(&ctx.store, &team, snapshot.next(), who)?,
+            Some(index) => index.claim_and_complete(who, busy_check, &mut report)?,
+            None => {
+                let task = tasks.claim_next(who, busy_check)?;
+                if let Some(task) = &task {
+                    report(task)?;
+                    tasks.update(&task.id, completed())?;
+                }
+                task
+            }
         };
-        claimed += 1;
-        output::line(task.id.to_string())?;
-        tasks.update(
-            &task.id,
-            TaskPatch {
-                status: Some(TaskStatus::Completed),
-                ..TaskPatch::default()
-            },
-        )?;
+        match task {
+            Some(_) => claimed += 1,
+            None if args.step => output::line("none")?,
+            None => break,
+        }
     }
     Ok(())
+}
+
+fn completed() -> TaskPatch {
+    TaskPatch {
+        status: Some(TaskStatus::Completed),
+        ..TaskPatch::default()
+    }
+}
+
+/// The negative control: `task` as the index saw it at the start, written claimed and completed
+/// with no lock and no second look.
+fn claim_without_lock(
+    store: &Store,
+    team: &TeamName,
+    task: Option<Task>,
+    who: &AgentName,
+) -> Result<Option<Task>> {
+    let Some(mut task) = task else {
+        return Ok(None);
+    };
+    task.owner = Some(who.to_string());
+    task.status = TaskStatus::Completed;
+    output::line(task.id.to_string())?;
+    fsio::write_json(&store.task_path(team, &task.id), &task)?;
+    Ok(Some(task))
 }

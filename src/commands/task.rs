@@ -17,7 +17,7 @@ use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch};
 
 pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
     let team = ctx.team()?;
-    let tasks = TaskList::new(&ctx.store, &team);
+    let tasks = TaskList::by_stat(&ctx.store, &team);
     match cmd {
         TaskCommand::Create {
             subject,

@@ -21,6 +21,7 @@ use crate::store::paths::Store;
 use crate::store::permissions::Permissions;
 use crate::store::protocol::{Payload, Protocol};
 use crate::store::roster::Roster;
+use crate::store::tasks::{Task, TaskIndex};
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LeadOptions {
@@ -38,6 +39,8 @@ pub(super) struct Console<'a> {
     pub(super) questions: Questions<'a>,
     pub(super) paint: Paint,
     pub(super) lead: AgentName,
+    /// The task list in memory for `/tasks` and `/status`, opened on first use.
+    task_index: std::cell::RefCell<Option<TaskIndex>>,
 }
 
 impl<'a> Console<'a> {
@@ -49,7 +52,22 @@ impl<'a> Console<'a> {
             opts,
             paint: Paint::detect(),
             lead: AgentName::lead(),
+            task_index: std::cell::RefCell::new(None),
         }
+    }
+
+    /// Every task, by id, as fresh as a scan: from the console's task index, which re-reads
+    /// only the files that changed since the last look.
+    pub(super) fn tasks(&self) -> Result<Vec<Task>> {
+        let mut slot = self.task_index.borrow_mut();
+        let index = match slot.as_mut() {
+            Some(index) => {
+                index.refresh()?;
+                index
+            }
+            None => slot.insert(TaskIndex::open(self.store, self.team)?),
+        };
+        Ok(index.tasks().cloned().collect())
     }
 
     /// Prints `text` with control characters made visible and later lines indented.

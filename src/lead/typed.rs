@@ -13,7 +13,7 @@ use crate::store::liveness::Liveness;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::AgentName;
 use crate::store::roster::{Member, Roster};
-use crate::store::tasks::{TaskList, TaskStatus};
+use crate::store::tasks::TaskStatus;
 
 const HELP: &str = "\
 @name text  message a teammate     @* text   message everyone
@@ -86,7 +86,7 @@ impl Console<'_> {
 
     fn print_status(&self) -> Result<()> {
         let config = Roster::new(self.store, self.team).load()?;
-        let tasks = TaskList::new(self.store, self.team).list()?;
+        let tasks = self.tasks()?;
         for m in config.teammates() {
             let name: AgentName = m.name.parse()?;
             let health = lifecycle::member_health(self.store, self.team, m)?;
@@ -117,7 +117,7 @@ impl Console<'_> {
     }
 
     fn print_tasks(&self) -> Result<()> {
-        let tasks = TaskList::new(self.store, self.team).list()?;
+        let tasks = self.tasks()?;
         if tasks.is_empty() {
             self.say("no tasks");
         }

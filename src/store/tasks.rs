@@ -6,7 +6,12 @@
 //!
 //! Lock order is always list lock, then task lock, so creators and claimers cannot deadlock.
 
+mod by_stat;
 mod claim;
+mod durable;
+mod events;
+mod hints;
+mod index;
 mod task;
 
 use std::collections::{BTreeMap, HashSet};
@@ -14,6 +19,7 @@ use std::fs;
 
 use serde_json::Map;
 
+pub(crate) use index::TaskIndex;
 pub use task::{NewTask, Task, TaskOutcome, TaskPatch, TaskStatus, SWARM_FAILED};
 
 use crate::error::{Error, Result};
@@ -24,11 +30,27 @@ use crate::store::paths::Store;
 pub struct TaskList<'a> {
     store: &'a Store,
     team: &'a TeamName,
+    /// Whole-list reads trust a file's cached content while its `stat` is unchanged (see
+    /// `by_stat`).
+    by_stat: bool,
 }
 
 impl<'a> TaskList<'a> {
     pub fn new(store: &'a Store, team: &'a TeamName) -> TaskList<'a> {
-        TaskList { store, team }
+        TaskList {
+            store,
+            team,
+            by_stat: false,
+        }
+    }
+
+    /// `new` for one-shot commands: listing the tasks stats every file and parses only those
+    /// that changed since a listing last read them (see `by_stat`).
+    pub fn by_stat(store: &'a Store, team: &'a TeamName) -> TaskList<'a> {
+        TaskList {
+            by_stat: true,
+            ..TaskList::new(store, team)
+        }
     }
 
     fn list_lock(&self) -> Result<FileLock> {
@@ -158,6 +180,9 @@ impl<'a> TaskList<'a> {
     /// Every task, by id. A task file that does not parse is quarantined (under its lock) and
     /// left out, with a warning on stderr.
     pub fn list(&self) -> Result<Vec<Task>> {
+        if self.by_stat {
+            return self.list_by_stat();
+        }
         let mut tasks = Vec::new();
         for id in self.ids()? {
             tasks.extend(self.read_listed(&id)?);

@@ -36,7 +36,7 @@ use crate::store::liveness::AliveLock;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::TaskId;
 use crate::store::roster::Roster;
-use crate::store::tasks::TaskList;
+use crate::store::tasks::{TaskIndex, TaskList};
 use crate::store::watcher::{rescan_interval, Subscription};
 use membership::Membership;
 
@@ -91,7 +91,8 @@ async fn serve(config: Config) -> Result<i32> {
             let _ = tx.send(Event::Wake);
         })?);
     }
-    let mut runtime = Runtime::new(config, membership, tx, rx);
+    let index = TaskIndex::open(&config.store, &config.team)?;
+    let mut runtime = Runtime::new(config, membership, index, tx, rx);
     if rejoined {
         runtime
             .pane
@@ -117,6 +118,8 @@ struct Runtime {
     plan: PlanState,
     /// Every message the plan covers (plan mode only).
     plan_context: Vec<InboxMessage>,
+    /// The task list in memory (see `claim`).
+    index: TaskIndex,
     /// Tasks the lead assigned with `task_assignment`, not yet taken.
     assigned: VecDeque<TaskId>,
     /// Ordinary messages already announced in the pane (not yet delivered).
@@ -130,11 +133,13 @@ impl Runtime {
     fn new(
         cfg: Config,
         membership: Membership,
+        index: TaskIndex,
         tx: UnboundedSender<Event>,
         rx: UnboundedReceiver<Event>,
     ) -> Runtime {
         Runtime {
             membership,
+            index,
             pane: Pane::new(cfg.name.as_str(), &cfg.color),
             launch: cfg.launch(),
             plan: PlanState::at_start(cfg.plan_mode_required),

@@ -9,6 +9,7 @@
 //! its constant says so. This file holds what the topics share.
 
 mod bad_input;
+mod claim_race;
 mod claimers;
 mod damaged;
 mod disk;

@@ -30,6 +30,21 @@ pub enum DebugCommand {
         /// Stop after this many claims.
         #[arg(long, value_name = "N")]
         max: Option<u64>,
+        /// Today's claim path without the task index (`TaskList::claim_next`, then an update),
+        /// the benchmarks' baseline.
+        #[arg(long, conflicts_with = "trust_index")]
+        baseline: bool,
+        /// Print "ready" once the task list is loaded and wait for a line on stdin before
+        /// claiming.
+        #[arg(long)]
+        ready: bool,
+        /// One claim per line read on stdin, printing the id or "none".
+        #[arg(long)]
+        step: bool,
+        /// Negative control: claim what the index held when it was loaded, without the task
+        /// lock or the re-check, so racing claimers must claim tasks twice.
+        #[arg(long)]
+        trust_index: bool,
     },
 
     /// Print the team's `--lead-verify-key` value (making the lead key if it has none), for

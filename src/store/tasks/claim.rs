@@ -14,7 +14,7 @@ use crate::store::names::{AgentName, TaskId};
 
 impl TaskList<'_> {
     /// Whether every task `task` waits for is completed (or gone).
-    fn unblocked(&self, task: &Task) -> Result<bool> {
+    pub(super) fn unblocked(&self, task: &Task) -> Result<bool> {
         for dep in &task.blocked_by {
             if let Some(d) = self.get_opt(dep)? {
                 if d.status != TaskStatus::Completed {

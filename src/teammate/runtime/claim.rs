@@ -1,15 +1,17 @@
 //! Choosing the task a teammate works on next, and claiming it.
 //!
 //! A task the lead assigned comes first, then one this teammate already owns (a runtime
-//! restarted after a crash resumes its task), then the lowest available one. Claims go through
-//! the task list's lock (PROTOCOL.md section 8), so two teammates never take the same task; an
-//! idle teammate only takes that lock when a claimable task may exist, because it looks on every
-//! re-scan.
+//! restarted after a crash resumes its task), then the lowest available one. The runtime keeps
+//! the task list in memory (`TaskIndex`, re-read from file events), so a wake-up costs no scan of
+//! every task file; claims are still decided on the files under the task list's locks (PROTOCOL.md
+//! section 8), so two teammates never take the same task, and an idle teammate only takes the
+//! list lock when a claimable task may exist.
 
 use std::collections::VecDeque;
 
 use super::Runtime;
 use crate::error::{ClaimFailure, Error, Result};
+use crate::store::names::TaskId;
 use crate::store::tasks::{Task, TaskStatus};
 
 impl Runtime {
@@ -42,27 +44,26 @@ impl Runtime {
         if found.is_some() {
             return Ok(found);
         }
-        let all = self.tasks().list()?;
-        let mine: Vec<&Task> = all
-            .iter()
+        self.index.refresh()?;
+        let mine: Vec<TaskId> = self
+            .index
+            .tasks()
             .filter(|t| t.owner.as_deref() == Some(me.as_str()))
             .filter(|t| t.status != TaskStatus::Completed && !t.parked())
+            .map(|t| t.id.clone())
             .collect();
-        for task in mine {
-            match self.tasks().claim(&task.id, &me, false) {
+        for id in mine {
+            match self.tasks().claim(&id, &me, false) {
                 Ok(task) => return Ok(Some(task)),
                 Err(Error::ClaimRefused { .. } | Error::NoSuchTask { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
         // `claim_next` takes the task-list lock; an idle teammate wakes on every re-scan, so it
-        // only asks when a claimable task may exist (blockers are checked under the lock).
-        let candidate = all
-            .iter()
-            .any(|t| t.status == TaskStatus::Pending && t.owner.is_none() && !t.parked());
-        if !candidate {
+        // only asks when a claimable task may exist (decided again under the locks).
+        if !self.index.any_available()? {
             return Ok(None);
         }
-        self.tasks().claim_next(&me, true)
+        self.index.claim_next(&me, true)
     }
 }

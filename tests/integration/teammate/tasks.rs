@@ -1,7 +1,8 @@
 //! Tasks through teammates: a dependency graph spread over three shell teammates, a failing task
 //! parked until the lead retries it, assignments (taken from the lead only), a task whose
-//! claimer was SIGKILLed finished by a survivor, and an agent that completes its own task with
-//! the `swarm` on its PATH.
+//! claimer was SIGKILLed finished by a survivor, an agent that completes its own task with
+//! the `swarm` on its PATH, and a task file dropped in by a writer that knows nothing of swarm,
+//! which the runtime's task index must see from its file events.
 
 use std::time::{Duration, Instant};
 
@@ -304,4 +305,29 @@ fn an_agent_can_use_swarm_from_its_shell_and_finish_its_own_task() {
         "{}",
         mate.output()
     );
+}
+
+#[test]
+fn a_running_teammate_takes_a_task_file_renamed_in_by_a_writer_that_knows_nothing_of_swarm() {
+    let env = Env::with_team(&["a"]);
+    let done = env.path("done");
+    // The periodic re-scan is out of reach: the runtime's task index must learn of the file
+    // from its events.
+    let _mate = start_with(
+        &env,
+        "a",
+        &["--agent", "shell"],
+        &[("SWARM_RESCAN_MS", "600000")],
+    );
+    std::fs::create_dir_all(env.path("tasks/t")).unwrap();
+    let file = json!({"id": "1", "subject": "from outside", "status": "pending",
+        "description": format!("touch {}", q(&done)), "blocks": [], "blockedBy": []});
+    let tmp = env.path("tasks/t/incoming.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    std::fs::rename(&tmp, env.path("tasks/t/1.json")).unwrap();
+    eventually(LONG, "the renamed-in task completed by a", || {
+        let t = task(&env, "1");
+        (t["status"] == "completed" && t["owner"] == "a").then_some(())
+    });
+    assert!(done.exists(), "the task's command ran");
 }

@@ -1,0 +1,96 @@
+//! Try-locks that spread claimers over the available tasks instead of queueing them on the
+//! lowest one.
+//!
+//! Claimers that all see the same lowest available task and wait for its lock form a convoy:
+//! each one in turn takes the lock, finds the task claimed, and moves on to the next, where the
+//! others are already queued. So an indexed claimer first tries a one-byte lock at offset `id`
+//! in the hidden file `tasks/<team>/.claiming` (open file description locks, never waiting); if
+//! another claimer holds it, it goes on to the next candidate at once. The hint decides only who
+//! tries which task first: the claim itself is still made under the task's own lock (PROTOCOL.md
+//! section 3), which also excludes Claude Code and every writer that does not know about hints.
+//! The kernel drops a dead claimer's hints with its descriptor, and a lock makes no file event,
+//! so hints cost one system call and wake nobody.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::store::fsio;
+
+/// The open `.claiming` file of one task list.
+pub(super) struct Hints {
+    file: File,
+}
+
+/// A held hint on one task id; released on drop.
+pub(super) struct Hint<'h> {
+    hints: &'h Hints,
+    id: u64,
+}
+
+impl Hints {
+    pub(super) fn open(path: &Path) -> Result<Hints> {
+        fsio::check_regular(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(fsio::NOFOLLOW)
+            .open(path)
+            .map_err(Error::io("open", path))?;
+        fsio::check_opened(&file, path)?;
+        Ok(Hints { file })
+    }
+
+    /// The hint on `id`, unless another claimer holds it.
+    pub(super) fn try_take(&self, id: u64) -> Option<Hint<'_>> {
+        self.set(id, libc::F_WRLCK as libc::c_short)
+            .then_some(Hint { hints: self, id })
+    }
+
+    fn set(&self, id: u64, kind: libc::c_short) -> bool {
+        // SAFETY: an all-zero `flock` is a valid value; the fields that matter are set below.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = kind;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = id.min(i64::MAX as u64) as libc::off_t;
+        lock.l_len = 1;
+        // SAFETY: the descriptor is open for as long as `self`, and `lock` outlives the call.
+        unsafe { libc::fcntl(self.file.as_raw_fd(), SET_LOCK, &lock) == 0 }
+    }
+}
+
+impl Drop for Hint<'_> {
+    fn drop(&mut self) {
+        self.hints.set(self.id, libc::F_UNLCK as libc::c_short);
+    }
+}
+
+/// Open file description locks where there are any: they belong to the descriptor, so two
+/// indexes in one process exclude each other, and closing some other descriptor of the file
+/// does not drop them (the trap of classic POSIX record locks).
+#[cfg(target_os = "linux")]
+const SET_LOCK: libc::c_int = libc::F_OFD_SETLK;
+#[cfg(not(target_os = "linux"))]
+const SET_LOCK: libc::c_int = libc::F_SETLK;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_hint_is_refused_to_another_claimer_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".claiming");
+        let (a, b) = (Hints::open(&path).unwrap(), Hints::open(&path).unwrap());
+        let held = a.try_take(3).expect("free");
+        assert!(b.try_take(3).is_none(), "held by a");
+        assert!(b.try_take(4).is_some(), "another id is free");
+        drop(held);
+        assert!(b.try_take(3).is_some(), "released");
+    }
+}

@@ -142,7 +142,6 @@ impl Prepared {
                 active_form: task.active_form.clone(),
                 blocked_by,
                 metadata,
-                ..Default::default()
             })?;
             ids.push(new.id.clone());
             created.push(new.id);

@@ -9,19 +9,22 @@
 //! tries which task first: the claim itself is still made under the task's own lock (PROTOCOL.md
 //! section 3), which also excludes Claude Code and every writer that does not know about hints.
 //! The kernel drops a dead claimer's hints with its descriptor, and a lock makes no file event,
-//! so hints cost one system call and wake nobody.
+//! so hints cost one system call and wake nobody. The file is made by the first claim a
+//! process tries, not when its index opens, so a process that never claims writes nothing.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
 
-/// The open `.claiming` file of one task list.
+/// The `.claiming` file of one task list, opened on first use.
 pub(super) struct Hints {
-    file: File,
+    path: PathBuf,
+    file: OnceLock<File>,
 }
 
 /// A held hint on one task id; released on drop.
@@ -31,7 +34,22 @@ pub(super) struct Hint<'h> {
 }
 
 impl Hints {
-    pub(super) fn open(path: &Path) -> Result<Hints> {
+    pub(super) fn new(path: &Path) -> Hints {
+        Hints {
+            path: path.to_path_buf(),
+            file: OnceLock::new(),
+        }
+    }
+
+    fn file(&self) -> Result<&File> {
+        if let Some(file) = self.file.get() {
+            return Ok(file);
+        }
+        let file = Self::open(&self.path)?;
+        Ok(self.file.get_or_init(|| file))
+    }
+
+    fn open(path: &Path) -> Result<File> {
         fsio::check_regular(path)?;
         let file = OpenOptions::new()
             .read(true)
@@ -43,31 +61,33 @@ impl Hints {
             .open(path)
             .map_err(Error::io("open", path))?;
         fsio::check_opened(&file, path)?;
-        Ok(Hints { file })
+        Ok(file)
     }
 
     /// The hint on `id`, unless another claimer holds it.
-    pub(super) fn try_take(&self, id: u64) -> Option<Hint<'_>> {
-        self.set(id, libc::F_WRLCK as libc::c_short)
-            .then_some(Hint { hints: self, id })
-    }
-
-    fn set(&self, id: u64, kind: libc::c_short) -> bool {
-        // SAFETY: an all-zero `flock` is a valid value; the fields that matter are set below.
-        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-        lock.l_type = kind;
-        lock.l_whence = libc::SEEK_SET as libc::c_short;
-        lock.l_start = id.min(i64::MAX as u64) as libc::off_t;
-        lock.l_len = 1;
-        // SAFETY: the descriptor is open for as long as `self`, and `lock` outlives the call.
-        unsafe { libc::fcntl(self.file.as_raw_fd(), SET_LOCK, &lock) == 0 }
+    pub(super) fn try_take(&self, id: u64) -> Result<Option<Hint<'_>>> {
+        let file = self.file()?;
+        Ok(set(file, id, libc::F_WRLCK as libc::c_short).then_some(Hint { hints: self, id }))
     }
 }
 
 impl Drop for Hint<'_> {
     fn drop(&mut self) {
-        self.hints.set(self.id, libc::F_UNLCK as libc::c_short);
+        if let Some(file) = self.hints.file.get() {
+            set(file, self.id, libc::F_UNLCK as libc::c_short);
+        }
     }
+}
+
+fn set(file: &File, id: u64, kind: libc::c_short) -> bool {
+    // SAFETY: an all-zero `flock` is a valid value; the fields that matter are set below.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = id.min(i64::MAX as u64) as libc::off_t;
+    lock.l_len = 1;
+    // SAFETY: the descriptor is open for as long as `file`, and `lock` outlives the call.
+    unsafe { libc::fcntl(file.as_raw_fd(), SET_LOCK, &lock) == 0 }
 }
 
 /// Open file description locks where there are any: they belong to the descriptor, so two
@@ -86,11 +106,12 @@ mod tests {
     fn a_held_hint_is_refused_to_another_claimer_until_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".claiming");
-        let (a, b) = (Hints::open(&path).unwrap(), Hints::open(&path).unwrap());
-        let held = a.try_take(3).expect("free");
-        assert!(b.try_take(3).is_none(), "held by a");
-        assert!(b.try_take(4).is_some(), "another id is free");
+        let (a, b) = (Hints::new(&path), Hints::new(&path));
+        assert!(!path.exists(), "made by the first claim, not before");
+        let held = a.try_take(3).unwrap().expect("free");
+        assert!(b.try_take(3).unwrap().is_none(), "held by a");
+        assert!(b.try_take(4).unwrap().is_some(), "another id is free");
         drop(held);
-        assert!(b.try_take(3).is_some(), "released");
+        assert!(b.try_take(3).unwrap().is_some(), "released");
     }
 }

@@ -96,7 +96,7 @@ impl TaskIndex {
         // The watch comes before the first scan, so nothing written in between is missed.
         let events = Events::watch(&dir)?;
         let mut index = TaskIndex {
-            hints: Hints::open(&dir.join(".claiming"))?,
+            hints: Hints::new(&dir.join(".claiming")),
             store: store.clone(),
             team: team.clone(),
             unsynced: Unsynced::default(),
@@ -190,7 +190,7 @@ impl TaskIndex {
                 false => state.available().collect(),
             };
             for number in candidates {
-                let Some(_hint) = self.hints.try_take(number) else {
+                let Some(_hint) = self.hints.try_take(number)? else {
                     continue; // another claimer is on it: try the next one
                 };
                 let id = TaskId::new(number);
@@ -428,7 +428,7 @@ mod tests {
         tl.delete(&a).unwrap();
         let e = tl.create(new("e", &[])).unwrap().id;
         let rival = TaskIndex::open(&store, &team).unwrap();
-        let hint = rival.hints.try_take(b.number()).unwrap();
+        let hint = rival.hints.try_take(b.number()).unwrap().unwrap();
         assert_eq!(index.claim_next(&other, true).unwrap().unwrap().id, e);
         drop(hint);
         let done = TaskPatch {

@@ -284,7 +284,7 @@ fn assert_untouched_behind_its_back(env: &Env) {
 
 #[test]
 fn an_index_that_loses_events_never_claims_a_completed_or_owned_task_and_rescans() {
-    let env = Env::with_team(&[]);
+    let env = Env::with_team(&["a", "b"]);
     let mut c = behind_its_back(&env, "lose");
     // The index still has #1 and #2 pending; the files say otherwise, and the files win.
     assert_eq!(c.step(), "3");
@@ -303,7 +303,7 @@ fn an_index_that_loses_events_never_claims_a_completed_or_owned_task_and_rescans
 
 #[test]
 fn an_index_whose_event_queue_overflows_rescans_and_claims_only_what_is_available() {
-    let env = Env::with_team(&[]);
+    let env = Env::with_team(&["a", "b"]);
     let mut c = behind_its_back(&env, "overflow");
     assert_eq!(c.step(), "3");
     rename_in(&env, pending(4));

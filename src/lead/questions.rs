@@ -10,8 +10,6 @@
 
 use std::collections::VecDeque;
 
-use serde_json::Map;
-
 use super::paint::shown;
 use crate::error::{Error, Result};
 use crate::output::terminal::visible;
@@ -19,7 +17,10 @@ use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::permissions::{Decision, PermissionRecord, Permissions};
-use crate::store::protocol::{timestamp_now, PlanApprovalRequest, PlanApprovalResponse, Protocol};
+use crate::store::protocol::{
+    mode_after_plan, PlanApprovalRequest, PlanApprovalResponse, Protocol,
+};
+use crate::store::roster::Roster;
 
 /// A question waiting for the person's `y` / `n [feedback]`.
 #[derive(Debug)]
@@ -201,6 +202,7 @@ impl<'a> Questions<'a> {
                     approve,
                     feedback,
                     updated_input: None,
+                    accept_suggestions: false,
                     resolved_by: self.lead.to_string(),
                 };
                 let perms = Permissions::new(self.store, self.team);
@@ -221,14 +223,14 @@ impl<'a> Questions<'a> {
             }
             Question::Plan(r) => {
                 let to: AgentName = r.from.parse()?;
-                let response = Protocol::PlanApprovalResponse(PlanApprovalResponse {
-                    request_id: r.request_id.clone(),
-                    approved: approve,
-                    feedback: feedback.clone(),
-                    timestamp: timestamp_now(),
-                    permission_mode: None,
-                    extra: Map::new(),
-                });
+                let roster = Roster::new(self.store, self.team).load()?;
+                let mode = roster.member(&r.from).and_then(|m| m.mode.as_deref());
+                let response = Protocol::PlanApprovalResponse(PlanApprovalResponse::answer(
+                    &r,
+                    approve,
+                    feedback,
+                    Some(mode_after_plan(mode)),
+                ));
                 Mailbox::new(self.store, self.team)
                     .send(&to, InboxMessage::protocol(self.lead.as_str(), &response))?;
                 say(&format!("{verb} {}'s plan", r.from));

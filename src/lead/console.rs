@@ -10,6 +10,7 @@
 //! what teammates write must not be able to rewrite the lines the person reads. A text over
 //! several lines has its later lines indented, so none of them passes for a console line.
 
+use super::dispatch;
 use super::paint::{describe_idle, shown, Paint};
 use super::questions::Questions;
 use crate::error::{Error, Result};
@@ -60,6 +61,22 @@ impl<'a> Console<'a> {
     /// `name` in its colour, then `rest`, both with control characters made visible.
     pub(super) fn say_from(&self, name: &str, color: &str, rest: &str) {
         let _ = crate::output::line(format!("{}{}", self.paint.name(name, color), shown(rest)));
+    }
+
+    /// Hands available tasks to idle claude teammates ([`dispatch`]). A failure is reported and
+    /// the console goes on: the next pass tries again.
+    pub(super) fn dispatch_tasks(&self) {
+        match dispatch::dispatch(self.store, self.team) {
+            Ok(assigned) => {
+                for a in assigned {
+                    self.say(&format!(
+                        "assigned task #{} ({}) to {}",
+                        a.task.id, a.task.subject, a.to
+                    ));
+                }
+            }
+            Err(e) => self.say(&format!("! could not hand out tasks: {e}")),
+        }
     }
 
     /// Whether there are teammates and none of them is active any more.

@@ -82,6 +82,8 @@ struct Launch<'a> {
     prompt: &'a str,
     mode: &'a str,
     plan_mode_required: bool,
+    /// Subjects of tasks the swarm file creates.
+    tasks: &'a [&'a str],
 }
 
 impl Launch<'_> {
@@ -90,6 +92,7 @@ impl Launch<'_> {
             prompt,
             mode: "default",
             plan_mode_required: false,
+            tasks: &[],
         }
     }
 }
@@ -119,7 +122,8 @@ impl Team {
             &file,
             json!({"team": "t", "cwd": work, "teammates": [{
                 "name": "coder", "prompt": launch.prompt, "permissionMode": launch.mode,
-                "env": teammate_env(&api)}]})
+                "planModeRequired": launch.plan_mode_required, "env": teammate_env(&api)}],
+                "tasks": launch.tasks.iter().map(|s| json!({"subject": s})).collect::<Vec<_>>()})
             .to_string(),
         )
         .unwrap();
@@ -132,9 +136,6 @@ impl Team {
             "tmux".into(),
             "--no-lead-pane".into(),
         ];
-        if launch.plan_mode_required {
-            args.push("--plan-mode-required".into());
-        }
         let mut cmd = env
             .swarm(&args)
             .env("SWARM_TMUX_SOCKET", &tmux.socket)

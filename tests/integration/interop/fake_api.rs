@@ -41,6 +41,16 @@ impl Turn<'_> {
             .join("\n")
     }
 
+    /// The teammate's working directory, as Claude describes its environment to the model.
+    pub fn working_directory(&self) -> String {
+        let all = self.body.to_string();
+        all.split("Primary working directory: ")
+            .nth(1)
+            .and_then(|rest| rest.split("\\n").next())
+            .unwrap_or_default()
+            .to_string()
+    }
+
     /// The result text of tool call `id`, if the conversation has it.
     pub fn tool_result(&self, id: &str) -> Option<String> {
         self.body["messages"].as_array()?.iter().find_map(|m| {

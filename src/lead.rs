@@ -9,6 +9,7 @@
 //! passes, so a pass that handled messages always marks them delivered before the console exits.
 
 mod console;
+pub(crate) mod dispatch;
 mod paint;
 mod questions;
 mod typed;
@@ -58,6 +59,10 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
     // A dead runtime's lock release is no file event, so without this the lead would only
     // notice on its slow re-scan; the close of the lock file is one.
     let _alive = watch(&console.store.alive_dir(console.team), &wake, Wake::Exited)?;
+    // A claude teammate going idle is a roster write, a new task a task file: both may mean a
+    // task to hand out (`dispatch`).
+    let _roster = watch(&console.store.team_dir(console.team), &wake, Wake::Changed)?;
+    let _tasks = watch(&console.store.tasks_dir(console.team), &wake, Wake::Changed)?;
     // `wake` itself stays alive here, so with file events off (`SWARM_NO_FS_EVENTS=1`) the
     // channel stays open and only the timer wakes the loop.
     let mut lines = typed_lines();
@@ -70,6 +75,7 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
         console.drain_inbox()?;
         console.questions.forget_decided()?;
         console.reap_dead()?;
+        console.dispatch_tasks();
         if console.opts.exit_when_done && console.all_done()? {
             console.drain_inbox()?; // the retirement notices just written
             console.say("every teammate has stopped");

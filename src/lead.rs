@@ -59,9 +59,9 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
     // A dead runtime's lock release is no file event, so without this the lead would only
     // notice on its slow re-scan; the close of the lock file is one.
     let _alive = watch(&console.store.alive_dir(console.team), &wake, Wake::Exited)?;
-    // A claude teammate going idle is a roster write, a new task a task file: both may mean a
-    // task to hand out (`dispatch`).
-    let _roster = watch(&console.store.team_dir(console.team), &wake, Wake::Changed)?;
+    // A new or finished task may be one to hand out (`dispatch`). A claude teammate going idle
+    // shows in its inbox (`idle_notification`) and on the re-scan; the roster itself is not
+    // watched: Claude rewrites it in place, and a pass woken by that write would read it torn.
     let _tasks = watch(&console.store.tasks_dir(console.team), &wake, Wake::Changed)?;
     // `wake` itself stays alive here, so with file events off (`SWARM_NO_FS_EVENTS=1`) the
     // channel stays open and only the timer wakes the loop.

@@ -61,17 +61,17 @@ impl Turn<'_> {
         })
     }
 
-    /// Whether the newest user message answers tool call `id`.
+    /// Whether the newest tool result in the conversation answers call `id` (Claude may merge
+    /// several results into one user message, so the newest block decides, not the message).
     pub fn just_answered(&self, id: &str) -> bool {
-        self.body["messages"]
-            .as_array()
-            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-            .and_then(|m| m["content"].as_array())
-            .is_some_and(|blocks| {
-                blocks
-                    .iter()
-                    .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
-            })
+        let newest = self.body["messages"].as_array().and_then(|ms| {
+            ms.iter()
+                .filter_map(|m| m["content"].as_array())
+                .flatten()
+                .filter(|b| b["type"] == "tool_result")
+                .last()
+        });
+        newest.is_some_and(|b| b["tool_use_id"] == id)
     }
 
     /// Whether the conversation already has a call with this id (the script made it earlier).

@@ -127,7 +127,7 @@ impl Team {
             .to_string(),
         )
         .unwrap();
-        let mut args = vec![
+        let args = vec![
             "launch".to_string(),
             file.display().to_string(),
             "--agent".into(),
@@ -247,6 +247,11 @@ impl Drop for Team {
                 eprintln!("--- API turn {i}: new input ---\n{cut}");
             }
             eprintln!("--- team-lead's inbox ---\n{:#?}", self.inbox("team-lead"));
+            eprintln!("--- coder's inbox ---\n{:#?}", self.inbox("coder"));
+            eprintln!(
+                "--- roster ---\n{}",
+                read_json(&self.env.path("teams/t/config.json"))
+            );
         }
         // By pid first (the processes tmux started for this team), then the server by socket.
         for pid in self.pane_pids() {

@@ -6,7 +6,6 @@ use serde_json::{json, Value};
 
 use super::fake_api::{Reply, Turn};
 use super::{find_ids, Launch, Team};
-use crate::support::*;
 
 const PROMPT: &str = "Say hello to the lead (interop check 7f3a)";
 

@@ -54,6 +54,19 @@ fn script(turn: &Turn) -> Reply {
     Reply::text("waiting for the lead")
 }
 
+/// Waits until coder went idle after sending `request`, as a person would see it waiting: a
+/// verdict that lands while the turn that submitted the plan is still running is sometimes not
+/// acted on by Claude 2.1.328.
+fn idle_since(team: &Team, request: &serde_json::Value) {
+    let sent = request["timestamp"].as_str().unwrap().to_string();
+    team.eventually("coder idle after submitting its plan", || {
+        team.protocol("team-lead", "idle_notification")
+            .iter()
+            .any(|n| n["timestamp"].as_str().is_some_and(|t| t > sent.as_str()))
+            .then_some(())
+    });
+}
+
 #[test]
 fn a_plan_rejected_then_approved_at_the_console_keeps_the_teammates_launch_mode() {
     let team = Team::launch(
@@ -70,6 +83,7 @@ fn a_plan_rejected_then_approved_at_the_console_keeps_the_teammates_launch_mode(
     assert_eq!(request["planContent"], PLAN);
     let id = request["requestId"].as_str().unwrap();
     lead.expect(&format!("answer y to approve {id}"));
+    idle_since(&team, &request);
     lead.type_line(&format!("n {FEEDBACK}"));
     lead.expect("rejected coder's plan");
 
@@ -82,10 +96,14 @@ fn a_plan_rejected_then_approved_at_the_console_keeps_the_teammates_launch_mode(
         .find(|t| t.contains(FEEDBACK))
         .expect("the model was shown the rejection");
     assert!(!told.contains("Plan Approved"), "{told}");
-    assert!(!team.work.join("notes.txt").exists(), "nothing written while planning");
+    assert!(
+        !team.work.join("notes.txt").exists(),
+        "nothing written while planning"
+    );
 
     let id = second["requestId"].as_str().unwrap();
     lead.expect(&format!("answer y to approve {id}"));
+    idle_since(&team, &second);
     lead.type_line("y");
     lead.expect("approved coder's plan");
     team.eventually("notes.txt written after the approval", || {

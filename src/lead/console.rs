@@ -3,7 +3,7 @@
 //! Text is printed; a shutdown approval retires the member (only for a request someone really
 //! sent); permission and plan requests become questions for the person (`questions`), or are
 //! approved with `--auto-approve`; teammates whose runtime died are retired so their tasks go
-//! back to the pool. Each pass handles every undelivered message and only then marks exactly
+//! back to the pool; idle claude teammates are handed available tasks (`dispatch`). Each pass handles every undelivered message and only then marks exactly
 //! those, so a console stopped mid-pass sees the rest again on its next start.
 //!
 //! Everything printed goes through `say` or `say_from`, which make control characters visible:

@@ -7,6 +7,9 @@
 //! pass and before every answer the queue drops such requests with a line saying who decided,
 //! so an answer typed for one request never lands on another. What a permission question shows
 //! is the pending record (what an approval would let run), not the message that announced it.
+//! A plan verdict gives the teammate back its roster `mode` and carries the plan's digest
+//! (`PlanApprovalResponse::answer`): Claude Code otherwise drops the launch mode, and a teammate
+//! started with `--lead-verify-key` refuses an approval without the digest.
 
 use std::collections::VecDeque;
 

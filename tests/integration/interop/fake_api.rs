@@ -66,10 +66,9 @@ impl Turn<'_> {
     pub fn just_answered(&self, id: &str) -> bool {
         let newest = self.body["messages"].as_array().and_then(|ms| {
             ms.iter()
+                .rev()
                 .filter_map(|m| m["content"].as_array())
-                .flatten()
-                .filter(|b| b["type"] == "tool_result")
-                .last()
+                .find_map(|bs| bs.iter().rev().find(|b| b["type"] == "tool_result"))
         });
         newest.is_some_and(|b| b["tool_use_id"] == id)
     }

@@ -9,6 +9,7 @@
 //! passes, so a pass that handled messages always marks them delivered before the console exits.
 
 mod console;
+pub(crate) mod dispatch;
 mod paint;
 mod questions;
 mod typed;
@@ -63,6 +64,10 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
     // A dead runtime's lock release is no file event, so without this the lead would only
     // notice on its slow re-scan; the close of the lock file is one.
     let _alive = watch(&console.store.alive_dir(console.team), &wake, Wake::Exited)?;
+    // A new or finished task may be one to hand out (`dispatch`). A claude teammate going idle
+    // shows in its inbox (`idle_notification`) and on the re-scan; the roster itself is not
+    // watched: Claude rewrites it in place, and a pass woken by that write would read it torn.
+    let _tasks = watch(&console.store.tasks_dir(console.team), &wake, Wake::Changed)?;
     // `wake` itself stays alive here, so with file events off (`SWARM_NO_FS_EVENTS=1`) the
     // channel stays open and only the timer wakes the loop.
     let mut lines = typed_lines();

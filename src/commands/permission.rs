@@ -68,6 +68,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
             id,
             feedback,
             updated_input,
+            accept_suggestions,
             by,
         } => {
             super::identity::require_lead("approve permission requests")?;
@@ -80,6 +81,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
                     approve: true,
                     feedback,
                     updated_input,
+                    accept_suggestions,
                     resolved_by: by.to_string(),
                 },
             )?;
@@ -93,6 +95,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
                     approve: false,
                     feedback,
                     updated_input: None,
+                    accept_suggestions: false,
                     resolved_by: by.to_string(),
                 },
             )?;

@@ -3,13 +3,14 @@
 //! Text is printed; a shutdown approval retires the member (only for a request someone really
 //! sent); permission and plan requests become questions for the person (`questions`), or are
 //! approved with `--auto-approve`; teammates whose runtime died are retired so their tasks go
-//! back to the pool. Each pass handles every undelivered message and only then marks exactly
+//! back to the pool; idle claude teammates are handed available tasks (`dispatch`). Each pass handles every undelivered message and only then marks exactly
 //! those, so a console stopped mid-pass sees the rest again on its next start.
 //!
 //! Everything printed goes through `say` or `say_from`, which make control characters visible:
 //! what teammates write must not be able to rewrite the lines the person reads. A text over
 //! several lines has its later lines indented, so none of them passes for a console line.
 
+use super::dispatch;
 use super::paint::{describe_idle, shown, Paint};
 use super::questions::Questions;
 use crate::error::{Error, Result};
@@ -80,12 +81,29 @@ impl<'a> Console<'a> {
         let _ = crate::output::line(format!("{}{}", self.paint.name(name, color), shown(rest)));
     }
 
+    /// Hands available tasks to idle claude teammates ([`dispatch`]). A failure is reported and
+    /// the console goes on: the next pass tries again.
+    pub(super) fn dispatch_tasks(&self) {
+        match dispatch::dispatch(self.store, self.team) {
+            Ok(assigned) => {
+                for a in assigned {
+                    self.say(&format!(
+                        "assigned task #{} ({}) to {}",
+                        a.task.id, a.task.subject, a.to
+                    ));
+                }
+            }
+            Err(e) => self.say(&format!("! could not hand out tasks: {e}")),
+        }
+    }
+
     /// One pass: the inbox, the questions decided elsewhere, the teammates that died; `true`
     /// when the console is to stop now (`--exit-when-done` and every teammate done).
     pub(super) fn pass(&mut self) -> Result<bool> {
         self.drain_inbox()?;
         self.questions.forget_decided()?;
         self.reap_dead()?;
+        self.dispatch_tasks();
         Ok(self.opts.exit_when_done && self.all_done()?)
     }
 

@@ -7,10 +7,11 @@
 //! pass and before every answer the queue drops such requests with a line saying who decided,
 //! so an answer typed for one request never lands on another. What a permission question shows
 //! is the pending record (what an approval would let run), not the message that announced it.
+//! A plan verdict gives the teammate back its roster `mode` and carries the plan's digest
+//! (`PlanApprovalResponse::answer`): Claude Code otherwise drops the launch mode, and a teammate
+//! started with `--lead-verify-key` refuses an approval without the digest.
 
 use std::collections::VecDeque;
-
-use serde_json::Map;
 
 use super::paint::shown;
 use crate::error::{Error, Result};
@@ -19,7 +20,10 @@ use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::permissions::{Decision, PermissionRecord, Permissions};
-use crate::store::protocol::{timestamp_now, PlanApprovalRequest, PlanApprovalResponse, Protocol};
+use crate::store::protocol::{
+    mode_after_plan, PlanApprovalRequest, PlanApprovalResponse, Protocol,
+};
+use crate::store::roster::Roster;
 
 /// A question waiting for the person's `y` / `n [feedback]`.
 #[derive(Debug)]
@@ -201,6 +205,7 @@ impl<'a> Questions<'a> {
                     approve,
                     feedback,
                     updated_input: None,
+                    accept_suggestions: false,
                     resolved_by: self.lead.to_string(),
                 };
                 let perms = Permissions::new(self.store, self.team);
@@ -239,14 +244,16 @@ pub(crate) fn answer_plan(
     feedback: Option<String>,
 ) -> Result<()> {
     let to: AgentName = request.from.parse()?;
-    let response = Protocol::PlanApprovalResponse(PlanApprovalResponse {
-        request_id: request.request_id.clone(),
-        approved: approve,
+    // The teammate's launch mode goes back with the verdict, or Claude Code falls back to
+    // `default` (and rewrites its roster `mode`).
+    let roster = Roster::new(store, team).load()?;
+    let mode = roster.member(&request.from).and_then(|m| m.mode.as_deref());
+    let response = Protocol::PlanApprovalResponse(PlanApprovalResponse::answer(
+        request,
+        approve,
         feedback,
-        timestamp: timestamp_now(),
-        permission_mode: None,
-        extra: Map::new(),
-    });
+        Some(mode_after_plan(mode)),
+    ));
     Mailbox::new(store, team).send(
         &to,
         InboxMessage::protocol(crate::store::names::LEAD, &response),

@@ -10,12 +10,16 @@
 //! file. The pending file goes last, so a decider killed halfway leaves both files, and the next
 //! decider (any `approve` or `deny`) finishes the first decision before refusing its own: the
 //! requester is always answered, at worst twice with the same answer.
+//!
+//! A Claude Code teammate files nothing: its request is only the `permission_request` message in
+//! the lead's inbox. Listing shows such requests too, and deciding or waiting on one files it
+//! first ([`Permissions::adopt`]), so every command works on them without a lead console running.
 
 use std::fs;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::store::fsio::{self, now_ms};
@@ -23,7 +27,9 @@ use crate::store::lock::FileLock;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::protocol::{PermissionRequest, PermissionResponse, Protocol};
+use crate::store::protocol::{
+    parse_timestamp, Payload, PermissionRequest, PermissionResponse, Protocol,
+};
 use crate::store::roster::Roster;
 use crate::store::watcher::DirWatcher;
 
@@ -114,6 +120,9 @@ pub struct Decision {
     pub approve: bool,
     pub feedback: Option<String>,
     pub updated_input: Option<Value>,
+    /// Pass the request's own `permission_suggestions` back as `permission_updates`, so the
+    /// requester applies them (e.g. Claude's "allow this directory for the session").
+    pub accept_suggestions: bool,
     pub resolved_by: String,
 }
 
@@ -206,42 +215,105 @@ impl<'a> Permissions<'a> {
     }
 
     /// Files a request that arrived only as a message (Claude Code teammates send no file), so
-    /// it shows in `permission list` and resolves like any other. Does nothing if it is filed.
+    /// it shows in `ls pending/` and resolves like any other. Does nothing if it is filed.
     pub fn adopt(&self, request: &PermissionRequest, from: &str) -> Result<()> {
         valid_id(&request.request_id)?;
-        let id = &request.request_id;
-        if fsio::check_regular(&self.pending_path(id))?
-            || fsio::check_regular(&self.resolved_path(id))?
-        {
+        if self.filed(&request.request_id)? {
             return Ok(());
         }
+        let record = self.record_of(request, from, None)?;
+        fsio::ensure_dir(&self.store.pending_dir(self.team))?;
+        fsio::write_json(&self.pending_path(&record.id), &record)
+    }
+
+    /// Whether `id` has a pending or a resolved file.
+    fn filed(&self, id: &str) -> Result<bool> {
+        Ok(fsio::check_regular(&self.pending_path(id))?
+            || fsio::check_regular(&self.resolved_path(id))?)
+    }
+
+    /// The pending record for a request message from `from`, dated `sent_ms` (else now).
+    fn record_of(
+        &self,
+        request: &PermissionRequest,
+        from: &str,
+        sent_ms: Option<u64>,
+    ) -> Result<PermissionRecord> {
         let worker: AgentName = from.parse()?;
         let color = Roster::new(self.store, self.team)
             .load()?
             .member(from)
             .map(|m| m.color_or_default().to_string())
             .unwrap_or_default();
-        fsio::ensure_dir(&self.store.pending_dir(self.team))?;
         let ask = Ask {
             tool_name: request.tool_name.clone(),
             tool_use_id: request.tool_use_id.clone(),
             description: request.description.clone(),
             input: request.input.clone(),
         };
-        let record = PermissionRecord::pending(
-            id.clone(),
+        let mut record = PermissionRecord::pending(
+            request.request_id.clone(),
             self.team,
             &worker,
             color,
             ask,
             request.permission_suggestions.clone(),
         );
-        fsio::write_json(&self.pending_path(id), &record)
+        if let Some(ms) = sent_ms {
+            record.created_at = ms;
+        }
+        Ok(record)
     }
 
-    /// Open requests, oldest first.
+    /// Requests that are only a message in the lead's inbox, neither pending nor decided on
+    /// disk, as pending records dated by their message. A request whose `agent_id` is not its
+    /// envelope's sender is not one (the console ignores it the same way).
+    fn unfiled(&self) -> Result<Vec<PermissionRecord>> {
+        let mut records: Vec<PermissionRecord> = Vec::new();
+        for m in Mailbox::new(self.store, self.team).read(&AgentName::lead(), false)? {
+            let Payload::Protocol(p) = m.payload() else {
+                continue;
+            };
+            let Protocol::PermissionRequest(r) = *p else {
+                continue;
+            };
+            if r.agent_id != m.from
+                || valid_id(&r.request_id).is_err()
+                || records.iter().any(|k| k.id == r.request_id)
+                || self.filed(&r.request_id)?
+            {
+                continue;
+            }
+            if let Ok(record) = self.record_of(&r, &m.from, parse_timestamp(&m.timestamp)) {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    /// Files `id` from the lead's inbox if it is only a message there; whether it is filed now.
+    fn file_from_inbox(&self, id: &str) -> Result<bool> {
+        if self.filed(id)? {
+            return Ok(true);
+        }
+        let Some(record) = self.unfiled()?.into_iter().find(|r| r.id == id) else {
+            return Ok(false);
+        };
+        fsio::ensure_dir(&self.store.pending_dir(self.team))?;
+        match fsio::write_json_new(&self.pending_path(id), &record) {
+            Ok(()) => Ok(true),
+            // Another decider or the console filed it meanwhile.
+            Err(_) if self.filed(id)? => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Open requests, oldest first: the pending files and the requests that are only a message.
     pub fn pending(&self) -> Result<Vec<PermissionRecord>> {
-        self.read_dir(&self.store.pending_dir(self.team))
+        let mut records = self.read_dir(&self.store.pending_dir(self.team))?;
+        records.extend(self.unfiled()?);
+        records.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(records)
     }
 
     pub fn resolved(&self) -> Result<Vec<PermissionRecord>> {
@@ -274,6 +346,9 @@ impl<'a> Permissions<'a> {
     /// Decides a pending request: resolved file, pending file removed, answer to the requester.
     pub fn resolve(&self, id: &str, decision: Decision) -> Result<PermissionRecord> {
         valid_id(id)?;
+        if !self.file_from_inbox(id)? {
+            return Err(Error::NoSuchPermission(id.to_string()));
+        }
         let pending = self.pending_path(id);
         let _lock = FileLock::acquire(&pending)?;
         let resolved_path = self.resolved_path(id);
@@ -300,6 +375,9 @@ impl<'a> Permissions<'a> {
         record.resolved_at = Some(now_ms());
         record.feedback = decision.feedback.clone();
         record.updated_input = decision.updated_input.clone();
+        if decision.approve && decision.accept_suggestions {
+            record.permission_updates = Some(Value::Array(record.permission_suggestions.clone()));
+        }
         fsio::ensure_dir(&self.store.resolved_dir(self.team))?;
         fsio::write_json(&resolved_path, &record)?;
         self.answer(&record)?;
@@ -310,28 +388,22 @@ impl<'a> Permissions<'a> {
     /// Sends the `permission_response` for a resolved record to its requester.
     fn answer(&self, record: &PermissionRecord) -> Result<()> {
         let response = if record.approved() {
-            PermissionResponse {
-                request_id: record.id.clone(),
-                subtype: "success".into(),
-                response: Some(
-                    json!({ "updated_input": record.updated_input.clone().unwrap_or(record.input.clone()), "permission_updates": [] }),
-                ),
-                error: None,
-                extra: Map::new(),
-            }
+            let updates = match &record.permission_updates {
+                Some(Value::Array(updates)) => updates.clone(),
+                _ => vec![],
+            };
+            PermissionResponse::approve(
+                &record.id,
+                &record.tool_use_id,
+                record.updated_input.clone().unwrap_or(record.input.clone()),
+                updates,
+            )
         } else {
-            PermissionResponse {
-                request_id: record.id.clone(),
-                subtype: "error".into(),
-                response: None,
-                error: Some(
-                    record
-                        .feedback
-                        .clone()
-                        .unwrap_or_else(|| "denied by the team lead".into()),
-                ),
-                extra: Map::new(),
-            }
+            let error = record
+                .feedback
+                .clone()
+                .unwrap_or_else(|| "denied by the team lead".into());
+            PermissionResponse::deny(&record.id, &record.tool_use_id, error)
         };
         let worker: AgentName = record.worker_name.parse()?;
         let resolved_by = record
@@ -351,6 +423,7 @@ impl<'a> Permissions<'a> {
     /// Waits for the decision on `id` until `deadline`; `None` on timeout.
     pub fn wait(&self, id: &str, deadline: Option<Instant>) -> Result<Option<PermissionRecord>> {
         valid_id(id)?;
+        self.file_from_inbox(id)?;
         let dir = self.store.resolved_dir(self.team);
         fsio::ensure_dir(&dir)?;
         let watcher = DirWatcher::new(&dir)?;

@@ -127,8 +127,53 @@ pub struct PlanApprovalResponse {
     pub timestamp: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
+    /// [`plan_digest`] of the request's `planContent`: binds the verdict to the plan shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_digest: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl PlanApprovalResponse {
+    /// The lead's verdict on `request`. `permission_mode` is the mode the teammate returns to
+    /// after an approval: without it Claude Code falls back to `default` and drops, e.g., the
+    /// launch's `acceptEdits`. The digest is what a teammate started with `--lead-verify-key`
+    /// requires before it leaves plan mode.
+    pub fn answer(
+        request: &PlanApprovalRequest,
+        approved: bool,
+        feedback: Option<String>,
+        permission_mode: Option<String>,
+    ) -> PlanApprovalResponse {
+        PlanApprovalResponse {
+            request_id: request.request_id.clone(),
+            approved,
+            feedback,
+            timestamp: timestamp_now(),
+            permission_mode,
+            plan_digest: Some(plan_digest(&request.plan_content)),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The mode a teammate leaves plan mode into: its roster `mode` (what it was launched with),
+/// except `plan` itself, which would keep it planning; `default` when there is none.
+pub fn mode_after_plan(roster_mode: Option<&str>) -> String {
+    match roster_mode {
+        Some(m) if !m.is_empty() && m != "plan" => m.to_string(),
+        _ => "default".to_string(),
+    }
+}
+
+/// `planDigest`: lowercase hex SHA-256 of the plan text's UTF-8 bytes, as Claude Code computes
+/// it over the `planContent` it mailed.
+pub fn plan_digest(plan_content: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(plan_content.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Field names are snake_case here, as Claude Code writes them.
@@ -149,17 +194,73 @@ pub struct PermissionRequest {
     pub extra: Map<String, Value>,
 }
 
+/// The lead's answer to a [`PermissionRequest`], in the schema Claude Code 2.1.328 parses:
+/// `subtype` `success` with an optional `response`, or `error` with the (required) `error`, which
+/// the teammate's model reads as what the user said. `tool_use_id` names the call decided; Claude
+/// refuses a verdict whose `tool_use_id` names another call. Built only by [`Self::approve`] and
+/// [`Self::deny`], the one definition every decider (CLI, lead console) uses.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PermissionResponse {
     pub request_id: String,
     /// `success` or `error`.
     pub subtype: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response: Option<Value>,
+    pub tool_use_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<PermissionGrant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// What an approval lets run: the (possibly edited) input, and rule changes the requester
+/// applies, e.g. its own `permission_suggestions` passed back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionGrant {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_input: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_updates: Option<Vec<Value>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl PermissionResponse {
+    pub fn approve(
+        request_id: &str,
+        tool_use_id: &str,
+        updated_input: Value,
+        permission_updates: Vec<Value>,
+    ) -> PermissionResponse {
+        PermissionResponse {
+            request_id: request_id.to_string(),
+            subtype: "success".into(),
+            tool_use_id: non_empty(tool_use_id),
+            response: Some(PermissionGrant {
+                updated_input: Some(updated_input),
+                permission_updates: Some(permission_updates),
+                extra: Map::new(),
+            }),
+            error: None,
+            extra: Map::new(),
+        }
+    }
+
+    pub fn deny(request_id: &str, tool_use_id: &str, error: String) -> PermissionResponse {
+        PermissionResponse {
+            request_id: request_id.to_string(),
+            subtype: "error".into(),
+            tool_use_id: non_empty(tool_use_id),
+            response: None,
+            error: Some(error),
+            extra: Map::new(),
+        }
+    }
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -240,6 +341,30 @@ pub fn format_timestamp(ms: u64) -> String {
     )
 }
 
+/// Milliseconds since the epoch of a [`format_timestamp`]-shaped `YYYY-MM-DDTHH:MM:SS[.mmm]Z`.
+pub fn parse_timestamp(s: &str) -> Option<u64> {
+    let s = s.strip_suffix('Z')?;
+    let (date, time) = s.split_once('T')?;
+    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, mo, day) = (d.next()??, d.next()??, d.next()??);
+    let (hms, ms) = time.split_once('.').unwrap_or((time, "0"));
+    let mut t = hms.splitn(3, ':').map(|p| p.parse::<u64>().ok());
+    let (h, mi, sec) = (t.next()??, t.next()??, t.next()??);
+    let ms: u64 = format!("{ms:0<3}").get(..3)?.parse().ok()?;
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&day) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    // Days-from-civil (Howard Hinnant's algorithm), the inverse of `format_timestamp`.
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
+    Some(((days * 86_400 + h * 3600 + mi * 60 + sec) * 1000) + ms)
+}
+
 /// Cuts `s` to at most `limit` bytes on a character boundary.
 pub fn truncate(s: &str, limit: usize) -> String {
     if s.len() <= limit {
@@ -255,6 +380,7 @@ pub fn truncate(s: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_shutdown_request_id_names_its_target() {
@@ -310,6 +436,69 @@ mod tests {
             panic!()
         };
         assert!(matches!(*p, Protocol::PermissionRequest(ref r) if r.tool_name == "Bash"));
+    }
+
+    #[test]
+    fn timestamps_parse_back() {
+        for ms in [1_767_225_600_000, 951_782_400_123, 1_796_126_376_347] {
+            assert_eq!(parse_timestamp(&format_timestamp(ms)), Some(ms));
+        }
+        assert_eq!(
+            parse_timestamp("2026-12-01T11:59:36Z"),
+            Some(1_796_126_376_000)
+        );
+        assert_eq!(parse_timestamp("yesterday"), None);
+        assert_eq!(parse_timestamp("2026-13-01T00:00:00.000Z"), None);
+    }
+
+    #[test]
+    fn plan_digest_is_hex_sha256_of_the_plan_text() {
+        // `printf '# Plan' | sha256sum`
+        assert_eq!(
+            plan_digest("# Plan"),
+            "1ee55b7ae632bd99dfea4f2d791ff06b1119975e96d4f822050923e7499f44cb"
+        );
+    }
+
+    #[test]
+    fn a_plan_verdict_carries_the_launch_mode_and_the_plan_digest() {
+        let request = PlanApprovalRequest {
+            from: "coder".into(),
+            timestamp: timestamp_now(),
+            plan_file_path: "/p.md".into(),
+            plan_content: "# Plan".into(),
+            request_id: "plan_approval-1@coder@t".into(),
+            extra: Map::new(),
+        };
+        let mode = mode_after_plan(Some("acceptEdits"));
+        let answer = PlanApprovalResponse::answer(&request, true, None, Some(mode));
+        let v: Value =
+            serde_json::from_str(&Protocol::PlanApprovalResponse(answer).to_text()).unwrap();
+        assert_eq!(v["permissionMode"], "acceptEdits");
+        assert_eq!(v["planDigest"], plan_digest("# Plan"));
+        assert_eq!(v["requestId"], "plan_approval-1@coder@t");
+        assert_eq!(mode_after_plan(Some("plan")), "default");
+        assert_eq!(mode_after_plan(None), "default");
+    }
+
+    #[test]
+    fn permission_responses_have_the_schema_claude_parses() {
+        let ok =
+            PermissionResponse::approve("perm-1-a", "toolu_1", json!({"command": "ls"}), vec![]);
+        let v: Value = serde_json::from_str(&Protocol::PermissionResponse(ok).to_text()).unwrap();
+        assert_eq!(
+            v,
+            json!({"type": "permission_response", "request_id": "perm-1-a", "subtype": "success",
+                   "tool_use_id": "toolu_1",
+                   "response": {"updated_input": {"command": "ls"}, "permission_updates": []}})
+        );
+        let no = PermissionResponse::deny("perm-1-a", "", "not that".into());
+        let v: Value = serde_json::from_str(&Protocol::PermissionResponse(no).to_text()).unwrap();
+        assert_eq!(
+            v,
+            json!({"type": "permission_response", "request_id": "perm-1-a", "subtype": "error",
+                   "error": "not that"})
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The requests waiting for the lead, and deciding one from the dashboard.
 //!
-//! Permission requests are the pending records under `permissions/pending/` (including those
-//! a Claude Code teammate only sent as a message, filed here as the console files them). Plan
+//! Permission requests are the pending records under `permissions/pending/` and those a Claude
+//! Code teammate only sent as a message (`Permissions::pending` finds both). Plan
 //! requests have no file of their own: a `plan_approval_request` in the lead's inbox is open
 //! until a `plan_approval_response` with its id is in the requester's inbox (or its archive);
 //! only a teammate's latest plan counts, as its runtime only waits for that one. Deciding goes
@@ -9,7 +9,6 @@
 //! `Permissions::resolve` for a permission, `lead::answer_plan` for a plan.
 
 use crate::error::Result;
-use crate::store::lead_key::caller_is_lead_side;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
@@ -57,28 +56,13 @@ impl Request {
     }
 }
 
-/// The open requests, permissions first, each group oldest first. A permission request that
-/// came only as a message (a Claude Code teammate writes no file) is filed first, as the lead
-/// console files it, when this process is the lead's side.
+/// The open requests, permissions first, each group oldest first.
 pub(crate) fn pending(
     store: &Store,
     team: &TeamName,
     lead_inbox: &[InboxMessage],
 ) -> Result<Vec<Request>> {
-    let perms = Permissions::new(store, team);
-    if caller_is_lead_side() {
-        for m in lead_inbox {
-            if let Payload::Protocol(p) = m.payload() {
-                if let Protocol::PermissionRequest(r) = *p {
-                    // A malformed request (a bad id) stays unfiled; it must not stop the view.
-                    if r.agent_id == m.from {
-                        let _ = perms.adopt(&r, &m.from);
-                    }
-                }
-            }
-        }
-    }
-    let mut open: Vec<Request> = perms
+    let mut open: Vec<Request> = Permissions::new(store, team)
         .pending()?
         .into_iter()
         .map(|r| Request::Permission(Box::new(r)))
@@ -145,6 +129,7 @@ pub(crate) fn decide(
                     approve,
                     feedback,
                     updated_input: None,
+                    accept_suggestions: false,
                     resolved_by: LEAD.to_string(),
                 },
             )?;

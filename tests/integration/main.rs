@@ -10,6 +10,7 @@ mod demo;
 mod escaping;
 mod faults;
 mod impersonation;
+mod interop;
 mod launch;
 mod lead;
 mod lifecycle;

@@ -253,7 +253,9 @@ pub(crate) enum PermissionCommand {
         #[arg(long)]
         all: bool,
     },
-    /// Approve a pending request.
+    /// Approve a pending request (also one a Claude Code teammate only sent as a message).
+    ///
+    /// Example: swarm permission approve perm-1767225600000-k3j9x2a --accept-suggestions
     Approve {
         id: String,
         #[arg(long)]
@@ -261,6 +263,10 @@ pub(crate) enum PermissionCommand {
         /// Replacement tool input as JSON.
         #[arg(long, value_name = "JSON")]
         updated_input: Option<String>,
+        /// Grant the request's own permission_suggestions too (sent back as permission_updates),
+        /// e.g. Claude's "allow edits for the session".
+        #[arg(long)]
+        accept_suggestions: bool,
         /// Recorded as who decided. Only the lead's shell may decide; a teammate is refused.
         #[arg(long, default_value = "team-lead", value_name = "NAME")]
         by: AgentName,

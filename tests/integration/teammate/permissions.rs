@@ -91,3 +91,106 @@ fn the_permission_hook_asks_the_lead_and_obeys_approve_and_deny_from_another_pro
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
 }
+
+/// A request as a Claude Code 2.1.328 pane teammate sends it: only this message in the lead's
+/// inbox, no pending file (shape copied from what the real binary wrote).
+fn claude_request(id: &str, tool_use_id: &str, command: &str) -> Value {
+    let text = json!({"type": "permission_request", "request_id": id, "agent_id": "a",
+        "tool_name": "Bash", "tool_use_id": tool_use_id, "description": "Create a file",
+        "input": {"command": command, "description": "Create a file"},
+        "permission_suggestions": [
+            {"type": "addDirectories", "directories": ["/work"], "destination": "session"},
+            {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]});
+    json!({"from": "a", "text": text.to_string(), "timestamp": "2026-12-01T11:59:36.358Z",
+           "color": "blue", "msgV": 1, "msg_id": format!("msg-{id}"), "type": "message",
+           "read": false})
+}
+
+#[test]
+fn requests_claude_sends_only_as_a_message_are_listed_approved_and_denied_from_the_cli() {
+    let env = Env::with_team(&["a"]);
+    let lead_inbox = env.path("teams/t/inboxes/team-lead.json");
+    let approve_id = "perm-1796126376347-76gf8g1";
+    let deny_id = "perm-1796126376348-aaaaaaa";
+    std::fs::write(
+        &lead_inbox,
+        serde_json::to_vec_pretty(&json!([
+            claude_request(approve_id, "toolu_b1", "touch created.txt"),
+            claude_request(deny_id, "toolu_b2", "rm -rf /"),
+            // Claiming another sender's name is no request.
+            {"from": "a", "text": json!({"type": "permission_request",
+                "request_id": "perm-1-forged00", "agent_id": "team-lead", "tool_name": "Bash",
+                "input": {}}).to_string(), "timestamp": "2026-12-01T11:59:37.000Z"}
+        ]))
+        .unwrap(),
+    )
+    .unwrap();
+
+    let list = env.swarm(["--json", "permission", "list"]).ok().json();
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [approve_id, deny_id], "{list}");
+    assert_eq!(list[0]["status"], "pending");
+    assert_eq!(list[0]["workerName"], "a");
+    assert_eq!(list[0]["toolUseId"], "toolu_b1");
+    assert_eq!(list[0]["input"]["command"], "touch created.txt");
+    assert_eq!(list[0]["permissionSuggestions"][1]["mode"], "acceptEdits");
+    let text = env.swarm(["permission", "list"]).ok().stdout;
+    assert!(
+        text.contains(approve_id) && text.contains("touch created.txt"),
+        "{text}"
+    );
+
+    env.swarm(["permission", "approve", approve_id, "--accept-suggestions"])
+        .ok();
+    env.swarm(["permission", "deny", deny_id, "--feedback", "not the root"])
+        .ok();
+
+    let answers: Vec<Value> = inbox(&env, "a")
+        .iter()
+        .map(|m| {
+            assert_eq!(m["from"], "team-lead");
+            serde_json::from_str(m["text"].as_str().unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            json!({"type": "permission_response", "request_id": approve_id,
+                   "subtype": "success", "tool_use_id": "toolu_b1",
+                   "response": {"updated_input": {"command": "touch created.txt",
+                                                  "description": "Create a file"},
+                                "permission_updates": [
+            {"type": "addDirectories", "directories": ["/work"], "destination": "session"},
+            {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]}}),
+            json!({"type": "permission_response", "request_id": deny_id, "subtype": "error",
+                   "tool_use_id": "toolu_b2", "error": "not the root"}),
+        ]
+    );
+    let all = env
+        .swarm(["--json", "permission", "list", "--all"])
+        .ok()
+        .json();
+    let statuses: Vec<(&str, &str)> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(statuses, [(approve_id, "approved"), (deny_id, "rejected")]);
+    assert_eq!(
+        env.swarm(["--json", "permission", "list"]).ok().json(),
+        json!([])
+    );
+    // Deciding again is refused; an id nobody sent is named as unknown, not a lock error.
+    env.swarm(["permission", "approve", approve_id])
+        .refused("already decided (approved)");
+    let out = env.swarm(["permission", "approve", "perm-1-nosuchx"]).run();
+    assert_ne!(out.code, 0);
+    assert!(!out.stderr.contains("lock gate"), "{}", out.stderr);
+    assert!(out.stderr.contains("perm-1-nosuchx"), "{}", out.stderr);
+}

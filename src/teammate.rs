@@ -15,10 +15,12 @@
 pub(crate) mod agent;
 pub mod args;
 mod config;
+pub(crate) mod hooks;
 mod pane;
 mod plan;
 mod process;
 mod runtime;
+pub(crate) mod session;
 mod shell_agent;
 mod turn;
 mod work;

@@ -11,7 +11,7 @@ use crate::commands::cli::{DepAction, TaskCommand};
 use crate::error::{Error, Result};
 use crate::output;
 use crate::store::names::TaskId;
-use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch};
+use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch, TaskStatus};
 
 pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
     let team = ctx.team()?;
@@ -33,6 +33,7 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 blocked_by,
                 metadata,
             })?;
+            crate::teammate::hooks::gate_created(&tasks, &team, &task)?;
             print_task(ctx, &task, "created")
         }
         TaskCommand::List {
@@ -100,6 +101,12 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 (None, true) => Some(None),
                 (None, false) => None,
             };
+            if status == Some(TaskStatus::Completed) {
+                let before = tasks.get(&id)?;
+                if before.status != TaskStatus::Completed {
+                    crate::teammate::hooks::gate_completed(&team, &before)?;
+                }
+            }
             let patch = TaskPatch {
                 subject,
                 description,

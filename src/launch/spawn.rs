@@ -87,6 +87,7 @@ impl Prepared {
                 blocked_by,
                 ..Default::default()
             })?;
+            crate::teammate::hooks::gate_created(&list, &self.team, &created)?;
             ids.push(created.id);
         }
         Ok(ids)

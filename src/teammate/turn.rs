@@ -7,6 +7,7 @@
 
 use crate::store::mailbox::InboxMessage;
 use crate::store::tasks::Task;
+use crate::teammate::hooks::HookEvent;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TurnKind {
@@ -24,6 +25,13 @@ pub(crate) enum TurnKind {
     Execute {
         plan: String,
         feedback: Option<String>,
+    },
+    /// A hook exited 2 and kept the teammate working: its stderr is this turn's prompt. `task`
+    /// is the task a `TaskCompleted` hook kept in progress (still ours).
+    Feedback {
+        event: HookEvent,
+        feedback: String,
+        task: Option<Box<Task>>,
     },
 }
 
@@ -122,6 +130,38 @@ impl Turn {
                 }
                 parts.push("Carry out the plan now.".to_string());
             }
+            TurnKind::Feedback {
+                event,
+                feedback,
+                task,
+            } => {
+                parts.push(format!(
+                    "<hook-feedback event=\"{}\">{}</hook-feedback>",
+                    event.name(),
+                    body(feedback)
+                ));
+                parts.push(match task {
+                    Some(task) => {
+                        let mut text = format!(
+                            "The {} hook kept task #{} in progress. Address its feedback above, \
+                             then finish task #{}: {}",
+                            event.name(),
+                            task.id,
+                            task.id,
+                            task.subject
+                        );
+                        if !task.description.trim().is_empty() {
+                            text.push_str("\n\n");
+                            text.push_str(&task.description);
+                        }
+                        text
+                    }
+                    None => format!(
+                        "The {} hook kept you working: address its feedback above.",
+                        event.name()
+                    ),
+                });
+            }
         }
         if let Some(appendix) = &self.appendix {
             parts.push(appendix.clone());
@@ -147,6 +187,10 @@ impl Turn {
             TurnKind::Plan { previous: None, .. } => "writing a plan".to_string(),
             TurnKind::Plan { .. } => "revising the rejected plan".to_string(),
             TurnKind::Execute { .. } => "carrying out the approved plan".to_string(),
+            TurnKind::Feedback { event, task, .. } => match task {
+                Some(t) => format!("feedback from the {} hook on task #{}", event.name(), t.id),
+                None => format!("feedback from the {} hook", event.name()),
+            },
         }
     }
 }

@@ -7,6 +7,7 @@ mod bench;
 mod demo;
 mod escaping;
 mod faults;
+mod hooks;
 mod impersonation;
 mod launch;
 mod lead;

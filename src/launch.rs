@@ -26,7 +26,7 @@ pub(crate) mod swarmfile;
 
 pub(crate) use dry_run::{CommandLine, DryRun};
 pub(crate) use plan::{
-    AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan,
+    AgentKind, Inherited, LaunchOptions, LaunchPlan, LeadPlan, TaskPlan, TaskRef, TeammatePlan,
 };
 pub(crate) use prepare::{prepare, Prepared, PreparedTeammate, AGENT_FIELD};
 pub(crate) use running::DEFAULT_GRACE;

@@ -14,16 +14,16 @@
 
 pub(crate) mod agent;
 pub mod args;
-mod config;
+pub(crate) mod config;
 pub(crate) mod hooks;
-mod pane;
+pub(crate) mod pane;
 mod plan;
-mod process;
+pub(crate) mod process;
 mod runtime;
 pub(crate) mod session;
 mod shell_agent;
-mod turn;
-mod work;
+pub(crate) mod turn;
+pub(crate) mod work;
 
 pub(crate) use agent::Agent;
 pub(crate) use config::Config;

@@ -48,6 +48,20 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
         parts.cwd = Some(cwd);
     }
     parts.worktree |= args.worktree;
+    if args.lead.is_some() || args.goal.is_some() || args.approvals.is_some() || args.exit_when_done
+    {
+        let lead = parts.lead.get_or_insert_with(Default::default);
+        if let Some(agent) = &args.lead {
+            lead.agent = Some(AgentKind::parse(agent)?);
+        }
+        if let Some(goal) = args.goal {
+            lead.goal = goal;
+        }
+        if let Some(approvals) = args.approvals {
+            lead.approvals = approvals;
+        }
+        lead.exit_when_done |= args.exit_when_done;
+    }
     let plan = parts.into_plan(team);
 
     let mut opts = LaunchOptions::from_process()?;
@@ -176,6 +190,7 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
     }
     for t in &doc.teammates {
         show(format!("{} ({}, {})", t.name, t.color, t.agent), &t.command)?;
+        output::line(format!("  conversation {}", t.conversation))?;
         if let Some(wt) = &t.worktree {
             output::line(format!(
                 "  worktree {} on branch {} (from {})",

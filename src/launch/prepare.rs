@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
 use super::command_line::{self, AgentFlags};
 use super::program::{resolve_claude, resolve_program};
-use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
+use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, LeadPlan, TaskPlan, TeammatePlan};
 use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree::{self, Worktree};
@@ -50,6 +50,8 @@ pub(crate) struct Prepared {
     pub(super) split: bool,
     /// The lead console's command, when it gets a pane.
     pub(super) lead: Option<Launch>,
+    /// The lead agent's goal, written for its first turn (`lead::agent`).
+    pub(super) lead_goal: Option<String>,
     pub(super) teammates: Vec<PreparedTeammate>,
     pub(super) tasks: Vec<TaskPlan>,
     pub(super) root: PathBuf,
@@ -115,7 +117,7 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         .map(|(i, t)| shared.teammate(i, t))
         .collect::<Result<Vec<_>>>()?;
     check_tasks(store, &plan, existing.is_some())?;
-    let lead =
+    let mut lead =
         (backend.kind == BackendKind::Tmux && opts.lead_pane && !opts.split && existing.is_none())
             .then(|| {
                 command_line::lead(
@@ -125,6 +127,10 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
                     shared.base_cwd.clone(),
                 )
             });
+    let lead_goal = match &plan.lead {
+        Some(l) => Some(lead_agent(l, lead.as_mut(), opts)?),
+        None => None,
+    };
     let Shared {
         root,
         base_cwd,
@@ -140,11 +146,55 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         backend,
         split: opts.split,
         lead,
+        lead_goal,
         teammates,
         tasks: plan.tasks,
         root,
         opts: opts.clone(),
     })
+}
+
+/// Makes the lead pane run the lead agent's runtime (`swarm lead ... -- AGENT`); returns the
+/// goal. The agent runs in the lead pane, so it needs one: a new team in tmux.
+fn lead_agent(l: &LeadPlan, lead: Option<&mut Launch>, opts: &LaunchOptions) -> Result<String> {
+    let Some(lead) = lead else {
+        return Err(Error::usage(
+            "an agent lead runs in the lead pane of a new team in tmux: use the tmux backend, \
+             without --split or --no-lead-pane, and a team name not in use",
+        ));
+    };
+    if l.goal.trim().is_empty() {
+        return Err(Error::usage(
+            "the lead agent needs a goal: pass --goal TEXT or put \"goal\" in the swarm file's \"lead\"",
+        ));
+    }
+    let argv: Vec<String> = match &l.agent {
+        None => {
+            return Err(Error::usage(
+                "the lead has a goal but no agent: pass --lead AGENT (e.g. --lead \"claude -p\") or put \"agent\" in the swarm file's \"lead\"",
+            ))
+        }
+        Some(AgentKind::Shell) => {
+            return Err(Error::usage(
+                "the shell agent cannot lead (it only runs commands); use an agent CLI such as \"claude -p\"",
+            ))
+        }
+        Some(AgentKind::Claude) => vec![resolve_claude(opts)?.display().to_string(), "-p".into()],
+        Some(AgentKind::Command(words)) => {
+            let program = resolve_program(&words[0], "the lead agent command", opts)?;
+            std::iter::once(program.display().to_string())
+                .chain(words[1..].iter().cloned())
+                .collect()
+        }
+    };
+    lead.argv
+        .extend(["--approvals".to_string(), l.approvals.as_str().to_string()]);
+    if l.exit_when_done {
+        lead.argv.push("--exit-when-done".into());
+    }
+    lead.argv.push("--".into());
+    lead.argv.extend(argv);
+    Ok(l.goal.clone())
 }
 
 /// The backend section 10's detection picks; `--split` needs tmux.
@@ -336,6 +386,7 @@ mod tests {
 
     fn plan(names: &[&str]) -> LaunchPlan {
         LaunchPlan {
+            lead: None,
             team: "t".parse().unwrap(),
             description: String::new(),
             agent: None,

@@ -42,6 +42,10 @@ impl Prepared {
         }
         let mut any = make_backend(&self, store).inspect_err(|_| self.undo_team(store))?;
         let backend = any.as_dyn();
+        if let Some(goal) = &self.lead_goal {
+            crate::lead::agent::write_goal(store, &self.team, goal)
+                .inspect_err(|_| self.undo_team(store))?;
+        }
         let lead_pane = match &self.lead {
             Some(lead) => {
                 let pane = self

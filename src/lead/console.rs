@@ -38,6 +38,8 @@ pub(super) struct Console<'a> {
     pub(super) questions: Questions<'a>,
     pub(super) paint: Paint,
     pub(super) lead: AgentName,
+    /// When set (the lead agent's runtime), every message a pass handled is kept here too.
+    pub(super) handled: Option<Vec<InboxMessage>>,
 }
 
 impl<'a> Console<'a> {
@@ -49,6 +51,7 @@ impl<'a> Console<'a> {
             opts,
             paint: Paint::detect(),
             lead: AgentName::lead(),
+            handled: None,
         }
     }
 
@@ -77,6 +80,11 @@ impl<'a> Console<'a> {
             return Ok(());
         }
         let keys: Vec<String> = unread.iter().map(InboxMessage::key).collect();
+        let kept = if self.handled.is_some() {
+            unread.clone()
+        } else {
+            Vec::new()
+        };
         for message in unread {
             match self.handle(&message) {
                 // The roster changed under the message (the member was removed meanwhile):
@@ -86,6 +94,9 @@ impl<'a> Console<'a> {
             }
         }
         mailbox.mark_delivered(&self.lead, &keys)?;
+        if let Some(handled) = self.handled.as_mut() {
+            handled.extend(kept);
+        }
         Ok(())
     }
 

@@ -56,12 +56,24 @@ impl Agent {
     pub(crate) fn work(&self, turn: &Turn, session: Option<&Session>) -> Work {
         match self {
             Agent::Shell => shell_agent::work(turn),
+            Agent::Command { .. } => self.prompt_work(&turn.prompt(), session),
+        }
+    }
+
+    /// One run of an agent CLI with `prompt` (the lead agent's turns, whose prompts are not a
+    /// teammate's [`Turn`]).
+    pub(crate) fn prompt_work(&self, prompt: &str, session: Option<&Session>) -> Work {
+        match self {
+            Agent::Shell => Work::Reply {
+                text: "the shell agent takes no prompts".into(),
+                success: false,
+            },
             Agent::Command { argv, prompt_via } => {
                 let argv = match (self.adapter(), session) {
                     (Some(adapter), Some(session)) => adapter.apply(argv, session),
                     _ => argv.clone(),
                 };
-                command_work(&argv, *prompt_via, &turn.prompt())
+                command_work(&argv, *prompt_via, prompt)
             }
         }
     }

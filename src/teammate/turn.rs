@@ -47,21 +47,21 @@ pub(crate) struct Turn {
 /// Message text as XML escapes it: any member can write any text, so a `</teammate-message>`
 /// inside must not close the block (and open one that claims to come from the lead). Text
 /// without `&`, `<` or `>` is left exactly as it was written.
-fn body(text: &str) -> String {
+pub(crate) fn body(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
 
 /// Attribute values are quoted; a `"` inside is escaped too, so the tag stays parseable.
-fn attr(value: &str) -> String {
+pub(crate) fn attr(value: &str) -> String {
     body(value).replace('"', "&quot;")
 }
 
 /// One message as Claude Code hands it to its model:
 /// `<teammate-message teammate_id="NAME" color="C" summary="S">TEXT</teammate-message>`.
 /// Attributes the message lacks are left out.
-fn teammate_message(m: &InboxMessage) -> String {
+pub(crate) fn teammate_message(m: &InboxMessage) -> String {
     let mut tag = format!("<teammate-message teammate_id=\"{}\"", attr(&m.from));
     if let Some(color) = &m.color {
         tag.push_str(&format!(" color=\"{}\"", attr(color)));

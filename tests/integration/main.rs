@@ -3,6 +3,7 @@
 
 mod support;
 
+mod autonomous;
 mod bench;
 mod demo;
 mod escaping;

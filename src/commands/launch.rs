@@ -18,6 +18,8 @@ use crate::store::lead_key::LeadKey;
 use crate::store::names::AgentName;
 
 pub(crate) fn run(ctx: &Context, args: LaunchArgs) -> Result<i32> {
+    // The roster stays flat: teammates do not spawn teammates; the lead side adds members.
+    super::identity::require_lead("launch teammates")?;
     let (file_team, mut parts) = match &args.file {
         Some(path) => {
             let loaded = swarmfile::load(path)?;

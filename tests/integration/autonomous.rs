@@ -246,3 +246,68 @@ fn an_agent_lead_needs_a_lead_pane_and_a_goal() {
     .env("SWARM_TMUX_SOCKET", &tmux.socket)
     .refused("the lead agent needs a goal");
 }
+
+#[test]
+fn with_exit_when_done_the_team_ends_once_every_task_is_completed() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    // A lead that plans two tasks and never says it is done.
+    let script = env.path("lead.sh");
+    std::fs::write(
+        &script,
+        "case $1 in *'You are the lead'*) \
+           swarm task create one --description 'echo one >> \"$SWARM_ROOT/ran\"'; \
+           swarm task create two --blocked-by 1 --description 'echo two >> \"$SWARM_ROOT/ran\"';; \
+         esac\n",
+    )
+    .unwrap();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"team": "e", "agent": "shell", "teammates": [{"name": "a"}],
+            "lead": {"agent": ["sh", script.display().to_string()], "goal": "two steps",
+                     "exitWhenDone": true}})
+        .to_string(),
+    )
+    .unwrap();
+    env.swarm(["launch", file.to_str().unwrap()])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    eventually(
+        LONG,
+        "the team to end: only the lead's dead pane left",
+        || {
+            let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
+            (out.stdout.trim() == "team-lead 1").then_some(())
+        },
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("ran")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert!(
+        !env.path("teams/e/lead/done.json").exists(),
+        "nobody ran swarm done"
+    );
+    let config = read_json(&env.path("teams/e/config.json"));
+    assert_eq!(member(&config, "a")["isActive"], false);
+}
+
+#[test]
+fn a_teammate_cannot_launch_teammates_or_end_the_team() {
+    let env = Env::with_team(&["a"]);
+    env.swarm([
+        "launch",
+        "--agent",
+        "shell",
+        "--teammate",
+        "b=go",
+        "--backend",
+        "in-process",
+    ])
+    .env("SWARM_AGENT_NAME", "a")
+    .refused("refusing to launch teammates: this shell is teammate \"a\"");
+    env.swarm(["done"])
+        .env("SWARM_AGENT_NAME", "a")
+        .refused("refusing to end the team: this shell is teammate \"a\"");
+}

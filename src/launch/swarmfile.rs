@@ -215,7 +215,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
                 None => crate::lead::agent::Approvals::Human,
                 Some(v) => clap::ValueEnum::from_str(v, false).map_err(|_| {
                     Error::usage(format!(
-                        "swarm file {what}: lead approvals is {v:?}; use \"human\" or \"auto\""
+                        "swarm file {what}: lead approvals is {v:?}; use \"human\", \"lead\" or \"auto\""
                     ))
                 })?,
             },

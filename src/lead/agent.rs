@@ -17,9 +17,10 @@
 //! output), or with `--exit-when-done` once every task is completed: every teammate is then shut
 //! down through the handshake (`lifecycle::shutdown`) and the runtime exits 0.
 
+mod decide;
 mod prompt;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,7 +51,10 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) enum Approvals {
     /// The person at the console (the lead pane, or `swarm permission approve`).
     Human,
-    /// Approved at once, each recorded as approved by the lead.
+    /// The lead agent, in a turn whose answer must be `approve` or `deny: REASON`; the
+    /// person can still answer first (`decide.rs`).
+    Lead,
+    /// Approved at once, each recorded as approved automatically.
     Auto,
 }
 
@@ -58,6 +62,7 @@ impl Approvals {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Approvals::Human => "human",
+            Approvals::Lead => "lead",
             Approvals::Auto => "auto",
         }
     }
@@ -179,6 +184,9 @@ impl<'a> LeadAgent<'a> {
         ));
         let mut current: Option<TurnHandle> = None;
         let mut pending: Vec<String> = Vec::new();
+        let mut requests: VecDeque<decide::Request> = VecDeque::new();
+        // The request the running turn decides, if it is a decision turn.
+        let mut deciding: Option<decide::Request> = None;
         let mut first_done = started_path(store, team).exists();
         loop {
             console.drain_inbox()?;
@@ -186,6 +194,16 @@ impl<'a> LeadAgent<'a> {
             console.reap_dead()?;
             let handled = console.handled.replace(Vec::new()).unwrap_or_default();
             pending.extend(handled.iter().filter_map(prompt::block));
+            for request in handled.iter().filter_map(decide::request_of) {
+                match self.opts.approvals {
+                    Approvals::Human => {}
+                    Approvals::Lead => requests.push_back(request),
+                    // The console approved it as it handled it.
+                    Approvals::Auto => {
+                        decide::record(store, team, &request, true, None, decide::BY_AUTO)?
+                    }
+                }
+            }
             pending.extend(self.killed_tasks()?);
             if let Some(why) = self.finished(current.is_none() && pending.is_empty())? {
                 if let Some(turn) = current.take() {
@@ -198,6 +216,10 @@ impl<'a> LeadAgent<'a> {
                     let roster = Roster::new(store, team).load()?;
                     let tasks = TaskList::new(store, team).list()?;
                     Some(prompt::first_turn(&goal, team.as_str(), &roster, &tasks))
+                } else if let Some(request) = requests.pop_front() {
+                    let prompt = request.prompt();
+                    deciding = Some(request);
+                    Some(prompt)
                 } else if !pending.is_empty() {
                     Some(std::mem::take(&mut pending).join("\n\n"))
                 } else {
@@ -229,6 +251,14 @@ impl<'a> LeadAgent<'a> {
                     }
                     TurnEvent::Done(outcome) => {
                         current = None;
+                        if let Some(request) = deciding.take() {
+                            self.pane.say(match decide::parse_answer(&outcome.output) {
+                                Some((approve, feedback)) => {
+                                    decide::apply(store, team, &request, approve, feedback)?
+                                }
+                                None => "the lead agent gave no explicit `approve` or `deny: REASON`; the request stays with the console".to_string(),
+                            });
+                        }
                         self.pane.say(match &outcome.failure {
                             None => "■ lead turn done".to_string(),
                             Some(why) => format!("✘ lead turn failed: {why}"),

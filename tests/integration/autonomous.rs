@@ -311,3 +311,61 @@ fn a_teammate_cannot_launch_teammates_or_end_the_team() {
         .env("SWARM_AGENT_NAME", "a")
         .refused("refusing to end the team: this shell is teammate \"a\"");
 }
+
+#[test]
+fn with_approvals_lead_the_lead_agent_decides_a_permission_request_and_it_is_recorded() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    // The lead plans one task that needs a permission, approves what it is asked, and ends
+    // the team once the task is reported.
+    let script = env.path("lead.sh");
+    std::fs::write(
+        &script,
+        "printf '%s\\n=====\\n' \"$1\" >> \"$SWARM_ROOT/prompts\"\n\
+         case $1 in\n\
+         *'You are the lead'*) swarm task create deploy --description \
+           'swarm permission request --tool Bash --input \"{\\\"command\\\":\\\"make deploy\\\"}\" --wait && echo deployed >> \"$SWARM_ROOT/ran\"';;\n\
+         *'<permission-request '*) echo 'looks safe'; echo approve;;\n\
+         *'<task-notification '*) swarm done --summary deployed;;\n\
+         esac\n",
+    )
+    .unwrap();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"team": "p", "agent": "shell", "teammates": [{"name": "a"}],
+            "lead": {"agent": ["sh", script.display().to_string()], "goal": "deploy",
+                     "approvals": "lead"}})
+        .to_string(),
+    )
+    .unwrap();
+    env.swarm(["launch", file.to_str().unwrap()])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    eventually(
+        LONG,
+        "the team to end: only the lead's dead pane left",
+        || {
+            let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
+            (out.stdout.trim() == "team-lead 1").then_some(())
+        },
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("ran")).unwrap(),
+        "deployed\n"
+    );
+    let prompts = std::fs::read_to_string(env.path("prompts")).unwrap();
+    assert!(
+        prompts.contains("tool=\"Bash\"") && prompts.contains("Answer with exactly one line"),
+        "{prompts}"
+    );
+    let decisions = std::fs::read_to_string(env.path("teams/p/lead/decisions.jsonl")).unwrap();
+    let decision: Value = serde_json::from_str(decisions.trim()).unwrap();
+    assert_eq!(decision["by"], "lead-agent");
+    assert_eq!(decision["approved"], true);
+    assert_eq!(decision["kind"], "permission");
+    let id = decision["requestId"].as_str().unwrap();
+    let resolved = read_json(&env.path(&format!("teams/p/permissions/resolved/{id}.json")));
+    assert_eq!(resolved["status"], "approved");
+    assert_eq!(resolved["resolvedBy"], "team-lead (lead-agent)");
+}

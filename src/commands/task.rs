@@ -101,8 +101,8 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 (None, true) => Some(None),
                 (None, false) => None,
             };
-            if status == Some(TaskStatus::Completed) {
-                let before = tasks.get(&id)?;
+            // A task that cannot be read is left to `update`, which reports it under its lock.
+            if let (Some(TaskStatus::Completed), Ok(before)) = (status, tasks.get(&id)) {
                 if before.status != TaskStatus::Completed {
                     crate::teammate::hooks::gate_completed(&team, &before)?;
                 }

@@ -250,3 +250,26 @@ fn a_task_created_hook_that_exits_2_refuses_the_task_with_its_stderr() {
         .json();
     assert_eq!(task["id"], "2");
 }
+
+#[test]
+fn a_task_completed_hook_that_exits_2_refuses_swarm_task_update() {
+    let env = Env::with_team(&[]);
+    let proj = project(
+        &env,
+        "TaskCompleted",
+        "test -f \"$CLAUDE_PROJECT_DIR/tested\" || { echo 'run the tests first' >&2; exit 2; }",
+    );
+    with_settings(&env, env.swarm(["task", "create", "Ship"])).ok();
+    let update = || {
+        with_settings(
+            &env,
+            env.swarm(["task", "update", "1", "--status", "completed"]),
+        )
+        .current_dir(&proj)
+    };
+    update().refused("the TaskCompleted hook refused completing task #1: run the tests first");
+    std::fs::write(proj.join("tested"), "").unwrap();
+    update().ok();
+    let task = env.swarm(["--json", "task", "show", "1"]).ok().json();
+    assert_eq!(task["status"], "completed");
+}

@@ -51,8 +51,8 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) enum Approvals {
     /// The person at the console (the lead pane, or `swarm permission approve`).
     Human,
-    /// The lead agent, in a turn whose answer must be `approve` or `deny: REASON`; the
-    /// person can still answer first (`decide.rs`).
+    /// The lead agent, in a turn whose answer must be `approve` or `deny: REASON` (the person
+    /// at the console can still answer first).
     Lead,
     /// Approved at once, each recorded as approved automatically.
     Auto,

@@ -6,6 +6,7 @@ mod current;
 mod debug;
 mod debug_runtime;
 mod demo;
+mod done;
 mod down;
 mod identity;
 mod launch;
@@ -87,6 +88,16 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Teammate(args) => teammate::run(&ctx, args),
         Command::Hook(cmd) => teammate::hook(&ctx, cmd),
         Command::Demo(args) => demo(&ctx, args),
+        Command::Done(args) => done::run(&ctx, args).map(|()| 0),
+        Command::Lead(args) if !args.command.is_empty() => {
+            let team = ctx.existing_team()?;
+            let opts = crate::lead::agent::LeadAgentOptions {
+                argv: args.command,
+                approvals: args.approvals,
+                exit_when_done: args.exit_when_done,
+            };
+            crate::lead::agent::run(&ctx.store, &team, opts)
+        }
         Command::Lead(args) => {
             let team = ctx.existing_team()?;
             let opts = crate::lead::LeadOptions {

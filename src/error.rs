@@ -108,6 +108,14 @@ pub enum Error {
     #[error("{0}")]
     Backend(String),
 
+    /// A Claude Code hook (`.claude/settings*.json`) exited 2; `reason` is its stderr.
+    #[error("the {event} hook refused {what}: {reason}")]
+    HookBlocked {
+        event: &'static str,
+        what: String,
+        reason: String,
+    },
+
     #[error("git: {0}")]
     Git(#[from] git2::Error),
 }
@@ -158,7 +166,8 @@ impl Error {
             | Error::InsecureDir { .. }
             | Error::NotOwned { .. }
             | Error::HardLinked { .. }
-            | Error::ClaimRefused { .. } => 2,
+            | Error::ClaimRefused { .. }
+            | Error::HookBlocked { .. } => 2,
             _ => 1,
         }
     }

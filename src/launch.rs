@@ -30,7 +30,8 @@ pub(crate) mod swarmfile;
 pub(crate) use dry_run::{CommandLine, DryRun};
 pub(crate) use plan::LAUNCH_FIELD;
 pub(crate) use plan::{
-    AgentKind, IfRunning, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan,
+    AgentKind, IfRunning, Inherited, LaunchOptions, LaunchPlan, LeadPlan, TaskPlan, TaskRef,
+    TeammatePlan,
 };
 pub(crate) use prepare::{prepare, Prepared, PreparedTeammate, AGENT_FIELD};
 pub(crate) use running::DEFAULT_GRACE;

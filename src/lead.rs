@@ -8,6 +8,7 @@
 //! SIGINT/SIGTERM/SIGHUP and the fallback re-scan timer. A signal is only acted on between
 //! passes, so a pass that handled messages always marks them delivered before the console exits.
 
+pub(crate) mod agent;
 mod console;
 pub(crate) mod dispatch;
 mod paint;

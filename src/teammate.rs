@@ -6,22 +6,28 @@
 //! permission answers, task assignments. Ordinary messages go to the agent as one turn and are
 //! marked delivered, by `msg_id`, once handed over; messages that arrive during a turn wait for
 //! the next. When there is nothing to answer the runtime claims the next available task and
-//! runs it as a turn. After every turn the lead gets an `idle_notification`.
+//! runs it as a turn. Before a task is marked completed and before the teammate goes idle, the
+//! team hooks from Claude Code's settings run (`hooks`); one that exits 2 makes its feedback the
+//! next turn. After every turn the lead gets an `idle_notification`.
 //!
 //! `runtime` owns the state and the event loop; `agent` and `shell_agent` turn a `turn` into
-//! `work`, `process` runs it in a process group of its own, `pane` prints, `plan` tracks plan
-//! mode and `config` is what `swarm teammate` validated.
+//! `work`, `process` runs it in a process group of its own, `session` keeps one conversation for
+//! CLIs that can resume one, `pane` prints, `plan` tracks plan mode and `config` is what
+//! `swarm teammate` validated. The lead agent's runtime (`lead::agent`) reuses `agent`,
+//! `process`, `session` and `pane`.
 
 pub(crate) mod agent;
 pub mod args;
-mod config;
-mod pane;
+pub(crate) mod config;
+pub(crate) mod hooks;
+pub(crate) mod pane;
 mod plan;
-mod process;
+pub(crate) mod process;
 mod runtime;
+pub(crate) mod session;
 mod shell_agent;
-mod turn;
-mod work;
+pub(crate) mod turn;
+pub(crate) mod work;
 
 pub(crate) use agent::Agent;
 pub(crate) use config::Config;

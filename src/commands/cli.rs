@@ -146,6 +146,13 @@ pub(crate) enum Command {
     /// `y` or `n [feedback]` to answer permission and plan requests.
     Lead(LeadArgs),
 
+    /// The lead agent's way to end the team: the lead runtime then shuts every teammate down.
+    ///
+    /// Only the lead side may (a teammate's shell is refused).
+    ///
+    /// Example: swarm done --summary "the parser is split and tested"
+    Done(DoneArgs),
+
     /// Ask teammates to stop, wait for their answer, then close their panes, mark them inactive
     /// and return their unfinished tasks; after --timeout they are stopped anyway.
     ///
@@ -244,9 +251,25 @@ pub(crate) struct LeadArgs {
     /// Approve every permission and plan request without asking (for scripted runs).
     #[arg(long)]
     pub(crate) auto_approve: bool,
-    /// Exit once every teammate has stopped.
+    /// Exit once every teammate has stopped; with an agent lead, once every task is completed
+    /// (the team is shut down first).
     #[arg(long)]
     pub(crate) exit_when_done: bool,
+    /// With an agent lead: who decides permission and plan requests.
+    #[arg(long, value_enum, default_value = "human")]
+    pub(crate) approvals: crate::lead::agent::Approvals,
+    /// An agent lead: run this agent CLI once per turn (the goal first, then teammates'
+    /// messages and task notifications), with the console alongside. `swarm launch --lead`
+    /// starts it.
+    #[arg(last = true, value_name = "CMD")]
+    pub(crate) command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoneArgs {
+    /// What the team achieved, for the record and the lead pane.
+    #[arg(long, default_value = "")]
+    pub(crate) summary: String,
 }
 
 #[derive(Debug, Args)]

@@ -107,6 +107,7 @@ pub(crate) fn run(
     clear_previous(store, team)?;
     let workspace = store.team_dir(team).join("workspace");
     let plan = LaunchPlan {
+        lead: None,
         team: team.clone(),
         description: "swarm demo: three shell teammates over a six-task DAG".into(),
         agent: Some(AgentKind::Shell),

@@ -19,6 +19,8 @@ use crate::store::names::AgentName;
 
 /// `swarm launch` (`IfRunning::Refuse`) and `swarm up` (`IfRunning::Keep`).
 pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Result<i32> {
+    // The roster stays flat: teammates do not spawn teammates; the lead side adds members.
+    super::identity::require_lead("launch teammates")?;
     let (file_team, mut parts) = match &args.file {
         Some(path) => {
             let loaded = swarmfile::load(path)?;
@@ -49,6 +51,20 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         parts.cwd = Some(cwd);
     }
     parts.worktree |= args.worktree;
+    if args.lead.is_some() || args.goal.is_some() || args.approvals.is_some() || args.exit_when_done
+    {
+        let lead = parts.lead.get_or_insert_with(Default::default);
+        if let Some(agent) = &args.lead {
+            lead.agent = Some(AgentKind::parse(agent)?);
+        }
+        if let Some(goal) = args.goal {
+            lead.goal = goal;
+        }
+        if let Some(approvals) = args.approvals {
+            lead.approvals = approvals;
+        }
+        lead.exit_when_done |= args.exit_when_done;
+    }
     let plan = parts.into_plan(team);
 
     let mut opts = LaunchOptions::from_process()?;
@@ -184,6 +200,7 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
             format!("{} ({}, {}{again})", t.name, t.color, t.agent),
             &t.command,
         )?;
+        output::line(format!("  conversation {}", t.conversation))?;
         if let Some(wt) = &t.worktree {
             output::line(format!(
                 "  worktree {} on branch {} (from {})",

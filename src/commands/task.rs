@@ -13,7 +13,7 @@ use crate::output;
 use crate::output::terminal::visible;
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::roster::Roster;
-use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch};
+use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch, TaskStatus};
 
 pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
     let team = ctx.team()?;
@@ -35,6 +35,7 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 blocked_by,
                 metadata,
             })?;
+            crate::teammate::hooks::gate_created(&tasks, &team, &task)?;
             print_task(ctx, &task, "created")
         }
         TaskCommand::List {
@@ -102,6 +103,13 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 (None, true) => Some(None),
                 (None, false) => None,
             };
+            // A task that cannot be read is left to `update`, which reports it under its lock.
+            if let (Some(TaskStatus::Completed), Ok(before)) = (status.map(|s| s.0), tasks.get(&id))
+            {
+                if before.status != TaskStatus::Completed {
+                    crate::teammate::hooks::gate_completed(&team, &before)?;
+                }
+            }
             let patch = TaskPatch {
                 subject,
                 description,

@@ -46,6 +46,8 @@ pub(crate) struct DryRunTeammate {
     pub(crate) name: String,
     pub(crate) color: String,
     pub(crate) agent: String,
+    /// How the member keeps one conversation across turns (`teammate::session`).
+    pub(crate) conversation: &'static str,
     pub(crate) worktree: Option<Worktree>,
     /// On the roster already, not running: started again as it was.
     pub(crate) again: bool,
@@ -85,6 +87,16 @@ impl CommandLine {
     }
 }
 
+/// What `--dry-run` says about a member's conversation across turns.
+fn conversation(agent: &super::AgentKind) -> &'static str {
+    use crate::teammate::session::Adapter;
+    match agent {
+        super::AgentKind::Claude => "claude keeps its own (a Claude Code teammate)",
+        super::AgentKind::Shell => Adapter::describe(None),
+        super::AgentKind::Command(words) => Adapter::describe(Adapter::detect(words)),
+    }
+}
+
 impl Prepared {
     /// The dry-run document: each teammate's exact argv and env, and the tasks.
     pub(crate) fn dry_run(&self) -> DryRun {
@@ -103,6 +115,7 @@ impl Prepared {
                     name: t.name.to_string(),
                     color: t.color.clone(),
                     agent: t.agent.label(),
+                    conversation: conversation(&t.agent),
                     worktree: t.worktree.clone(),
                     again: t.previous.is_some(),
                     log: t.launch.log.as_ref().map(|l| l.display().to_string()),

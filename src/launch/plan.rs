@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::backend::tmux::TmuxEnv;
 use crate::backend::{BackendChoice, DetectEnv, Exec, SystemExec};
 use crate::error::{Error, Result};
+use crate::lead::agent::Approvals;
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::teammate::args::PromptVia;
 
@@ -185,6 +186,26 @@ impl AgentKind {
     }
 }
 
+/// An agent as the team's lead (`swarm launch --lead`, `"lead"` in a swarm file).
+#[derive(Debug, Clone)]
+pub(crate) struct LeadPlan {
+    pub(crate) agent: Option<AgentKind>,
+    pub(crate) goal: String,
+    pub(crate) approvals: Approvals,
+    pub(crate) exit_when_done: bool,
+}
+
+impl Default for LeadPlan {
+    fn default() -> LeadPlan {
+        LeadPlan {
+            agent: None,
+            goal: String::new(),
+            approvals: Approvals::Human,
+            exit_when_done: false,
+        }
+    }
+}
+
 /// A team to launch.
 #[derive(Debug, Clone)]
 pub(crate) struct LaunchPlan {
@@ -198,6 +219,8 @@ pub(crate) struct LaunchPlan {
     pub(crate) worktree: bool,
     pub(crate) teammates: Vec<TeammatePlan>,
     pub(crate) tasks: Vec<TaskPlan>,
+    /// An agent lead instead of the console alone.
+    pub(crate) lead: Option<LeadPlan>,
 }
 
 /// Flags given to `swarm launch` that every teammate inherits unless it sets its own.

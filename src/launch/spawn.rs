@@ -76,6 +76,10 @@ impl Prepared {
                 let _ = b.kill();
             }
         }
+        if let Some(goal) = &self.lead_goal {
+            crate::lead::agent::write_goal(store, &self.team, goal)
+                .inspect_err(|_| self.undo_team(store))?;
+        }
         let lead_pane = match &self.lead {
             Some(lead) => {
                 let pane = self
@@ -143,6 +147,7 @@ impl Prepared {
                 blocked_by,
                 metadata,
             })?;
+            crate::teammate::hooks::gate_created(&list, &self.team, &new)?;
             ids.push(new.id.clone());
             created.push(new.id);
         }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::launch::{AgentKind, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};
+use crate::launch::{AgentKind, LaunchPlan, LeadPlan, TaskPlan, TaskRef, TeammatePlan};
 use crate::store::names::{AgentName, TeamName};
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +78,18 @@ struct FileTask {
     blocked_by: Vec<DepField>,
 }
 
+/// `"lead": {"agent": "claude -p", "goal": "...", "approvals": "human", "exitWhenDone": true}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileLead {
+    agent: Option<AgentField>,
+    #[serde(default)]
+    goal: String,
+    approvals: Option<String>,
+    #[serde(default)]
+    exit_when_done: bool,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SwarmFile {
@@ -92,6 +104,7 @@ struct SwarmFile {
     teammates: Vec<FileTeammate>,
     #[serde(default)]
     tasks: Vec<FileTask>,
+    lead: Option<FileLead>,
 }
 
 /// A parsed swarm file; `team` is `None` when the file leaves it to `--team`.
@@ -110,6 +123,7 @@ pub(crate) struct LaunchPlanParts {
     pub(crate) worktree: bool,
     pub(crate) teammates: Vec<TeammatePlan>,
     pub(crate) tasks: Vec<TaskPlan>,
+    pub(crate) lead: Option<LeadPlan>,
 }
 
 impl LaunchPlanParts {
@@ -122,6 +136,7 @@ impl LaunchPlanParts {
             worktree: self.worktree,
             teammates: self.teammates,
             tasks: self.tasks,
+            lead: self.lead,
         }
     }
 }
@@ -199,9 +214,26 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
             blocked_by,
         });
     }
+    let lead = match file.lead {
+        None => None,
+        Some(l) => Some(LeadPlan {
+            agent: l.agent.map(AgentField::kind).transpose()?,
+            goal: l.goal,
+            approvals: match l.approvals.as_deref() {
+                None => crate::lead::agent::Approvals::Human,
+                Some(v) => clap::ValueEnum::from_str(v, false).map_err(|_| {
+                    Error::usage(format!(
+                        "swarm file {what}: lead approvals is {v:?}; use \"human\", \"lead\" or \"auto\""
+                    ))
+                })?,
+            },
+            exit_when_done: l.exit_when_done,
+        }),
+    };
     Ok(Loaded {
         team,
         plan: LaunchPlanParts {
+            lead,
             description: file.description,
             agent,
             cwd: file.cwd.map(|c| base.join(c)),

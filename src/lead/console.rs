@@ -42,6 +42,8 @@ pub(super) struct Console<'a> {
     pub(super) lead: AgentName,
     /// The task list in memory for `/tasks` and `/status`, opened on first use.
     task_index: std::cell::RefCell<Option<TaskIndex>>,
+    /// When set (the lead agent's runtime), every message a pass handled is kept here too.
+    pub(super) handled: Option<Vec<InboxMessage>>,
 }
 
 impl<'a> Console<'a> {
@@ -54,6 +56,7 @@ impl<'a> Console<'a> {
             paint: Paint::detect(),
             lead: AgentName::lead(),
             task_index: std::cell::RefCell::new(None),
+            handled: None,
         }
     }
 
@@ -124,6 +127,11 @@ impl<'a> Console<'a> {
             return Ok(());
         }
         let keys: Vec<String> = unread.iter().map(InboxMessage::key).collect();
+        let kept = if self.handled.is_some() {
+            unread.clone()
+        } else {
+            Vec::new()
+        };
         for message in unread {
             match self.handle(&message) {
                 // The roster changed under the message (the member was removed meanwhile):
@@ -133,6 +141,9 @@ impl<'a> Console<'a> {
             }
         }
         mailbox.mark_delivered(&self.lead, &keys)?;
+        if let Some(handled) = self.handled.as_mut() {
+            handled.extend(kept);
+        }
         Ok(())
     }
 

@@ -9,6 +9,7 @@
 use std::ffi::OsString;
 
 use super::args::PromptVia;
+use super::session::{Adapter, Session};
 use super::shell_agent;
 use super::turn::Turn;
 use super::work::{Step, Work};
@@ -50,16 +51,43 @@ pub(crate) fn check_placeholder(argv: &[String]) -> crate::error::Result<()> {
 }
 
 impl Agent {
-    /// What the agent does with `turn`.
-    pub(super) fn work(&self, turn: &Turn) -> Work {
+    /// What the agent does with `turn`; `session` is the member's conversation, for a CLI
+    /// that keeps one (`session.rs`).
+    pub(crate) fn work(&self, turn: &Turn, session: Option<&Session>) -> Work {
         match self {
             Agent::Shell => shell_agent::work(turn),
-            Agent::Command { argv, prompt_via } => command_work(argv, *prompt_via, &turn.prompt()),
+            Agent::Command { .. } => self.prompt_work(&turn.prompt(), session),
+        }
+    }
+
+    /// One run of an agent CLI with `prompt` (the lead agent's turns, whose prompts are not a
+    /// teammate's [`Turn`]).
+    pub(crate) fn prompt_work(&self, prompt: &str, session: Option<&Session>) -> Work {
+        match self {
+            Agent::Shell => Work::Reply {
+                text: "the shell agent takes no prompts".into(),
+                success: false,
+            },
+            Agent::Command { argv, prompt_via } => {
+                let argv = match (self.adapter(), session) {
+                    (Some(adapter), Some(session)) => adapter.apply(argv, session),
+                    _ => argv.clone(),
+                };
+                command_work(&argv, *prompt_via, prompt)
+            }
+        }
+    }
+
+    /// How this agent keeps one conversation across turns, if it can.
+    pub(crate) fn adapter(&self) -> Option<Adapter> {
+        match self {
+            Agent::Shell => None,
+            Agent::Command { argv, .. } => Adapter::detect(argv),
         }
     }
 
     /// How the pane names the agent when the runtime starts.
-    pub(super) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Agent::Shell => "the shell agent".to_string(),
             Agent::Command { argv, .. } => format!("`{}`", argv.join(" ")),

@@ -57,24 +57,29 @@ impl Config {
                 self.name.agent_id(&self.team).into(),
             ),
         ];
-        let Ok(exe) = std::env::current_exe().and_then(|e| e.canonicalize()) else {
-            return env;
-        };
-        let on_path = which::which("swarm")
-            .ok()
-            .and_then(|p| p.canonicalize().ok());
-        if on_path.is_some_and(|p| p == exe) {
-            return env;
-        }
-        if let Some(dir) = exe.parent() {
-            let mut paths = vec![dir.to_path_buf()];
-            if let Some(path) = std::env::var_os("PATH") {
-                paths.extend(std::env::split_paths(&path));
-            }
-            if let Ok(joined) = std::env::join_paths(paths) {
-                env.push(("PATH".to_string(), joined));
-            }
+        if let Some(path) = path_with_this_swarm() {
+            env.push(("PATH".to_string(), path));
         }
         env
     }
+}
+
+/// `PATH` with this very `swarm`'s directory first, so an agent's `swarm` commands reach the
+/// same binary and store; `None` when `swarm` on `PATH` already is this binary. The teammate
+/// runtime and the lead agent's runtime both give it to their agents.
+pub(crate) fn path_with_this_swarm() -> Option<OsString> {
+    let exe = std::env::current_exe()
+        .and_then(|e| e.canonicalize())
+        .ok()?;
+    let on_path = which::which("swarm")
+        .ok()
+        .and_then(|p| p.canonicalize().ok());
+    if on_path.is_some_and(|p| p == exe) {
+        return None;
+    }
+    let mut paths = vec![exe.parent()?.to_path_buf()];
+    if let Some(path) = std::env::var_os("PATH") {
+        paths.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(paths).ok()
 }

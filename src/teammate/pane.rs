@@ -13,12 +13,12 @@ use crate::output::terminal::{visible, visible_lines};
 use crate::store::colour::Colour;
 
 #[derive(Debug, Clone)]
-pub(super) struct Pane {
+pub(crate) struct Pane {
     prefix: String,
 }
 
 impl Pane {
-    pub(super) fn new(name: &str, color: &str) -> Pane {
+    pub(crate) fn new(name: &str, color: &str) -> Pane {
         let name = visible(name);
         let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         let prefix = match Colour::named(color).map(|c| c.ansi).filter(|_| colour) {
@@ -28,7 +28,7 @@ impl Pane {
         Pane { prefix }
     }
 
-    pub(super) fn say(&self, text: impl AsRef<str>) {
+    pub(crate) fn say(&self, text: impl AsRef<str>) {
         let text = text.as_ref();
         let text = text.strip_suffix('\n').unwrap_or(text);
         let _ = output::line(format!("{} {}", self.prefix, visible_lines(text)));

@@ -27,7 +27,8 @@ use super::config::Config;
 use super::pane::Pane;
 use super::plan::PlanState;
 use super::process::TurnHandle;
-use super::turn::Turn;
+use super::session::Session;
+use super::turn::{Turn, TurnKind};
 use super::work::{Launch, Outcome};
 use crate::error::{Error, Result};
 use crate::process::signals::Signals;
@@ -91,8 +92,26 @@ async fn serve(config: Config) -> Result<i32> {
             let _ = tx.send(Event::Wake);
         })?);
     }
+    let session = match config.agent.adapter() {
+        Some(adapter) => Some(Session::open(
+            &config.store,
+            &config.team,
+            &config.name,
+            adapter,
+        )?),
+        None => None,
+    };
     let index = TaskIndex::open(&config.store, &config.team)?;
     let mut runtime = Runtime::new(config, membership, index, tx, rx);
+    if let Some(session) = &session {
+        runtime.pane.say(format!(
+            "conversation {} ({} turn{} so far)",
+            session.id,
+            session.turns,
+            if session.turns == 1 { "" } else { "s" }
+        ));
+    }
+    runtime.session = session;
     if rejoined {
         runtime
             .pane
@@ -127,6 +146,13 @@ struct Runtime {
     /// After a turn whose agent could not start, message turns wait until then, so a broken
     /// agent command is retried on the slow re-scan, not in a busy loop.
     retry_messages_at: Option<Instant>,
+    /// The member's conversation, for an agent CLI that keeps one (`session.rs`).
+    session: Option<Session>,
+    /// A hook's feedback that is the next turn (`hooks.rs`).
+    feedback: Option<TurnKind>,
+    /// A task completion whose idle notification a `TeammateIdle` hook held back: the next
+    /// notification carries it, so the lead still hears of it.
+    held_completion: Option<(String, String)>,
 }
 
 impl Runtime {
@@ -152,6 +178,9 @@ impl Runtime {
             assigned: VecDeque::new(),
             announced: HashSet::new(),
             retry_messages_at: None,
+            session: None,
+            feedback: None,
+            held_completion: None,
         }
     }
 

@@ -44,7 +44,25 @@ pub(crate) fn work(turn: &Turn) -> Work {
         .map(|m| format!("(not a command, from {}: {})", m.from, first_line(&m.text)))
         .collect();
     match &turn.kind {
-        TurnKind::Task(task) => {
+        TurnKind::Feedback {
+            task: None,
+            feedback,
+            ..
+        } => match command_of(feedback) {
+            Some(command) => Work::Run {
+                steps: vec![sh(command)],
+                preface: String::new(),
+            },
+            None => Work::Reply {
+                text: format!("(hook feedback, not a command: {})", first_line(feedback)),
+                success: true,
+            },
+        },
+        // A task the hook kept in progress is run again: its command is the work.
+        TurnKind::Task(task)
+        | TurnKind::Feedback {
+            task: Some(task), ..
+        } => {
             let command = task.description.trim();
             if command.is_empty() {
                 Work::Reply {

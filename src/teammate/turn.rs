@@ -7,6 +7,7 @@
 
 use crate::store::mailbox::InboxMessage;
 use crate::store::tasks::Task;
+use crate::teammate::hooks::HookEvent;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TurnKind {
@@ -25,6 +26,13 @@ pub(crate) enum TurnKind {
         plan: String,
         feedback: Option<String>,
     },
+    /// A hook exited 2 and kept the teammate working: its stderr is this turn's prompt. `task`
+    /// is the task a `TaskCompleted` hook kept in progress (still ours).
+    Feedback {
+        event: HookEvent,
+        feedback: String,
+        task: Option<Box<Task>>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -39,21 +47,21 @@ pub(crate) struct Turn {
 /// Message text as XML escapes it: any member can write any text, so a `</teammate-message>`
 /// inside must not close the block (and open one that claims to come from the lead). Text
 /// without `&`, `<` or `>` is left exactly as it was written.
-fn body(text: &str) -> String {
+pub(crate) fn body(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
 
 /// Attribute values are quoted; a `"` inside is escaped too, so the tag stays parseable.
-fn attr(value: &str) -> String {
+pub(crate) fn attr(value: &str) -> String {
     body(value).replace('"', "&quot;")
 }
 
 /// One message as Claude Code hands it to its model:
 /// `<teammate-message teammate_id="NAME" color="C" summary="S">TEXT</teammate-message>`.
 /// Attributes the message lacks are left out.
-fn teammate_message(m: &InboxMessage) -> String {
+pub(crate) fn teammate_message(m: &InboxMessage) -> String {
     let mut tag = format!("<teammate-message teammate_id=\"{}\"", attr(&m.from));
     if let Some(color) = &m.color {
         tag.push_str(&format!(" color=\"{}\"", attr(color)));
@@ -122,6 +130,38 @@ impl Turn {
                 }
                 parts.push("Carry out the plan now.".to_string());
             }
+            TurnKind::Feedback {
+                event,
+                feedback,
+                task,
+            } => {
+                parts.push(format!(
+                    "<hook-feedback event=\"{}\">{}</hook-feedback>",
+                    event.name(),
+                    body(feedback)
+                ));
+                parts.push(match task {
+                    Some(task) => {
+                        let mut text = format!(
+                            "The {} hook kept task #{} in progress. Address its feedback above, \
+                             then finish task #{}: {}",
+                            event.name(),
+                            task.id,
+                            task.id,
+                            task.subject
+                        );
+                        if !task.description.trim().is_empty() {
+                            text.push_str("\n\n");
+                            text.push_str(&task.description);
+                        }
+                        text
+                    }
+                    None => format!(
+                        "The {} hook kept you working: address its feedback above.",
+                        event.name()
+                    ),
+                });
+            }
         }
         if let Some(appendix) = &self.appendix {
             parts.push(appendix.clone());
@@ -147,6 +187,10 @@ impl Turn {
             TurnKind::Plan { previous: None, .. } => "writing a plan".to_string(),
             TurnKind::Plan { .. } => "revising the rejected plan".to_string(),
             TurnKind::Execute { .. } => "carrying out the approved plan".to_string(),
+            TurnKind::Feedback { event, task, .. } => match task {
+                Some(t) => format!("feedback from the {} hook on task #{}", event.name(), t.id),
+                None => format!("feedback from the {} hook", event.name()),
+            },
         }
     }
 }

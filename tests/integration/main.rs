@@ -3,12 +3,14 @@
 
 mod support;
 
+mod autonomous;
 mod bench;
 mod claude_teams;
 mod completions;
 mod demo;
 mod escaping;
 mod faults;
+mod hooks;
 mod impersonation;
 mod interop;
 mod launch;

@@ -28,6 +28,20 @@ pub struct LaunchArgs {
     /// Inside tmux: split the current window instead of opening a window swarm-<team>-<root hash>.
     #[arg(long)]
     pub split: bool,
+    /// Run the lead as an agent in the lead pane instead of the console alone: a command line
+    /// such as "claude -p" or a script, run once per turn; needs a goal (--goal, or "lead" in
+    /// the swarm file).
+    #[arg(long, value_name = "AGENT")]
+    pub lead: Option<String>,
+    /// The lead agent's goal: its first turn.
+    #[arg(long, value_name = "TEXT")]
+    pub goal: Option<String>,
+    /// Who decides teammates' permission and plan requests when an agent leads.
+    #[arg(long, value_enum, value_name = "WHO")]
+    pub approvals: Option<crate::lead::agent::Approvals>,
+    /// With an agent lead: end the team once every task is completed.
+    #[arg(long)]
+    pub exit_when_done: bool,
     /// Do not run the lead console in the first tmux pane.
     #[arg(long)]
     pub no_lead_pane: bool,
@@ -108,6 +122,10 @@ impl LaunchArgs {
             plan_mode_required: false,
             prompt_via: None,
             shutdown_timeout: 30,
+            lead: None,
+            goal: None,
+            approvals: None,
+            exit_when_done: false,
             extra: vec![],
         }
     }

@@ -10,14 +10,15 @@ use std::time::Instant;
 use serde_json::Map;
 
 use super::Runtime;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::mailbox::InboxMessage;
 use crate::store::names::AgentName;
 use crate::store::protocol::{
     timestamp_now, truncate, IdleNotification, PlanApprovalRequest, Protocol, RESULT_LIMIT,
 };
-use crate::store::tasks::{TaskOutcome, TaskStatus};
+use crate::store::tasks::{Task, TaskOutcome, TaskStatus};
+use crate::teammate::hooks::{blocked_line, HookContext, HookEvent, Verdict};
 use crate::teammate::plan::PlanState;
 use crate::teammate::turn::{Turn, TurnKind};
 use crate::teammate::work::Outcome;
@@ -51,8 +52,20 @@ impl Runtime {
             result: Some(truncate(&outcome.output, RESULT_LIMIT)).filter(|r| !r.is_empty()),
             extra: Map::new(),
         };
+        let task = match &turn.kind {
+            TurnKind::Task(task)
+            | TurnKind::Feedback {
+                task: Some(task), ..
+            } => Some(task.clone()),
+            _ => None,
+        };
         match turn.kind {
-            TurnKind::Task(task) => {
+            _ if task.is_some() => {
+                let task = task.expect("matched");
+                if outcome.success && self.completion_blocked(&task)? {
+                    // Still in progress, and not idle: the hook's feedback is the next turn.
+                    return Ok(());
+                }
                 let result = match &outcome.failure {
                     None => TaskOutcome::Completed,
                     Some(reason) => TaskOutcome::Failed {
@@ -116,8 +129,95 @@ impl Runtime {
                 idle.summary = Some(describe);
             }
         }
+        if self.idle_blocked(&mut idle) {
+            return Ok(());
+        }
+        if idle.completed_task_id.is_none() {
+            if let Some((id, status)) = self.held_completion.take() {
+                idle.completed_task_id = Some(id);
+                idle.completed_status = Some(status);
+            }
+        }
         idle.timestamp = timestamp_now();
         self.to_lead(&Protocol::IdleNotification(idle), None)
+    }
+
+    fn hook_context(&self) -> HookContext {
+        HookContext {
+            project_dir: self.cfg.cwd.clone(),
+            team: self.cfg.team.to_string(),
+            teammate: Some(self.cfg.name.to_string()),
+            session_id: self.session.as_ref().map(|s| s.id.clone()),
+        }
+    }
+
+    /// Runs the `TaskCompleted` hooks before the runtime marks `task` completed; `true` when
+    /// one blocked, and its feedback is then the next turn. A task the agent already marked
+    /// completed (through `swarm task update`, whose own hook ran) or that is no longer ours is
+    /// left to `finish`.
+    fn completion_blocked(&mut self, task: &Task) -> Result<bool> {
+        let current = match self.tasks().get(&task.id) {
+            Ok(t) => t,
+            Err(Error::NoSuchTask { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if current.status != TaskStatus::InProgress
+            || current.owner.as_deref() != Some(self.cfg.name.as_str())
+        {
+            return Ok(false);
+        }
+        let pane = self.pane.clone();
+        let verdict =
+            self.hook_context()
+                .run(HookEvent::TaskCompleted, Some(&current), &|line: &str| {
+                    pane.say(line)
+                });
+        let Verdict::Blocked { command, reason } = verdict else {
+            return Ok(false);
+        };
+        let what = format!("completing task #{}", current.id);
+        self.pane.say(blocked_line(
+            HookEvent::TaskCompleted,
+            &what,
+            &command,
+            &reason,
+        ));
+        self.feedback = Some(TurnKind::Feedback {
+            event: HookEvent::TaskCompleted,
+            feedback: reason,
+            task: Some(Box::new(current)),
+        });
+        Ok(true)
+    }
+
+    /// Runs the `TeammateIdle` hooks before the teammate goes idle; `true` when one blocked:
+    /// no idle notification then, and the hook's feedback is the next turn. A task completion
+    /// `idle` carried is held for the next notification.
+    fn idle_blocked(&mut self, idle: &mut IdleNotification) -> bool {
+        let pane = self.pane.clone();
+        let verdict = self
+            .hook_context()
+            .run(HookEvent::TeammateIdle, None, &|line: &str| pane.say(line));
+        let Verdict::Blocked { command, reason } = verdict else {
+            return false;
+        };
+        self.pane.say(blocked_line(
+            HookEvent::TeammateIdle,
+            "going idle",
+            &command,
+            &reason,
+        ));
+        if let (Some(id), Some(status)) =
+            (idle.completed_task_id.take(), idle.completed_status.take())
+        {
+            self.held_completion = Some((id, status));
+        }
+        self.feedback = Some(TurnKind::Feedback {
+            event: HookEvent::TeammateIdle,
+            feedback: reason,
+            task: None,
+        });
+        true
     }
 
     /// Writes the plan file and sends `plan_approval_request`; returns its request id.

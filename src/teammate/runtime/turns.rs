@@ -44,6 +44,9 @@ impl Runtime {
                 return self.start(TurnKind::Execute { plan, feedback }, messages, &fresh);
             }
         }
+        if let Some(kind) = self.feedback.take() {
+            return self.start(kind, vec![], &[]);
+        }
         let fresh = self.ordinary_unread()?;
         let waiting = self.retry_messages_at.is_some_and(|at| Instant::now() < at);
         if !fresh.is_empty() && !waiting {
@@ -75,7 +78,7 @@ impl Runtime {
                 .say(format!("▶ claimed task #{}: {}", t.id, t.subject)),
             _ => self.pane.say(format!("▶ turn: {}", turn.describe())),
         }
-        let work = self.cfg.agent.work(&turn);
+        let work = self.cfg.agent.work(&turn, self.session.as_ref());
         let started = Instant::now();
         match work {
             Work::Reply { text, success } => {
@@ -130,6 +133,9 @@ impl Runtime {
             Some(current) => std::mem::take(&mut current.undelivered),
             None => return Ok(()),
         };
+        if let Some(session) = self.session.as_mut() {
+            session.handed_over(&self.cfg.store, &self.cfg.team, &self.cfg.name)?;
+        }
         self.retry_messages_at = None;
         self.deliver(&messages)
     }

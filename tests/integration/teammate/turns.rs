@@ -293,3 +293,62 @@ fn the_prompt_can_replace_a_placeholder_or_go_to_stdin() {
     assert!(stdin.ends_with(" args=0\n"));
     assert_eq!(liveness(&env, "c"), "alive");
 }
+
+/// A fake `claude` (the file name is what the adapter looks at) that records its first three
+/// arguments, one turn per line.
+fn fake_claude(env: &Env, argv_file: &std::path::Path) -> PathBuf {
+    let dir = env.path("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let claude = dir.join("claude");
+    std::fs::write(
+        &claude,
+        format!(
+            "#!/bin/sh\nprintf '%s %s %s\\n' \"$1\" \"$2\" \"$3\" >> {}\necho answered\n",
+            q(argv_file)
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    claude
+}
+
+#[test]
+fn claude_in_print_mode_keeps_one_conversation_across_turns_and_restarts() {
+    let env = Env::with_team(&["a"]);
+    let argv_file = env.path("argv");
+    let claude = fake_claude(&env, &argv_file);
+    let claude = claude.display().to_string();
+    let mut mate = Some(start(&env, "a", &["--", &claude, "-p"]));
+    let turn = |n: usize, text: &str| {
+        send(&env, "a", text);
+        eventually(LONG, &format!("turn {n}"), || {
+            (to_lead(&env, "idle_notification").len() == n).then_some(())
+        });
+    };
+    turn(1, "first");
+    turn(2, "second");
+    turn(3, "third");
+    let session = crate::support::read_json(&env.path("teams/t/sessions/a.json"));
+    let id = session["sessionId"].as_str().unwrap().to_string();
+    assert!(uuid_like(&id), "{session}");
+    assert_eq!(
+        read(&argv_file),
+        format!("--session-id {id} -p\n--resume {id} -p\n--resume {id} -p\n"),
+        "the first turn names the conversation, the next ones resume it"
+    );
+    // A runtime started again (after a crash) carries on the same conversation.
+    drop(mate.take());
+    let _mate = start(&env, "a", &["--", &claude, "-p"]);
+    turn(4, "fourth");
+    assert!(
+        read(&argv_file).ends_with(&format!("--resume {id} -p\n--resume {id} -p\n")),
+        "{}",
+        read(&argv_file)
+    );
+    assert_eq!(read(&argv_file).lines().count(), 4);
+}
+
+fn uuid_like(s: &str) -> bool {
+    s.len() == 36 && s.chars().filter(|c| *c == '-').count() == 4
+}

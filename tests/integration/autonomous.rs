@@ -1,0 +1,371 @@
+//! An autonomous team: an agent lead (a script standing in for a model) plans a task DAG with
+//! `swarm task create`, shell teammates run it, the lead hears of each task as a
+//! `<task-notification>` and ends the team with `swarm done`, and everything shuts down. The
+//! run is `examples/autonomous.json` itself, so the README's command is what is tested.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+const LONG: Duration = Duration::from_secs(120);
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+}
+
+/// True once `pid` is gone (or a zombie nobody reaped yet).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .trim_start()
+            .starts_with('Z'),
+    }
+}
+
+#[test]
+fn an_agent_lead_plans_a_dag_that_three_shell_teammates_finish_then_ends_the_team() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let file = example("autonomous.json");
+    env.swarm(["launch", file.to_str().unwrap()])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    // The lead pane and three teammates' panes, alive.
+    let pids: Vec<i32> = eventually(LONG, "four panes", || {
+        let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_pid}"]);
+        let pids: Vec<i32> = out.stdout.lines().filter_map(|l| l.parse().ok()).collect();
+        (pids.len() == 4).then_some(pids)
+    });
+    assert!(pids.iter().all(|p| !gone(*p)), "{pids:?}");
+    // The teammates' panes close; the lead pane stays, dead, showing how the team ended.
+    eventually(
+        LONG,
+        "the team to end: only the lead's dead pane left",
+        || {
+            let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
+            (out.stdout.trim() == "team-lead 1").then_some(())
+        },
+    );
+    eventually(LONG, "every pane's process to be gone", || {
+        pids.iter().all(|p| gone(*p)).then_some(())
+    });
+
+    let tasks = env
+        .swarm(["--json", "--team", "autonomous", "task", "list"])
+        .ok()
+        .json();
+    let tasks = tasks.as_array().unwrap();
+    assert_eq!(tasks.len(), 4, "{tasks:?}");
+    assert!(
+        tasks.iter().all(|t| t["status"] == "completed"),
+        "{tasks:?}"
+    );
+    let deps: Vec<&Value> = tasks.iter().map(|t| &t["blockedBy"]).collect();
+    assert_eq!(
+        serde_json::to_string(&deps).unwrap(),
+        r#"[[],["1"],["1"],["2","3"]]"#,
+        "the lead planned the DAG"
+    );
+    let mut ran: Vec<String> = std::fs::read_to_string(env.path("autonomous.log"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    ran.sort();
+    assert_eq!(
+        ran,
+        ["build-a", "build-b", "fetch", "ship"],
+        "each task ran exactly once"
+    );
+
+    let prompts = std::fs::read_to_string(env.path("teams/autonomous/lead/prompts.log")).unwrap();
+    assert!(
+        prompts.starts_with("Fetch the sources") && prompts.contains("You are the lead"),
+        "the first turn is the goal and the guide: {prompts}"
+    );
+    assert_eq!(
+        prompts.matches("<task-notification ").count(),
+        4,
+        "{prompts}"
+    );
+    for id in 1..=4 {
+        assert_eq!(
+            prompts
+                .matches(&format!(
+                    "<task-notification task_id=\"{id}\" status=\"completed\""
+                ))
+                .count(),
+            1,
+            "one notification for task {id}: {prompts}"
+        );
+    }
+    let done = read_json(&env.path("teams/autonomous/lead/done.json"));
+    assert_eq!(done["summary"], "fetched, built a and b, shipped");
+    let config = read_json(&env.path("teams/autonomous/config.json"));
+    for name in ["ann", "bob", "cid"] {
+        assert_eq!(
+            member(&config, name)["isActive"],
+            false,
+            "{name} was shut down"
+        );
+    }
+}
+
+/// A fake `claude` for the dry run (only its name and mode matter).
+fn fake_claude(env: &Env) -> PathBuf {
+    let dir = env.path("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let claude = dir.join("claude");
+    std::fs::write(&claude, "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    claude
+}
+
+#[test]
+fn the_dry_run_shows_each_conversation_adapter_and_the_lead_agents_command() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let claude = fake_claude(&env);
+    let agent = format!("{} -p", claude.display());
+    let doc = env
+        .swarm([
+            "--json",
+            "launch",
+            "--dry-run",
+            "--team",
+            "d",
+            "--backend",
+            "tmux",
+            "--agent",
+            &agent,
+            "--teammate",
+            "a=go",
+            "--lead",
+            "sh lead.sh",
+            "--goal",
+            "ship it",
+            "--exit-when-done",
+        ])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok()
+        .json();
+    let conversation = doc["teammates"][0]["conversation"].as_str().unwrap();
+    assert!(
+        conversation.contains("--session-id") && conversation.contains("--resume"),
+        "{conversation}"
+    );
+    let argv: Vec<&str> = doc["lead"]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let dash = argv.iter().position(|a| *a == "--").unwrap();
+    assert_eq!(
+        argv[1..dash],
+        [
+            "lead",
+            "--team",
+            "d",
+            "--approvals",
+            "human",
+            "--exit-when-done"
+        ]
+    );
+    assert!(
+        argv[dash + 1].ends_with("/sh") && argv[dash + 2] == "lead.sh",
+        "{argv:?}"
+    );
+    assert!(!env.path("teams/d").exists(), "a dry run writes nothing");
+
+    let shell = env
+        .swarm([
+            "--json",
+            "launch",
+            "--dry-run",
+            "--team",
+            "d",
+            "--backend",
+            "in-process",
+            "--agent",
+            "shell",
+            "--teammate",
+            "a=go",
+        ])
+        .ok()
+        .json();
+    assert!(shell["teammates"][0]["conversation"]
+        .as_str()
+        .unwrap()
+        .starts_with("none"));
+}
+
+#[test]
+fn an_agent_lead_needs_a_lead_pane_and_a_goal() {
+    let env = Env::new();
+    env.swarm([
+        "launch",
+        "--team",
+        "x",
+        "--backend",
+        "in-process",
+        "--agent",
+        "shell",
+        "--teammate",
+        "a=go",
+        "--lead",
+        "sh lead.sh",
+        "--goal",
+        "g",
+    ])
+    .refused("an agent lead runs in the lead pane of a new team in tmux");
+    let tmux = Tmux::new();
+    env.swarm([
+        "launch",
+        "--team",
+        "x",
+        "--backend",
+        "tmux",
+        "--agent",
+        "shell",
+        "--teammate",
+        "a=go",
+        "--lead",
+        "sh lead.sh",
+    ])
+    .env("SWARM_TMUX_SOCKET", &tmux.socket)
+    .refused("the lead agent needs a goal");
+}
+
+#[test]
+fn with_exit_when_done_the_team_ends_once_every_task_is_completed() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    // A lead that plans two tasks and never says it is done.
+    let script = env.path("lead.sh");
+    std::fs::write(
+        &script,
+        "case $1 in *'You are the lead'*) \
+           swarm task create one --description 'echo one >> \"$SWARM_ROOT/ran\"'; \
+           swarm task create two --blocked-by 1 --description 'echo two >> \"$SWARM_ROOT/ran\"';; \
+         esac\n",
+    )
+    .unwrap();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"team": "e", "agent": "shell", "teammates": [{"name": "a"}],
+            "lead": {"agent": ["sh", script.display().to_string()], "goal": "two steps",
+                     "exitWhenDone": true}})
+        .to_string(),
+    )
+    .unwrap();
+    env.swarm(["launch", file.to_str().unwrap()])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    eventually(
+        LONG,
+        "the team to end: only the lead's dead pane left",
+        || {
+            let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
+            (out.stdout.trim() == "team-lead 1").then_some(())
+        },
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("ran")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert!(
+        !env.path("teams/e/lead/done.json").exists(),
+        "nobody ran swarm done"
+    );
+    let config = read_json(&env.path("teams/e/config.json"));
+    assert_eq!(member(&config, "a")["isActive"], false);
+}
+
+#[test]
+fn a_teammate_cannot_launch_teammates_or_end_the_team() {
+    let env = Env::with_team(&["a"]);
+    env.swarm([
+        "launch",
+        "--agent",
+        "shell",
+        "--teammate",
+        "b=go",
+        "--backend",
+        "in-process",
+    ])
+    .env("SWARM_AGENT_NAME", "a")
+    .refused("refusing to launch teammates: this shell is teammate \"a\"");
+    env.swarm(["done"])
+        .env("SWARM_AGENT_NAME", "a")
+        .refused("refusing to end the team: this shell is teammate \"a\"");
+}
+
+#[test]
+fn with_approvals_lead_the_lead_agent_decides_a_permission_request_and_it_is_recorded() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    // The lead plans one task that needs a permission, approves what it is asked, and ends
+    // the team once the task is reported.
+    let script = env.path("lead.sh");
+    std::fs::write(
+        &script,
+        "printf '%s\\n=====\\n' \"$1\" >> \"$SWARM_ROOT/prompts\"\n\
+         case $1 in\n\
+         *'You are the lead'*) swarm task create deploy --description \
+           'swarm permission request --tool Bash --input \"{\\\"command\\\":\\\"make deploy\\\"}\" --wait && echo deployed >> \"$SWARM_ROOT/ran\"';;\n\
+         *'<permission-request '*) echo 'looks safe'; echo approve;;\n\
+         *'<task-notification '*) swarm done --summary deployed;;\n\
+         esac\n",
+    )
+    .unwrap();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"team": "p", "agent": "shell", "teammates": [{"name": "a"}],
+            "lead": {"agent": ["sh", script.display().to_string()], "goal": "deploy",
+                     "approvals": "lead"}})
+        .to_string(),
+    )
+    .unwrap();
+    env.swarm(["launch", file.to_str().unwrap()])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    eventually(
+        LONG,
+        "the team to end: only the lead's dead pane left",
+        || {
+            let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
+            (out.stdout.trim() == "team-lead 1").then_some(())
+        },
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("ran")).unwrap(),
+        "deployed\n"
+    );
+    let prompts = std::fs::read_to_string(env.path("prompts")).unwrap();
+    assert!(
+        prompts.contains("tool=\"Bash\"") && prompts.contains("Answer with exactly one line"),
+        "{prompts}"
+    );
+    let decisions = std::fs::read_to_string(env.path("teams/p/lead/decisions.jsonl")).unwrap();
+    let decision: Value = serde_json::from_str(decisions.trim()).unwrap();
+    assert_eq!(decision["by"], "lead-agent");
+    assert_eq!(decision["approved"], true);
+    assert_eq!(decision["kind"], "permission");
+    let id = decision["requestId"].as_str().unwrap();
+    let resolved = read_json(&env.path(&format!("teams/p/permissions/resolved/{id}.json")));
+    assert_eq!(resolved["status"], "approved");
+    assert_eq!(resolved["resolvedBy"], "team-lead (lead-agent)");
+}

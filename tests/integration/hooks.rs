@@ -1,0 +1,275 @@
+//! Claude Code's team hooks in swarm: `TaskCompleted` and `TeammateIdle` in the teammate
+//! runtime (a shell agent and a fake agent CLI), `TaskCreated` in `swarm task create`, read
+//! from a project's `.claude/settings.json` with the user's settings dir pointed at an empty
+//! directory, so the machine's own hooks stay out of it.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// A project directory whose `.claude/settings.json` runs `command` on `event`.
+fn project(env: &Env, event: &str, command: &str) -> PathBuf {
+    let dir = env.path("proj");
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    let settings = json!({"hooks": {event: [{"hooks": [
+        {"type": "command", "command": command, "timeout": 30}]}]}});
+    std::fs::write(
+        dir.join(".claude/settings.json"),
+        serde_json::to_vec_pretty(&settings).unwrap(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.path("user-claude")).unwrap();
+    dir
+}
+
+fn with_settings(env: &Env, s: Swarm) -> Swarm {
+    s.env("CLAUDE_CONFIG_DIR", env.path("user-claude"))
+}
+
+/// A `swarm teammate` for member `name` of team `t`, killed on drop.
+struct Mate(Child, PathBuf);
+
+impl Drop for Mate {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Mate {
+    fn pane(&self) -> String {
+        std::fs::read_to_string(&self.1).unwrap_or_default()
+    }
+}
+
+fn start(env: &Env, name: &str, cwd: &Path, agent: &[&str]) -> Mate {
+    let id = format!("{name}@t");
+    let cwd = cwd.display().to_string();
+    let mut args = vec![
+        "teammate",
+        "--agent-id",
+        &id,
+        "--agent-name",
+        name,
+        "--team-name",
+        "t",
+        "--cwd",
+        &cwd,
+    ];
+    args.extend(agent);
+    let mut s = with_settings(env, env.swarm(args));
+    let log = env.path(&format!("{name}.pane"));
+    let file = File::create(&log).unwrap();
+    s.cmd
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file);
+    let mate = Mate(s.cmd.spawn().expect("spawn swarm teammate"), log);
+    eventually(LONG, "the teammate to start", || {
+        mate.pane().contains("is up").then_some(())
+    });
+    mate
+}
+
+fn idle_notifications(env: &Env) -> Vec<Value> {
+    let inbox = read_json(&env.path("teams/t/inboxes/team-lead.json"));
+    inbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| serde_json::from_str::<Value>(m["text"].as_str()?).ok())
+        .filter(|p| p["type"] == "idle_notification")
+        .collect()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_task_completed_hook_keeps_the_task_in_progress_once_and_the_teammate_gets_the_feedback() {
+    let env = Env::with_team(&["a"]);
+    // Fails until `fixed` exists; records every input it gets.
+    let proj = project(
+        &env,
+        "TaskCompleted",
+        "cat >> \"$CLAUDE_PROJECT_DIR/inputs\"; echo >> \"$CLAUDE_PROJECT_DIR/inputs\"; \
+         test -f \"$CLAUDE_PROJECT_DIR/fixed\" || { echo 'fixed is missing: create it' >&2; exit 2; }",
+    );
+    // The first run leaves a marker, the second (the feedback turn) creates `fixed`.
+    with_settings(
+        &env,
+        env.swarm([
+            "task",
+            "create",
+            "Build",
+            "--description",
+            "echo run >> runs; if [ -f marker ]; then touch fixed; else touch marker; fi",
+        ]),
+    )
+    .ok();
+    let mate = start(&env, "a", &proj, &["--agent", "shell"]);
+    eventually(LONG, "task 1 to be completed", || {
+        let t = env.swarm(["--json", "task", "show", "1"]).ok().json();
+        (t["status"] == "completed").then_some(())
+    });
+    assert_eq!(
+        lines(&proj.join("runs")),
+        ["run", "run"],
+        "the task ran, was blocked, and ran once more"
+    );
+    let inputs: Vec<Value> = lines(&proj.join("inputs"))
+        .iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(inputs.len(), 2, "{inputs:?}");
+    for input in &inputs {
+        assert_eq!(input["hook_event_name"], "TaskCompleted");
+        assert_eq!(input["task_id"], "1");
+        assert_eq!(input["task_subject"], "Build");
+        assert_eq!(input["teammate_name"], "a");
+        assert_eq!(input["team_name"], "t");
+        assert_eq!(input["cwd"], proj.display().to_string());
+    }
+    let pane = mate.pane();
+    assert!(
+        pane.contains("TaskCompleted hook")
+            && pane.contains("blocked completing task #1 (exit 2): fixed is missing: create it"),
+        "{pane}"
+    );
+    assert!(
+        pane.contains("feedback from the TaskCompleted hook on task #1"),
+        "{pane}"
+    );
+    eventually(LONG, "the completion's idle notification", || {
+        let done: Vec<Value> = idle_notifications(&env)
+            .into_iter()
+            .filter(|n| n["completedTaskId"] == "1")
+            .collect();
+        (!done.is_empty()).then_some(done)
+    });
+    let done: Vec<Value> = idle_notifications(&env)
+        .into_iter()
+        .filter(|n| n["completedTaskId"] == "1")
+        .collect();
+    assert_eq!(done.len(), 1, "one notification for the one completion");
+    assert_eq!(done[0]["completedStatus"], "resolved");
+}
+
+#[test]
+fn a_teammate_idle_hook_that_exits_2_causes_exactly_one_extra_turn() {
+    let env = Env::with_team(&["a"]);
+    let proj = project(
+        &env,
+        "TeammateIdle",
+        "cat > \"$CLAUDE_PROJECT_DIR/idle-input\"; \
+         if [ -f \"$CLAUDE_PROJECT_DIR/once\" ]; then exit 0; fi; \
+         touch \"$CLAUDE_PROJECT_DIR/once\"; echo 'write the summary too' >&2; exit 2",
+    );
+    let prompts = env.path("prompts");
+    let script = format!(
+        "printf '%s\\n=====\\n' \"$1\" >> '{}'; echo answered",
+        prompts.display()
+    );
+    let mate = start(&env, "a", &proj, &["--", "sh", "-c", &script, "sh"]);
+    env.swarm(["send", "--to", "a", "hello"]).ok();
+    eventually(LONG, "the first idle notification", || {
+        (!idle_notifications(&env).is_empty()).then_some(())
+    });
+    let recorded = std::fs::read_to_string(&prompts).unwrap();
+    let turns: Vec<&str> = recorded
+        .split("\n=====\n")
+        .filter(|p| !p.is_empty())
+        .collect();
+    assert_eq!(turns.len(), 2, "{recorded}");
+    assert!(turns[0].contains("hello"));
+    assert!(
+        turns[1].starts_with(
+            "<hook-feedback event=\"TeammateIdle\">write the summary too</hook-feedback>"
+        ),
+        "{}",
+        turns[1]
+    );
+    let input = read_json(&proj.join("idle-input"));
+    assert_eq!(input["hook_event_name"], "TeammateIdle");
+    assert_eq!(input["teammate_name"], "a");
+    assert_eq!(input["team_name"], "t");
+    assert!(mate.pane().contains("blocked going idle (exit 2)"));
+
+    // The hook lets it go idle now: the next message is one turn, not two.
+    env.swarm(["send", "--to", "a", "again"]).ok();
+    eventually(LONG, "the second idle notification", || {
+        (idle_notifications(&env).len() == 2).then_some(())
+    });
+    let recorded = std::fs::read_to_string(&prompts).unwrap();
+    assert_eq!(recorded.matches("\n=====\n").count(), 3, "{recorded}");
+}
+
+#[test]
+fn a_task_created_hook_that_exits_2_refuses_the_task_with_its_stderr() {
+    let env = Env::with_team(&[]);
+    let proj = project(
+        &env,
+        "TaskCreated",
+        "cat > \"$CLAUDE_PROJECT_DIR/created-input\"; \
+         echo 'every task needs an owner in its subject' >&2; exit 2",
+    );
+    let out = with_settings(&env, env.swarm(["task", "create", "Refactor"]))
+        .current_dir(&proj)
+        .code(2);
+    out.stderr_has(
+        "the TaskCreated hook refused task \"Refactor\": every task needs an owner in its subject",
+    );
+    let input = read_json(&proj.join("created-input"));
+    assert_eq!(input["hook_event_name"], "TaskCreated");
+    assert_eq!(input["task_id"], "1");
+    assert_eq!(input["task_subject"], "Refactor");
+    assert_eq!(input["team_name"], "t");
+    assert!(
+        input.get("teammate_name").is_none(),
+        "the user's shell is no teammate"
+    );
+    let list = env.swarm(["--json", "task", "list"]).ok().json();
+    assert_eq!(list, json!([]), "the refused task is gone");
+
+    // Elsewhere (no project hooks) creation works, and the refused id is not reused.
+    let task = with_settings(&env, env.swarm(["--json", "task", "create", "Refactor"]))
+        .ok()
+        .json();
+    assert_eq!(task["id"], "2");
+}
+
+#[test]
+fn a_task_completed_hook_that_exits_2_refuses_swarm_task_update() {
+    let env = Env::with_team(&[]);
+    let proj = project(
+        &env,
+        "TaskCompleted",
+        "test -f \"$CLAUDE_PROJECT_DIR/tested\" || { echo 'run the tests first' >&2; exit 2; }",
+    );
+    with_settings(&env, env.swarm(["task", "create", "Ship"])).ok();
+    let update = || {
+        with_settings(
+            &env,
+            env.swarm(["task", "update", "1", "--status", "completed"]),
+        )
+        .current_dir(&proj)
+    };
+    update().refused("the TaskCompleted hook refused completing task #1: run the tests first");
+    std::fs::write(proj.join("tested"), "").unwrap();
+    update().ok();
+    let task = env.swarm(["--json", "task", "show", "1"]).ok().json();
+    assert_eq!(task["status"], "completed");
+}

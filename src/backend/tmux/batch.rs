@@ -343,3 +343,95 @@ pub(super) fn kill_launch(client: &Client, nonce: &str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::backend::tmux::server::TmuxServer;
+    use crate::process::exec::testing::Recorder;
+
+    fn pane(member: &str) -> BatchPane {
+        BatchPane {
+            member: member.into(),
+            colour: "x;".into(),
+            argv: vec!["/opt/swarm".into(), "pane-exec".into(), "/s/a;".into()],
+        }
+    }
+
+    #[test]
+    fn one_call_makes_every_pane_and_addresses_each_through_its_window() {
+        let rec = Arc::new(Recorder::default());
+        let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let name = owner.session_name();
+        let mut layout = Layout::default();
+        layout.placement = Some(Placement::Session { name: name.clone() });
+        rec.answer("%3\t@2\t/tmp/tmux-0/sock\n%4\t@2\t/tmp/tmux-0/sock\n");
+        let ids = open_all(&mut layout, &client, &owner, &[pane("a"), pane("b#{x}")]).unwrap();
+        assert_eq!(ids, ["%3", "%4"]);
+        assert_eq!(layout.window.as_deref(), Some("@2"));
+        let calls = rec.calls();
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        let argv = &calls[0];
+        let commands: Vec<&[String]> = argv[3..].split(|w| w == ";").collect();
+        let window = format!("={name}:");
+        assert_eq!(commands[0][0], "new");
+        assert_eq!(
+            &commands[0][commands[0].len() - 4..],
+            ["--", "/opt/swarm", "pane-exec", r"/s/a\;"]
+        );
+        // Every other command names its target: the team's window, never tmux's current pane.
+        for cmd in &commands[1..] {
+            let t = cmd
+                .iter()
+                .position(|w| w == "-t")
+                .unwrap_or_else(|| panic!("{cmd:?}"));
+            assert!(
+                cmd[t + 1] == window || cmd[t + 1] == format!("{window}.{{top-left}}"),
+                "{cmd:?}"
+            );
+        }
+        assert!(commands
+            .iter()
+            .any(|c| c.first().map(String::as_str) == Some("splitw")));
+        assert!(
+            argv.contains(&"b##{x}".to_string()),
+            "titles are not formats"
+        );
+        assert!(
+            argv.contains(&r"x\;".to_string()),
+            "a value's final ; is escaped"
+        );
+        assert_eq!(
+            commands.last().unwrap().to_vec(),
+            ["selectp", "-t", &format!("{window}.{{top-left}}")]
+        );
+    }
+
+    #[test]
+    fn an_existing_session_is_split_after_its_last_pane_and_its_focus_kept() {
+        let rec = Arc::new(Recorder::default());
+        let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let name = owner.session_name();
+        let mut layout = Layout::default();
+        layout.placement = Some(Placement::Session { name: name.clone() });
+        rec.fail(&format!("duplicate session: {name}"));
+        rec.answer(&format!("@1\t{name}\t%0\t1\n@1\t{name}\t%1\t0\n"));
+        rec.answer("%5\t@1\t/tmp/tmux-0/sock\n");
+        let ids = open_all(&mut layout, &client, &owner, &[pane("c")]).unwrap();
+        assert_eq!(ids, ["%5"]);
+        let calls = rec.calls();
+        assert_eq!(calls.len(), 3);
+        let last: Vec<&[String]> = calls[2][3..].split(|w| w == ";").collect();
+        assert_eq!(last[0][..3], ["splitw", "-P", "-F"].map(String::from));
+        assert!(
+            last[0].windows(2).any(|w| w == ["-t", "%1"]),
+            "{:?}",
+            last[0]
+        );
+        assert_eq!(last.last().unwrap().to_vec(), ["selectp", "-t", "%0"]);
+    }
+}

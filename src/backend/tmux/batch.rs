@@ -434,4 +434,35 @@ mod tests {
         );
         assert_eq!(last.last().unwrap().to_vec(), ["selectp", "-t", "%0"]);
     }
+
+    #[test]
+    fn a_launch_too_long_for_one_call_goes_on_after_the_last_pane_by_window_id() {
+        let rec = Arc::new(Recorder::default());
+        let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let mut layout = Layout::default();
+        layout.placement = Some(Placement::Session {
+            name: owner.session_name(),
+        });
+        let mut big = pane("a");
+        big.argv.push("x".repeat(CALL_BUDGET * 2 / 3));
+        rec.answer("%3\t@2\t/tmp/tmux-0/sock\n");
+        rec.answer("%4\t@2\t/tmp/tmux-0/sock\n");
+        let ids = open_all(&mut layout, &client, &owner, &[big.clone(), big]).unwrap();
+        assert_eq!(ids, ["%3", "%4"]);
+        let calls = rec.calls();
+        assert_eq!(calls.len(), 2, "two calls");
+        let second: Vec<&[String]> = calls[1][3..].split(|w| w == ";").collect();
+        assert!(
+            second[0].windows(2).any(|w| w == ["-t", "%3"]),
+            "{:?}",
+            second[0]
+        );
+        assert!(
+            second[1].windows(2).any(|w| w == ["-t", "@2"]),
+            "{:?}",
+            second[1]
+        );
+        assert_eq!(second.last().unwrap().to_vec(), ["selectp", "-t", "%3"]);
+    }
 }

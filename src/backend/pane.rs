@@ -1,16 +1,18 @@
 //! What a backend is: the [`PaneBackend`] trait and the values that cross it.
 //!
-//! The launcher drives one `PaneBackend` through the spawn order of PROTOCOL.md section 10
-//! (open a placeholder pane, record it, start the command) and rolls back with `kill`; the
-//! operations on running members ask for a pane's [`PaneState`]. The values here are plain
-//! data, so each backend file depends on this one and on nothing of its siblings.
+//! The launcher hands a backend every pane of a launch at once ([`PaneBackend::open_started`]:
+//! open each pane already running its command, in roster order) after the roster entries, the
+//! prompts and the worktrees are in place, records what came back in one roster write, and
+//! rolls back with `kill`; the operations on running members ask for a pane's [`PaneState`].
+//! The values here are plain data, so each backend file depends on this one and on nothing of
+//! its siblings.
 
 use std::fmt;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The `tmuxPaneId` of every in-process member (PROTOCOL.md section 5).
 pub const IN_PROCESS_PANE_ID: &str = "in-process";
@@ -94,6 +96,21 @@ pub struct Started {
     pub pid: Option<u32>,
 }
 
+/// One pane of a launch for [`PaneBackend::open_started`]: how it looks and what it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct NewPane<'a> {
+    pub spec: &'a PaneSpec,
+    pub launch: &'a Launch,
+}
+
+/// What [`PaneBackend::open_started`] got running: the first `panes.len()` of the panes asked
+/// for, in order, and the error that stopped the rest (their panes are already killed).
+#[derive(Debug, Default)]
+pub struct Opened {
+    pub panes: Vec<(PaneId, Started)>,
+    pub error: Option<Error>,
+}
+
 /// Whether a pane's process is running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -150,9 +167,29 @@ pub trait PaneBackend {
     fn state(&self, pane: &PaneId) -> Result<PaneState>;
     /// Kills the pane and its process; a pane that is already gone is not an error.
     fn kill(&mut self, pane: &PaneId) -> Result<()>;
-    /// Rearranges the panes once all are open.
-    fn finish_layout(&mut self) -> Result<()> {
-        Ok(())
+    /// Opens one pane per entry, in order, each running its command; stops at the first that
+    /// fails and kills that one's pane. One pane at a time by default; tmux opens, marks and
+    /// lays out all of them in as few tmux calls as it can.
+    fn open_started(&mut self, panes: &[NewPane]) -> Opened {
+        let mut opened = Opened::default();
+        for new in panes {
+            let pane = match self.open_pane(new.spec) {
+                Ok(pane) => pane,
+                Err(e) => {
+                    opened.error = Some(e);
+                    break;
+                }
+            };
+            match self.start(&pane, new.launch) {
+                Ok(started) => opened.panes.push((pane, started)),
+                Err(e) => {
+                    let _ = self.kill(&pane);
+                    opened.error = Some(e);
+                    break;
+                }
+            }
+        }
+        opened
     }
     /// How the user gets to the panes, for the closing line of `swarm launch`.
     fn attach_hint(&self) -> Option<String> {

@@ -1,16 +1,18 @@
 //! Teammates in tmux panes, through `tmux_interface`'s command builders.
 //!
 //! Every tmux call is built as argv and run through the [`Exec`] seam, so tests assert the exact
-//! command lines and nothing reaches a shell. A pane is opened with a placeholder, marked with
-//! its owner (owner.rs), titled and coloured, and its real command starts with
-//! `respawn-pane -k -t PANE -- <swarm> pane-exec SPEC`: the teammate's argv, environment and
-//! working directory travel in the spec file (pane_exec.rs), never through tmux, which would
-//! read a final `;` as a command separator and `#(...)` in a directory as a command.
-//! `remain-on-exit on` keeps a crashed teammate's last output and exit status on screen. A
-//! backend touches only the panes it knows the member of, and only while their marks say so.
-//! Which server, where the panes go, whose a pane is and what `list-panes` says each live in
-//! their own file under `tmux/`.
+//! command lines and nothing reaches a shell. Every pane runs `<swarm> pane-exec SPEC`: the
+//! teammate's argv, environment and working directory travel in the spec file (pane_exec.rs),
+//! never through tmux, which would read a final `;` as a command separator and `#(...)` in a
+//! directory as a command. A launch opens all its panes with their commands, marked with their
+//! owner (owner.rs), titled, coloured and tiled, in as few tmux calls as it can (batch.rs); a
+//! single pane can also be opened with a placeholder and started later with
+//! `respawn-pane -k -t PANE -- <swarm> pane-exec SPEC`. `remain-on-exit on` keeps a crashed
+//! teammate's last output and exit status on screen. A backend touches only the panes it knows
+//! the member of, and only while their marks say so. Which server, where the panes go, whose a
+//! pane is and what `list-panes` says each live in their own file under `tmux/`.
 
+mod batch;
 mod owner;
 mod placement;
 mod server;
@@ -23,11 +25,14 @@ use serde_json::{Map, Value};
 use tmux_interface::{CapturePane, KillPane, RespawnPane, SelectPane, SetOption};
 
 use super::argv::display_argv;
-use super::pane::{BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, Started};
+use super::pane::{
+    BackendKind, Launch, NewPane, Opened, PaneBackend, PaneId, PaneSpec, PaneState, Started,
+};
 use super::pane_exec::{ExecSpec, Trampoline};
 use crate::error::{Error, Result};
 use crate::process::exec::Exec;
 use crate::store::colour::Colour;
+use batch::BatchPane;
 pub use owner::PaneOwner;
 use placement::{Layout, Placement};
 use server::{literal, words_of, Client};
@@ -92,6 +97,56 @@ impl TmuxBackend {
             )));
         }
         Ok(())
+    }
+
+    /// [`PaneBackend::open_started`] for tmux: one spec file per pane (named with a nonce of
+    /// this launch), then every pane in as few calls as fit; on failure every pane of the
+    /// launch is killed and its spec files removed.
+    fn open_batch(&mut self, panes: &[NewPane]) -> Result<Vec<PaneId>> {
+        let trampoline = self
+            .trampoline
+            .clone()
+            .ok_or_else(|| Error::Backend("this tmux backend does not start panes".into()))?;
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let mut specs = Vec::with_capacity(panes.len());
+        let result = self.open_with_specs(&trampoline, &nonce, panes, &mut specs);
+        match result {
+            Ok(ids) => {
+                for (id, new) in ids.iter().zip(panes) {
+                    self.members.insert(id.clone(), new.spec.name.clone());
+                }
+                Ok(ids)
+            }
+            Err(e) => {
+                batch::kill_launch(&self.client, &nonce);
+                for spec in specs {
+                    let _ = std::fs::remove_file(spec);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn open_with_specs(
+        &mut self,
+        trampoline: &Trampoline,
+        nonce: &str,
+        panes: &[NewPane],
+        specs: &mut Vec<std::path::PathBuf>,
+    ) -> Result<Vec<PaneId>> {
+        let mut batch = Vec::with_capacity(panes.len());
+        for new in panes {
+            let name = &new.spec.name;
+            let spec = trampoline.write(&format!("{name}.{nonce}"), &ExecSpec::of(new.launch))?;
+            batch.push(BatchPane {
+                member: name.clone(),
+                colour: tmux_colour(&new.spec.color).to_string(),
+                argv: trampoline.argv(&spec),
+            });
+            specs.push(spec);
+        }
+        let ids = batch::open_all(&mut self.layout, &self.client, &self.owner, &batch)?;
+        Ok(ids.into_iter().map(PaneId).collect())
     }
 
     /// The pane's scrollback and screen as text (`capture-pane -p -J -S -`).
@@ -189,7 +244,7 @@ impl PaneBackend for TmuxBackend {
 
     fn open_pane(&mut self, spec: &PaneSpec) -> Result<PaneId> {
         let pane = self.layout.open(&self.client)?;
-        let colour = Colour::named(&spec.color).map_or(spec.color.as_str(), |c| c.tmux);
+        let colour = tmux_colour(&spec.color);
         let set = |option: &str, value: &str| {
             SetOption::new()
                 .pane()
@@ -262,8 +317,17 @@ impl PaneBackend for TmuxBackend {
         }
     }
 
-    fn finish_layout(&mut self) -> Result<()> {
-        self.layout.tile(&self.client)
+    fn open_started(&mut self, panes: &[NewPane]) -> Opened {
+        match self.open_batch(panes) {
+            Ok(ids) => Opened {
+                panes: ids.into_iter().map(|p| (p, Started::default())).collect(),
+                error: None,
+            },
+            Err(e) => Opened {
+                panes: vec![],
+                error: Some(e),
+            },
+        }
     }
 
     fn attach_hint(&self) -> Option<String> {
@@ -295,11 +359,16 @@ impl PaneBackend for TmuxBackend {
     }
 }
 
+/// A roster colour as tmux spells it (`orange` is `colour208`); anything else as it is.
+fn tmux_colour(colour: &str) -> &str {
+    Colour::named(colour).map_or(colour, |c| c.tmux)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::process::exec::testing::Recorder;
-    use placement::NEW_PANE_FORMAT;
+    use placement::{NEW_PANE_FORMAT, WINDOW_PANES_FORMAT};
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
@@ -329,7 +398,7 @@ mod tests {
         let rec = Arc::new(Recorder::default());
         let mut b = launch_backend(&rec, dir.path());
         let session = b.owner.session_name();
-        rec.fail(&format!("can't find session: ={session}")); // has-session
+        rec.fail(&format!("can't find session: ={session}")); // the team's panes
         rec.answer("%3\t@2\t/tmp/tmux-0/sock\n"); // new-session
         let pane = b
             .open_pane(&PaneSpec {
@@ -352,7 +421,17 @@ mod tests {
             all.extend(s(v));
             all
         };
-        assert_eq!(calls[0], tmux(&["has", "-t", &format!("={session}")]));
+        assert_eq!(
+            calls[0],
+            tmux(&[
+                "lsp",
+                "-s",
+                "-F",
+                WINDOW_PANES_FORMAT,
+                "-t",
+                &format!("={session}")
+            ])
+        );
         assert_eq!(
             calls[1],
             tmux(&[

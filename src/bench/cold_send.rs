@@ -62,7 +62,7 @@ pub(crate) fn cold_send(b: &Bench) -> Result<Section> {
         title: format!("6. Cold start: {runs} sequential runs of each command (release binary)"),
         table,
         notes: vec![
-            "`swarm send` reads the roster, takes the inbox lock, rewrites the inbox and fsyncs the file and its directory; the inbox grows to the number of runs. `swarm --version` is process start-up alone.".into(),
+            "`swarm send` reads the roster once, takes the inbox lock, rewrites the inbox and fsyncs the file and its directory; the inbox grows to the number of runs. `swarm --version` is process start-up alone (loading, relocations, the clap tree). Target: `swarm send` within 2x `/bin/true` at p50 on a quiet machine (what the release profile was tried with is in Cargo.toml).".into(),
             "The idle-teammate half of benchmark 6 (RSS and CPU of `swarm teammate` over 10 s) is in BENCHMARKS-runtime.md (`scripts/bench-runtime`).".into(),
         ],
     })

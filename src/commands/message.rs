@@ -21,7 +21,7 @@ use crate::store::roster::Roster;
 use crate::store::watcher::DirWatcher;
 
 pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
-    let team = ctx.existing_team()?;
+    let team = ctx.team()?;
     let from = args.from;
     super::identity::check_acting_as(from.as_str(), "--from")?;
     let text = if args.text == "-" {
@@ -38,8 +38,16 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
     if text.trim().is_empty() {
         return Err(Error::usage("the message is empty; say something"));
     }
-    let roster = Roster::new(&ctx.store, &team);
-    let sender = roster.require_member(from.as_str())?;
+    // The roster is read once: it says the team exists, who the sender is and that the
+    // recipient is a member (a cold `swarm send` is mostly start-up; see BENCHMARKS.md).
+    let config = Roster::new(&ctx.store, &team).load()?;
+    let member = |name: &str| {
+        config.member(name).ok_or_else(|| Error::NoSuchMember {
+            team: team.to_string(),
+            name: name.to_string(),
+        })
+    };
+    let sender = member(from.as_str())?;
     let message = InboxMessage::new(from.as_str(), text)
         .with_summary(args.summary)
         .with_color(Some(sender.color_or_default().to_string()));
@@ -47,7 +55,15 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
     let recipients: Vec<AgentName> = match args.to {
         Recipient::Everyone => mailbox.broadcast(from.as_str(), message)?,
         Recipient::Agent(to) => {
-            mailbox.send(&to, message)?;
+            member(to.as_str())?;
+            let size = message.text.len() + message.summary.as_ref().map_or(0, String::len);
+            if size > MAX_MESSAGE_BYTES {
+                return Err(Error::MessageTooLarge {
+                    size,
+                    limit: MAX_MESSAGE_BYTES,
+                });
+            }
+            mailbox.append(&to, message)?;
             vec![to]
         }
     };

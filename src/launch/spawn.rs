@@ -1,14 +1,20 @@
-//! Running a prepared launch: the team, its tasks, the lead pane and each teammate, in the
-//! order of PROTOCOL.md section 10, with rollback.
+//! Running a prepared launch: the team, its tasks, the lead pane and every teammate, with
+//! rollback.
 //!
-//! For each teammate: reserve the roster entry, open the pane, record pane id, backend and
-//! `isActive`, write the prompt as the first inbox message from `team-lead`, start the command.
-//! A teammate started again (on the roster, not running) keeps its entry and inbox: its old
-//! pane is closed and the entry updated instead of added, and it gets no first message.
-//! Tasks are seeded once: one whose key is already in the list is not created again.
-//! A teammate that fails to spawn is rolled back (pane, worktree, roster entry, inbox). When the
-//! first one fails nothing runs yet, so the lead pane and a team this launch created go too;
-//! after that the error names the teammates that keep running and how to stop them.
+//! The store comes first, while nothing runs: every teammate's roster entry in one roster write
+//! (already active, with its backend, so a lead console that starts with them does not take
+//! them for dead), then each one's worktree and its prompt as the first inbox message from
+//! `team-lead`. Then the backend opens every pane at once, each already running its command
+//! (tmux: usually one tmux call for the whole launch), and one more roster write records the
+//! pane ids. Anything that fails before a teammate runs rolls the whole launch back (panes,
+//! worktrees, roster entries, inboxes, and a team this launch created); a backend that starts
+//! panes one by one can stop part way, and then the error names the teammates that keep
+//! running and how to stop them.
+//!
+//! A teammate started again (`swarm up`, `swarm restart`: on the roster, not running) keeps its
+//! entry and inbox: its old pane or process is closed and the entry replaced instead of added,
+//! it gets no first message, and a rollback only marks it not running. Tasks are seeded once:
+//! one whose key is already in the list is not created again.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,12 +22,13 @@ use std::path::Path;
 use super::plan::TASK_KEY;
 use super::running::{make_backend, Launched, LaunchedTeammate};
 use super::{Prepared, PreparedTeammate, TaskRef};
+use crate::backend::pane::{NewPane, Opened, Started};
 use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec};
 use crate::error::{Error, Result};
 use crate::store::colour::LEAD_COLOR;
 use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::{AgentName, TaskId, TeamName, LEAD};
+use crate::store::names::{TaskId, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::tasks::{NewTask, TaskList};
@@ -80,19 +87,25 @@ impl Prepared {
             crate::lead::agent::write_goal(store, &self.team, goal)
                 .inspect_err(|_| self.undo_team(store))?;
         }
-        let lead_pane = match &self.lead {
-            Some(lead) => {
-                let pane = self
-                    .open_lead_pane(store, backend, lead)
-                    .inspect_err(|_| self.undo_team(store))?;
-                progress(&format!("lead console in pane {pane}"));
-                Some(pane)
+        let worktrees = self
+            .reserve_and_prepare(store, backend.kind())
+            .inspect_err(|_| self.undo_team(store))?;
+        let (lead_pane, launched, stopped) = match self.open_all(store, backend) {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.undo_teammates(store, &self.teammates, &worktrees);
+                self.undo_team(store);
+                return Err(e);
             }
-            None => None,
         };
-        let launched = self.spawn_all(store, backend, lead_pane.as_ref(), progress)?;
-        if let Err(e) = backend.finish_layout() {
-            eprintln!("swarm: warning: could not tile the panes: {e}");
+        if let Some(pane) = &lead_pane {
+            progress(&format!("lead console in pane {pane}"));
+        }
+        for (t, done) in self.teammates.iter().zip(&launched) {
+            progress(&self.spawned_line(t, done));
+        }
+        if let Some(e) = stopped {
+            return Err(self.partly_launched(store, &launched, &worktrees, e));
         }
         let attach_hint = backend.attach_hint();
         Ok(Launched {
@@ -105,6 +118,221 @@ impl Prepared {
             attach_hint,
             in_process: any.into_children(),
         })
+    }
+
+    /// Every teammate's roster entry (a new one added, one started again replaced, both in one
+    /// write each), then each one's worktree and a new teammate's prompt; returns which
+    /// worktrees were made. On error everything it did is undone but the team.
+    fn reserve_and_prepare(&self, store: &Store, kind: BackendKind) -> Result<Vec<bool>> {
+        let kind = kind.as_str();
+        let entry = |t: &PreparedTeammate| {
+            let mut m = t.member.clone();
+            m.backend_type = Some(kind.into());
+            m.is_active = Some(true);
+            m
+        };
+        let (again, new): (Vec<&PreparedTeammate>, Vec<&PreparedTeammate>) =
+            self.teammates.iter().partition(|t| t.previous.is_some());
+        let roster = Roster::new(store, &self.team);
+        for t in &again {
+            let Some(previous) = &t.previous else {
+                continue;
+            };
+            // Its last pane (kept by remain-on-exit) or process goes first; a liveness lock its
+            // last runtime left would have the lead judge the new one dead before it starts.
+            let _ = crate::lifecycle::kill_member(store, &self.team, previous);
+            if liveness::probe(store, &self.team, &t.name)? == Liveness::Dead {
+                let _ = std::fs::remove_file(store.alive_path(&self.team, &t.name));
+            }
+        }
+        if !again.is_empty() {
+            roster.update(|config| {
+                for t in &again {
+                    let m =
+                        config
+                            .member_mut(t.name.as_str())
+                            .ok_or_else(|| Error::NoSuchMember {
+                                team: self.team.to_string(),
+                                name: t.name.to_string(),
+                            })?;
+                    *m = entry(t);
+                }
+                Ok(())
+            })?;
+        }
+        if !new.is_empty() {
+            roster.add_members(new.iter().map(|t| entry(t)).collect())?;
+        }
+        let mut worktrees = vec![false; self.teammates.len()];
+        let mailbox = Mailbox::new(store, &self.team);
+        for (i, t) in self.teammates.iter().enumerate() {
+            let step = (|| {
+                if let Some(wt) = &t.worktree {
+                    wt.create()?;
+                    worktrees[i] = true;
+                }
+                if t.previous.is_none() && !t.prompt.trim().is_empty() {
+                    let message = InboxMessage::new(LEAD, t.prompt.clone())
+                        .with_color(Some(LEAD_COLOR.into()));
+                    mailbox.append(&t.name, message)?;
+                }
+                Ok::<_, Error>(())
+            })();
+            if let Err(e) = step {
+                self.undo_teammates(store, &self.teammates, &worktrees);
+                return Err(e);
+            }
+        }
+        Ok(worktrees)
+    }
+
+    /// Opens the lead pane (first) and every teammate's pane, each running its command, and
+    /// records them in one roster write. Returns the lead pane, the teammates that run, in
+    /// order, and the error that stopped the others when the backend stopped part way (they
+    /// are not rolled back here). An error means nothing runs any more.
+    fn open_all(&self, store: &Store, backend: &mut dyn PaneBackend) -> Result<OpenedTeam> {
+        let lead_spec = PaneSpec {
+            name: LEAD.into(),
+            color: LEAD_COLOR.into(),
+        };
+        let specs: Vec<PaneSpec> = self
+            .teammates
+            .iter()
+            .map(|t| PaneSpec {
+                name: t.name.to_string(),
+                color: t.color.clone(),
+            })
+            .collect();
+        let mut panes: Vec<NewPane> = Vec::with_capacity(specs.len() + 1);
+        if let Some(lead) = &self.lead {
+            panes.push(NewPane {
+                spec: &lead_spec,
+                launch: lead,
+            });
+        }
+        panes.extend(self.teammates.iter().zip(&specs).map(|(t, spec)| NewPane {
+            spec,
+            launch: &t.launch,
+        }));
+        let Opened {
+            panes: mut opened,
+            error,
+        } = backend.open_started(&panes);
+        let lead_pane = match self.lead {
+            Some(_) if opened.is_empty() => None,
+            Some(_) => Some(opened.remove(0).0),
+            None => None,
+        };
+        if opened.is_empty() {
+            if let Some(pane) = &lead_pane {
+                let _ = backend.kill(pane);
+            }
+            return Err(error.unwrap_or_else(|| Error::Backend("no pane was opened".into())));
+        }
+        let launched: Vec<LaunchedTeammate> = self
+            .teammates
+            .iter()
+            .zip(&opened)
+            .map(|(t, (pane, started))| launched(t, pane, started))
+            .collect();
+        if let Err(e) = self.record(store, backend, lead_pane.as_ref(), &launched) {
+            for (pane, _) in &opened {
+                let _ = backend.kill(pane);
+            }
+            if let Some(pane) = &lead_pane {
+                let _ = backend.kill(pane);
+            }
+            return Err(e);
+        }
+        Ok((lead_pane, launched, error))
+    }
+
+    /// One roster write for every pane opened: the lead's pane and colour, each teammate's
+    /// pane, process and backend fields.
+    fn record(
+        &self,
+        store: &Store,
+        backend: &dyn PaneBackend,
+        lead_pane: Option<&PaneId>,
+        launched: &[LaunchedTeammate],
+    ) -> Result<()> {
+        let extra = backend.member_extra();
+        Roster::new(store, &self.team).update(|config| {
+            if let Some(pane) = lead_pane {
+                if let Some(m) = config.member_mut(LEAD) {
+                    m.tmux_pane_id = pane.to_string();
+                    m.color = Some(LEAD_COLOR.into());
+                    m.extra.extend(extra.clone());
+                }
+            }
+            for done in launched {
+                let m = config
+                    .member_mut(&done.name)
+                    .ok_or_else(|| Error::NoSuchMember {
+                        team: self.team.to_string(),
+                        name: done.name.clone(),
+                    })?;
+                m.tmux_pane_id = done.pane_id.clone();
+                m.extra.extend(extra.clone());
+                if let Some(pid) = done.pid {
+                    crate::process::pid::record_pid(m, pid);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The error for a launch the backend stopped part way: the teammates that did not start
+    /// are rolled back, the ones that did keep running.
+    fn partly_launched(
+        &self,
+        store: &Store,
+        launched: &[LaunchedTeammate],
+        worktrees: &[bool],
+        e: Error,
+    ) -> Error {
+        let rest = &self.teammates[launched.len()..];
+        self.undo_teammates(store, rest, &worktrees[launched.len()..]);
+        let names: Vec<&str> = launched.iter().map(|l| l.name.as_str()).collect();
+        let later: Vec<&str> = rest.iter().skip(1).map(|t| t.name.as_str()).collect();
+        let later = if later.is_empty() {
+            String::new()
+        } else {
+            format!(" (as were {}, not started yet)", later.join(", "))
+        };
+        Error::Backend(format!(
+            "failed to launch {}: {e}; it was rolled back{later}, and {} keep running (`swarm shutdown --all` stops them)",
+            rest[0].name,
+            names.join(", ")
+        ))
+    }
+
+    /// Undoes [`Self::reserve_and_prepare`] for `teammates` (whose made worktrees `worktrees`
+    /// says): their worktrees, and a new teammate's inbox and roster entry; one started again
+    /// keeps both and is marked not running. The roster changes in one write.
+    fn undo_teammates(&self, store: &Store, teammates: &[PreparedTeammate], worktrees: &[bool]) {
+        for (t, made) in teammates.iter().zip(worktrees) {
+            if let (true, Some(wt)) = (made, &t.worktree) {
+                let _ = wt.remove();
+            }
+            if t.previous.is_none() {
+                let _ = std::fs::remove_file(store.inbox_path(&self.team, &t.name));
+            }
+        }
+        let _ = Roster::new(store, &self.team).update(|config| {
+            for t in teammates.iter().filter(|t| t.previous.is_some()) {
+                if let Some(m) = config.member_mut(t.name.as_str()) {
+                    m.is_active = Some(false);
+                    m.tmux_pane_id.clear();
+                }
+            }
+            config.members.retain(|m| {
+                !teammates
+                    .iter()
+                    .any(|t| t.previous.is_none() && t.name.as_str() == m.name)
+            });
+            Ok(())
+        });
     }
 
     /// The tasks of the plan, in order, with plan indexes turned into the new ids; a task whose
@@ -155,62 +383,6 @@ impl Prepared {
         Ok((created, already))
     }
 
-    /// The lead console's pane, recorded on the lead's roster entry.
-    fn open_lead_pane(
-        &self,
-        store: &Store,
-        backend: &mut dyn PaneBackend,
-        lead: &crate::backend::Launch,
-    ) -> Result<PaneId> {
-        let pane = backend.open_pane(&PaneSpec {
-            name: LEAD.into(),
-            color: LEAD_COLOR.into(),
-        })?;
-        let extra = backend.member_extra();
-        Roster::new(store, &self.team).update_member(&AgentName::lead(), |m| {
-            m.tmux_pane_id = pane.to_string();
-            m.color = Some(LEAD_COLOR.into());
-            m.extra.extend(extra);
-        })?;
-        backend.start(&pane, lead)?;
-        Ok(pane)
-    }
-
-    /// Every teammate in order; stops at the first that fails.
-    fn spawn_all(
-        &self,
-        store: &Store,
-        backend: &mut dyn PaneBackend,
-        lead_pane: Option<&PaneId>,
-        progress: Progress,
-    ) -> Result<Vec<LaunchedTeammate>> {
-        let mut launched: Vec<LaunchedTeammate> = Vec::new();
-        for t in &self.teammates {
-            match spawn_one(store, &self.team, backend, t) {
-                Ok(done) => {
-                    progress(&self.spawned_line(t, &done));
-                    launched.push(done);
-                }
-                Err(e) if launched.is_empty() => {
-                    if let Some(pane) = lead_pane {
-                        let _ = backend.kill(pane);
-                    }
-                    self.undo_team(store);
-                    return Err(e);
-                }
-                Err(e) => {
-                    let names: Vec<&str> = launched.iter().map(|l| l.name.as_str()).collect();
-                    return Err(Error::Backend(format!(
-                        "failed to launch {}: {e}; it was rolled back, and {} keep running (`swarm shutdown --all` stops them)",
-                        t.name,
-                        names.join(", ")
-                    )));
-                }
-            }
-        }
-        Ok(launched)
-    }
-
     fn spawned_line(&self, t: &PreparedTeammate, done: &LaunchedTeammate) -> String {
         let again = if t.previous.is_some() {
             " (started again)"
@@ -259,97 +431,19 @@ fn seeded_line(tasks: &[TaskId]) -> String {
     )
 }
 
-/// Spawns one teammate in section 10's order, rolling back on failure.
-fn spawn_one(
-    store: &Store,
-    team: &TeamName,
-    backend: &mut dyn PaneBackend,
-    t: &PreparedTeammate,
-) -> Result<LaunchedTeammate> {
-    let roster = Roster::new(store, team);
-    match &t.previous {
-        Some(previous) => {
-            // Its last pane (kept by remain-on-exit) or process goes first; a liveness lock its
-            // last runtime left would have the lead judge the new one dead before it starts.
-            let _ = crate::lifecycle::kill_member(store, team, previous);
-            if liveness::probe(store, team, &t.name)? == Liveness::Dead {
-                let _ = std::fs::remove_file(store.alive_path(team, &t.name));
-            }
-            let member = t.member.clone();
-            roster.update_member(&t.name, |m| *m = member)?;
-        }
-        None => roster.add_member(t.member.clone())?,
-    }
-    let mut worktree_made = false;
-    let mut pane: Option<PaneId> = None;
-    let result = (|| {
-        if let Some(wt) = &t.worktree {
-            wt.create()?;
-            worktree_made = true;
-        }
-        let opened = backend.open_pane(&PaneSpec {
-            name: t.name.to_string(),
-            color: t.color.clone(),
-        })?;
-        pane = Some(opened.clone());
-        let extra = backend.member_extra();
-        let kind = backend.kind();
-        roster.update_member(&t.name, |m| {
-            m.tmux_pane_id = opened.to_string();
-            m.backend_type = Some(kind.as_str().into());
-            m.is_active = Some(true);
-            m.extra.extend(extra);
-        })?;
-        if t.previous.is_none() && !t.prompt.trim().is_empty() {
-            let message =
-                InboxMessage::new(LEAD, t.prompt.clone()).with_color(Some(LEAD_COLOR.into()));
-            Mailbox::new(store, team).append(&t.name, message)?;
-        }
-        let started = backend.start(&opened, &t.launch)?;
-        if let Some(pid) = started.pid {
-            roster.update_member(&t.name, |m| crate::process::pid::record_pid(m, pid))?;
-        }
-        Ok::<_, Error>(LaunchedTeammate {
-            name: t.name.to_string(),
-            color: t.color.clone(),
-            agent: t.agent.label(),
-            pane_id: opened.to_string(),
-            cwd: t.launch.cwd.clone(),
-            pid: started.pid,
-            worktree: t.worktree.as_ref().map(|w| w.path.clone()),
-        })
-    })();
-    if result.is_err() {
-        rollback(store, team, backend, t, pane.as_ref(), worktree_made);
-    }
-    result
-}
+/// What [`Prepared::open_all`] hands back: the lead pane, the teammates that run, and the
+/// error that stopped the rest.
+type OpenedTeam = (Option<PaneId>, Vec<LaunchedTeammate>, Option<Error>);
 
-/// Undoes what [`spawn_one`] got done: the pane, the worktree, the roster entry and the inbox.
-fn rollback(
-    store: &Store,
-    team: &TeamName,
-    backend: &mut dyn PaneBackend,
-    t: &PreparedTeammate,
-    pane: Option<&PaneId>,
-    worktree_made: bool,
-) {
-    if let Some(p) = pane {
-        let _ = backend.kill(p);
+/// The launch's record of a teammate that runs in `pane`.
+fn launched(t: &PreparedTeammate, pane: &PaneId, started: &Started) -> LaunchedTeammate {
+    LaunchedTeammate {
+        name: t.name.to_string(),
+        color: t.color.clone(),
+        agent: t.agent.label(),
+        pane_id: pane.to_string(),
+        cwd: t.launch.cwd.clone(),
+        pid: started.pid,
+        worktree: t.worktree.as_ref().map(|w| w.path.clone()),
     }
-    if worktree_made {
-        if let Some(wt) = &t.worktree {
-            let _ = wt.remove();
-        }
-    }
-    if t.previous.is_some() {
-        // A teammate started again keeps its roster entry and inbox; it is just not running.
-        let _ = Roster::new(store, team).update_member(&t.name, |m| {
-            m.is_active = Some(false);
-            m.tmux_pane_id.clear();
-        });
-        return;
-    }
-    let _ = Roster::new(store, team).remove_member(&t.name);
-    let _ = std::fs::remove_file(store.inbox_path(team, &t.name));
 }

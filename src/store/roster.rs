@@ -292,6 +292,35 @@ pub fn list_teams(store: &Store) -> Result<Vec<TeamName>> {
     Ok(teams)
 }
 
+impl Roster<'_> {
+    /// [`Roster::add_member`] for several members in one roster write (a launch reserves all
+    /// its teammates at once): none is added if any name is taken or given twice.
+    pub fn add_members(&self, members: Vec<Member>) -> Result<()> {
+        let names = members
+            .iter()
+            .map(|m| m.name.parse::<AgentName>())
+            .collect::<Result<Vec<_>>>()?;
+        self.update(|config| {
+            for (i, name) in names.iter().enumerate() {
+                let taken = config.members.iter().any(|m| name.same_as(&m.name))
+                    || names[..i].iter().any(|n| name.same_as(n.as_str()));
+                if taken {
+                    return Err(Error::MemberExists {
+                        team: self.team.to_string(),
+                        name: name.to_string(),
+                    });
+                }
+            }
+            config.members.extend(members);
+            Ok(())
+        })?;
+        for name in &names {
+            fsio::create_if_missing(&self.store.inbox_path(self.team, name), b"[]\n")?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ mod iterm2;
 mod ops;
 mod tmux;
 mod tmux_identity;
+mod tmux_layout;
 mod tmux_safety;
 mod worktree;
 

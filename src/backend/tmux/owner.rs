@@ -48,23 +48,28 @@ impl PaneOwner {
         )
     }
 
-    /// `set-option` commands that mark `pane` as `member`'s.
-    pub(super) fn mark(&self, pane: &str, member: &str) -> Vec<TmuxCommand<'static>> {
+    /// The three marks of a pane of `member`: option and value.
+    pub(super) fn marks(&self, member: &str) -> [(&'static str, String); 3] {
         [
             (ROOT_OPTION, self.root.clone()),
             (TEAM_OPTION, self.team.clone()),
             (MEMBER_OPTION, member.to_string()),
         ]
-        .into_iter()
-        .map(|(option, value)| {
-            SetOption::new()
-                .pane()
-                .target_pane(pane.to_string())
-                .option(option)
-                .value(value)
-                .build()
-        })
-        .collect()
+    }
+
+    /// `set-option` commands that mark `pane` as `member`'s.
+    pub(super) fn mark(&self, pane: &str, member: &str) -> Vec<TmuxCommand<'static>> {
+        self.marks(member)
+            .into_iter()
+            .map(|(option, value)| {
+                SetOption::new()
+                    .pane()
+                    .target_pane(pane.to_string())
+                    .option(option)
+                    .value(value)
+                    .build()
+            })
+            .collect()
     }
 
     /// `show-options` commands printing `pane`'s three marks, one a line ([`Self::expected`]);

@@ -1,14 +1,15 @@
-//! Where a launch puts its panes, and opening each new one with a placeholder.
+//! Where a launch puts its panes, and opening one new pane with a placeholder.
 //!
 //! Inside tmux the team gets its own window (or splits the current one with `--split`);
-//! outside, a detached session; both are named `swarm-<team>-<root hash>` (owner.rs). A window or session that already exists (a second
-//! launch into the same team) is split rather than made again. Every new pane runs a harmless
-//! placeholder until `respawn-pane` replaces it, and the first pane of a window swarm made turns
-//! on the border labels that show each member's name in its colour.
+//! outside, a detached session; both are named `swarm-<team>-<root hash>` (owner.rs). A window
+//! or session that already exists (a second launch into the same team) is split rather than
+//! made again. Each new pane goes right after the last one, so `select-layout tiled` shows the
+//! panes in roster order, left to right and top to bottom. A launch opens all its panes at once
+//! (batch.rs); [`Layout::open`] opens a single pane running a harmless placeholder until
+//! `respawn-pane` replaces it. The first pane of a window swarm made turns on the border labels
+//! that show each member's name in its colour.
 
-use tmux_interface::{
-    HasSession, ListWindows, NewSession, NewWindow, SelectLayout, SetOption, SplitWindow,
-};
+use tmux_interface::{ListPanes, NewSession, NewWindow, SelectLayout, SetOption, SplitWindow};
 
 use super::owner::PaneOwner;
 use super::server::{literal, words_of, Client, TmuxEnv};
@@ -20,7 +21,7 @@ pub const PLACEHOLDER: [&str; 2] = ["sleep", "86400"];
 
 pub(super) const NEW_PANE_FORMAT: &str = "#{pane_id}\t#{window_id}\t#{socket_path}";
 /// The border label: the member's name in its colour; other panes keep their title.
-const BORDER_FORMAT: &str =
+pub(super) const BORDER_FORMAT: &str =
     "#{?@swarm_name,#[fg=#{@swarm_color}#,bold] #{@swarm_name} #[default],#{pane_title}}";
 
 /// Where a launch puts its panes.
@@ -30,8 +31,9 @@ pub enum Placement {
     Session { name: String },
     /// Inside tmux: a window of this name in session `session` (an id such as `$1`).
     Window { session: String, name: String },
-    /// Inside tmux with `--split`: split the window holding this pane.
-    Split { pane: String },
+    /// Inside tmux with `--split`: split the window (`window`, an id such as `@1`) holding
+    /// this pane.
+    Split { pane: String, window: String },
 }
 
 impl Placement {
@@ -61,7 +63,17 @@ impl Placement {
             let pane = env.tmux_pane.clone().ok_or_else(|| {
                 Error::usage("--split: TMUX_PANE is not set, so swarm cannot tell which window to split; drop --split")
             })?;
-            return Ok(Placement::Split { pane });
+            let window = client
+                .tmux(vec![
+                    "display-message".into(),
+                    "-p".into(),
+                    "-t".into(),
+                    pane.clone(),
+                    "#{window_id}".into(),
+                ])?
+                .trim()
+                .to_string();
+            return Ok(Placement::Split { pane, window });
         }
         let mut args = vec!["display-message".to_string(), "-p".into()];
         if let Some(pane) = &env.tmux_pane {
@@ -82,6 +94,83 @@ pub(super) struct Layout {
     pub(super) socket_path: Option<String>,
     /// The window was created by this launch (so its first pane is ours to use for the lead).
     created_window: bool,
+    /// The last pane of the team's window, after which the next one goes.
+    pub(super) last_pane: Option<String>,
+}
+
+/// The team's window when a launch finds it already there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Existing {
+    pub(super) window: String,
+    pub(super) last_pane: String,
+    pub(super) active_pane: String,
+}
+
+/// The first window in a `list-panes -s -F WINDOW_PANES_FORMAT` listing whose name is `name`
+/// (any name when `None`): its id, last pane and active pane.
+pub(super) fn find_window(listing: &str, name: Option<&str>) -> Option<Existing> {
+    let mut found: Option<Existing> = None;
+    for line in listing.lines() {
+        let Some((window, rest)) = line.split_once('\t') else {
+            continue;
+        };
+        let Some((rest, active)) = rest.rsplit_once('\t') else {
+            continue;
+        };
+        let Some((window_name, pane)) = rest.rsplit_once('\t') else {
+            continue;
+        };
+        if name.is_some_and(|n| n != window_name) {
+            continue;
+        }
+        match &mut found {
+            None => {
+                found = Some(Existing {
+                    window: window.to_string(),
+                    last_pane: pane.to_string(),
+                    active_pane: pane.to_string(),
+                })
+            }
+            Some(e) if e.window == window => e.last_pane = pane.to_string(),
+            Some(_) => continue,
+        }
+        if active == "1" {
+            if let Some(e) = &mut found {
+                e.active_pane = pane.to_string();
+            }
+        }
+    }
+    found
+}
+
+/// What [`find_window`] reads, from `list-panes -s`.
+pub(super) const WINDOW_PANES_FORMAT: &str =
+    "#{window_id}\t#{window_name}\t#{pane_id}\t#{pane_active}";
+
+impl Placement {
+    /// The team's window if a session or window of the team's name is already there (`None`
+    /// for `--split`, which always splits the user's pane).
+    pub(super) fn existing(&self, client: &Client) -> Result<Option<Existing>> {
+        let list = |session: String| {
+            ListPanes::new()
+                .session()
+                .target(session)
+                .format(WINDOW_PANES_FORMAT)
+                .build()
+        };
+        match self {
+            // No such session (or no server yet): a new one is made.
+            Placement::Session { name } => Ok(client
+                .run(vec![list(format!("={name}"))])
+                .ok()
+                .and_then(|out| find_window(&out, None))),
+            Placement::Window { session, name } => {
+                let out = client.run(vec![list(session.clone())])?;
+                Ok(find_window(&out, Some(name)))
+            }
+            Placement::Split { .. } => Ok(None),
+        }
+    }
 }
 
 impl Layout {
@@ -100,21 +189,13 @@ impl Layout {
             .placement
             .clone()
             .ok_or_else(|| Error::Backend("tmux backend has no placement".into()))?;
+        if let Some(existing) = placement.existing(client)? {
+            self.window = Some(existing.window);
+            self.last_pane = Some(existing.last_pane);
+            return self.split(client);
+        }
         let mut words = match &placement {
             Placement::Session { name } => {
-                let exists = client
-                    .run(vec![HasSession::new()
-                        .target_session(format!("={name}"))
-                        .build()])
-                    .is_ok();
-                if exists {
-                    let out = client.run(vec![ListWindows::new()
-                        .target_session(format!("={name}"))
-                        .format("#{window_id}")
-                        .build()])?;
-                    self.window = out.lines().next().map(str::to_string);
-                    return self.split(client);
-                }
                 self.created_window = true;
                 words_of(
                     NewSession::new()
@@ -129,17 +210,6 @@ impl Layout {
                 )
             }
             Placement::Window { session, name } => {
-                let out = client.run(vec![ListWindows::new()
-                    .target_session(session.as_str())
-                    .format("#{window_id}\t#{window_name}")
-                    .build()])?;
-                if let Some(id) = out.lines().find_map(|l| {
-                    let (id, n) = l.split_once('\t')?;
-                    (n == name).then(|| id.to_string())
-                }) {
-                    self.window = Some(id);
-                    return self.split(client);
-                }
                 self.created_window = true;
                 words_of(
                     NewWindow::new()
@@ -151,7 +221,7 @@ impl Layout {
                         .build(),
                 )
             }
-            Placement::Split { pane } => words_of(
+            Placement::Split { pane, .. } => words_of(
                 SplitWindow::new()
                     .detached()
                     .horizontal()
@@ -185,15 +255,16 @@ impl Layout {
         Ok(pane)
     }
 
-    /// Splits the team's window and re-tiles it.
+    /// Splits the team's window after its last pane and re-tiles it.
     fn split(&mut self, client: &Client) -> Result<String> {
         let window = self.window.clone().unwrap_or_default();
+        let after = self.last_pane.clone().unwrap_or_else(|| window.clone());
         let mut words = words_of(
             SplitWindow::new()
                 .detached()
                 .print()
                 .format(NEW_PANE_FORMAT)
-                .target_pane(window.as_str())
+                .target_pane(after)
                 .build(),
         );
         words.push("--".into());
@@ -207,18 +278,9 @@ impl Layout {
         Ok(pane)
     }
 
-    /// Re-tiles the team's window, if there is one yet.
-    pub(super) fn tile(&self, client: &Client) -> Result<()> {
-        if let Some(window) = &self.window {
-            client.run(vec![SelectLayout::new()
-                .target_pane(window.as_str())
-                .layout_name("tiled")
-                .build()])?;
-        }
-        Ok(())
-    }
-
-    fn take_new_pane(&mut self, out: &str) -> Result<String> {
+    /// Records a pane tmux just reported (`NEW_PANE_FORMAT`): the team's window and server,
+    /// and the pane as the last one.
+    pub(super) fn take_new_pane(&mut self, out: &str) -> Result<String> {
         let line = out.lines().next().unwrap_or_default();
         let mut parts = line.split('\t');
         let pane = parts.next().unwrap_or_default();
@@ -233,6 +295,28 @@ impl Layout {
         if let Some(socket) = parts.next().filter(|s| !s.is_empty()) {
             self.socket_path = Some(socket.to_string());
         }
+        self.last_pane = Some(pane.to_string());
         Ok(pane.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_team_window_is_found_with_its_last_and_active_pane() {
+        let listing = "@1\tmain\t%0\t1\n@2\tswarm-t-abc\t%1\t0\n@2\tswarm-t-abc\t%4\t1\n@2\tswarm-t-abc\t%2\t0\n@3\tswarm-t-abc\t%9\t1\n";
+        let want = Existing {
+            window: "@2".into(),
+            last_pane: "%2".into(),
+            active_pane: "%4".into(),
+        };
+        assert_eq!(find_window(listing, Some("swarm-t-abc")), Some(want));
+        assert_eq!(find_window(listing, None).unwrap().window, "@1");
+        assert_eq!(find_window(listing, Some("nope")), None);
+        // A name with a tab in it is still read whole.
+        let odd = "@5\ta\tb\t%7\t1\n";
+        assert_eq!(find_window(odd, Some("a\tb")).unwrap().last_pane, "%7");
     }
 }

@@ -151,12 +151,18 @@ impl Client {
 
     /// Runs several commands in one tmux call, separated by `;` words of swarm's own.
     pub(super) fn run(&self, cmds: Vec<TmuxCommand>) -> Result<String> {
+        self.run_words(cmds.into_iter().map(words_of).collect())
+    }
+
+    /// [`Self::run`] for commands given as words: every word escaped, and the only `;`
+    /// separators the ones put between the commands here.
+    pub(super) fn run_words(&self, cmds: Vec<Vec<String>>) -> Result<String> {
         let mut argv = self.server.global_args();
         for (i, cmd) in cmds.into_iter().enumerate() {
             if i > 0 {
                 argv.push(";".into());
             }
-            argv.extend(words_of(cmd).into_iter().map(command_word));
+            argv.extend(cmd.into_iter().map(command_word));
         }
         self.exec.run("tmux", &argv)
     }

@@ -1,6 +1,6 @@
 //! Teammates in tmux panes: titles, colours, flags and env on a private server, a window of the
-//! caller's own session when the launch runs inside tmux (or a split of it), and a pane that
-//! fails to start rolled back without touching the ones that started.
+//! caller's own session when the launch runs inside tmux (or a split of it), and a launch whose
+//! tmux call fails rolled back without touching anyone else's panes.
 
 use std::process::Command;
 use std::time::Duration;
@@ -304,7 +304,10 @@ fn inside_tmux_the_team_gets_a_window_of_the_current_session_or_splits_it() {
             .count(),
         2
     );
-    wait_for_file(&env.path("out/b.cwd"));
+    // Every fake agent is done writing before the store is compared below.
+    for name in ["coder", "tester", "a", "b"] {
+        wait_for_file(&env.path(&format!("out/{name}.cwd")));
+    }
 
     // --split outside tmux is refused, writing nothing.
     env.swarm([
@@ -323,21 +326,48 @@ fn inside_tmux_the_team_gets_a_window_of_the_current_session_or_splits_it() {
 }
 
 #[test]
-fn a_pane_that_fails_to_start_is_rolled_back() {
+fn a_launch_whose_tmux_call_fails_kills_exactly_its_own_panes_marked_or_not() {
     let env = Env::new();
     let tmux = Tmux::new();
     let agent = fake_agent(&env, "sleep 300");
-    // A tmux that refuses to start the teammate called `tester`.
+    // Others on the same server: a pane of the user's and a team launched before.
+    tmux.cmd(["new-session", "-d", "-s", "bystander", "sleep", "600"]);
+    swarm_on(
+        &env,
+        &tmux,
+        &agent,
+        &["--team", "other", "launch", "--teammate", "keeper=go"],
+    )
+    .ok();
+    let before = tmux
+        .cmd(["list-panes", "-a", "-F", "#{pane_id} #{pane_dead}"])
+        .stdout;
+    assert_eq!(
+        before.lines().count(),
+        3,
+        "bystander + lead + keeper: {before}"
+    );
+    // A tmux that fails the launch's call right after it made tester's pane, before the
+    // commands that mark it; it logs what tmux printed (the ids of the panes it made).
     let real = which_tmux();
     let bin = env.path("bin");
     std::fs::create_dir_all(&bin).unwrap();
+    let log = env.path("tmux-out.log");
     write_script(
         &bin.join("tmux"),
         &format!(
-            r#"#!/bin/sh
-case "$*" in *respawnp*"pane-exec "*"/tester.json"*) echo "boom: no pane for you" >&2; exit 1 ;; esac
-exec '{real}' "$@"
-"#
+            r#"#!/bin/bash
+args=()
+for a in "$@"; do
+  args+=("$a")
+  case "$a" in */spawn/tester.*.json) args+=(';' select-pane -t '%999999') ;; esac
+done
+out=$('{real}' "${{args[@]}}"); rc=$?
+case "$*" in *" -P "*) printf '%s\n' "$out" >> '{log}' ;; esac
+printf '%s\n' "$out"
+exit $rc
+"#,
+            log = log.display()
         ),
     );
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
@@ -347,45 +377,53 @@ exec '{real}' "$@"
         &agent,
         &[
             "launch",
-            "--no-lead-pane",
             "--teammate",
             "coder=go",
             "--teammate",
             "tester=go",
+            "--teammate",
+            "docs=go",
         ],
     )
     .env("PATH", &path)
     .code(1);
-    out.stderr_has("failed to launch tester");
-    out.stderr_has("boom: no pane for you");
-    out.stderr_has("coder keep running");
-    let config = read_json(&env.path("teams/t/config.json"));
-    let names: Vec<&str> = config["members"]
-        .as_array()
+    out.stderr_has("can't find pane");
+    // tmux made the lead's, coder's and tester's panes (tester's never got its marks)...
+    let made: Vec<String> = std::fs::read_to_string(&log)
         .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .filter(|id| id.starts_with('%'))
+        .map(str::to_string)
         .collect();
-    assert_eq!(names, ["team-lead", "coder"]);
-    assert!(!env.path("teams/t/inboxes/tester.json").exists());
-    let titles = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title}"]).stdout;
-    assert_eq!(titles.trim(), "coder", "the failed pane was killed");
-
-    // When the first teammate fails, the new team goes too.
-    let out = swarm_on(
-        &env,
-        &tmux,
-        &agent,
-        &["--team", "solo", "launch", "--teammate", "tester=go"],
-    )
-    .env("PATH", &path)
-    .code(1);
-    out.stderr_has("boom");
-    assert!(!env.path("teams/solo").exists());
-    assert!(!tmux
-        .cmd(["list-panes", "-a", "-F", "#{pane_title}"])
-        .stdout
-        .contains("team-lead"));
+    assert_eq!(made.len(), 3, "lead, coder, tester: {made:?}");
+    // ...and every one of them is gone, while the others' panes are still there, alive.
+    let after = tmux
+        .cmd(["list-panes", "-a", "-F", "#{pane_id} #{pane_dead}"])
+        .stdout;
+    assert_eq!(after, before, "only the launch's own panes were killed");
+    for id in &made {
+        assert!(!after.contains(&format!("{id} ")), "{id} was left: {after}");
+    }
+    // Nothing of the new team is left, and no spec file of it.
+    assert!(!env.path("teams/t").exists());
+    assert!(!env.path("tasks/t").exists());
+    assert_eq!(
+        member(&read_json(&env.path("teams/other/config.json")), "keeper")["isActive"],
+        true
+    );
+    eventually(
+        Duration::from_secs(20),
+        "the other team still alive",
+        || {
+            let doc = env
+                .swarm(["--team", "other", "--json", "status"])
+                .env("SWARM_TMUX_SOCKET", &tmux.socket)
+                .ok()
+                .json();
+            (member(&doc, "keeper")["pane"]["state"] == "alive").then_some(())
+        },
+    );
 }
 
 fn which_tmux() -> String {

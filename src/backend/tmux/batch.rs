@@ -1,0 +1,468 @@
+//! Opening every pane of a launch in as few tmux calls as possible, usually one.
+//!
+//! Each pane is created already running its command (`swarm pane-exec SPEC`), by a
+//! `split-window` without `-d` (or the `new-session` that makes the team's session), which makes
+//! it the current pane of the command list; the commands after it in the same call mark it
+//! (owner.rs), keep it on exit, title and colour it, and `select-layout tiled` makes room for the
+//! next. tmux runs the commands of one call back to back before it serves any other client, so
+//! nothing can address a pane of ours before its marks are on, and only the `;` words swarm puts
+//! between commands separate them ([`Client::run_words`]). The user's focus is given back at the
+//! end of the last call.
+//!
+//! tmux refuses a command line of more than 16 KiB, so a big launch goes out in calls of at most
+//! [`CALL_BUDGET`] bytes, each continuing after the last pane of the one before. Every spec file
+//! of a launch carries a nonce in its name, and tmux keeps the spec path in each pane's
+//! `pane_start_command`: when a call fails, the panes whose start command holds the nonce (this
+//! launch's, whether their marks got on or not) are killed, and no other pane.
+
+use tmux_interface::{
+    KillPane, ListPanes, NewSession, NewWindow, SelectLayout, SelectPane, SetOption, SplitWindow,
+    TmuxCommand,
+};
+
+use super::owner::PaneOwner;
+use super::placement::{Existing, Layout, Placement, BORDER_FORMAT, NEW_PANE_FORMAT};
+use super::server::{literal, words_of, Client};
+use super::state::is_pane_id;
+use crate::error::{Error, Result};
+
+/// The most bytes of commands one tmux call carries; tmux's own limit is 16 KiB.
+const CALL_BUDGET: usize = 12 * 1024;
+
+/// One pane of a launch: whose it is, how it looks and the words it runs.
+#[derive(Debug, Clone)]
+pub(super) struct BatchPane {
+    pub(super) member: String,
+    /// tmux colour (`colour208`).
+    pub(super) colour: String,
+    pub(super) argv: Vec<String>,
+}
+
+/// How the next pane of a call is created. Every way leaves the new pane the active pane of
+/// its window, so the window's target (`window`) names the new pane to the commands after it:
+/// commands without a target would go to the pane `$TMUX_PANE` names, whichever server it is on.
+#[derive(Debug, Clone)]
+enum Create {
+    /// The team's detached session; `=NAME:` is its window.
+    NewSession { name: String },
+    /// The team's window in the user's session (`$1`), after its last window: `$1:{end}`
+    /// names it until the call ends.
+    NewWindow { session: String, name: String },
+    /// A split after pane `after`, in `window` (`-h` beside the user's pane for `--split`).
+    After {
+        after: String,
+        window: String,
+        horizontal: bool,
+    },
+}
+
+/// What the whole launch does around its panes.
+struct Plan {
+    create: Create,
+    /// Border labels on the window the first pane is in.
+    border: bool,
+    /// The pane to give the focus back to at the end (a split makes the new pane active);
+    /// `None` for the window's first pane, once it is known.
+    focus: Option<String>,
+}
+
+/// Opens `panes` in order after the panes of `layout` (or where its placement says), each
+/// running its argv; returns their ids. On error, panes this call made may be left: the caller
+/// kills them with [`kill_launch`].
+pub(super) fn open_all(
+    layout: &mut Layout,
+    client: &Client,
+    owner: &PaneOwner,
+    panes: &[BatchPane],
+) -> Result<Vec<String>> {
+    let mut plan = plan(layout, client)?;
+    let mut ids: Vec<String> = Vec::with_capacity(panes.len());
+    let mut first_pane: Option<String> = None;
+    while ids.len() < panes.len() {
+        let rest = &panes[ids.len()..];
+        let (mut cmds, taken, window) = call(&plan, owner, rest, ids.is_empty());
+        if taken == rest.len() && (ids.len() + taken > 1 || plan.focus.is_some()) {
+            let focus = plan
+                .focus
+                .clone()
+                .or_else(|| first_pane.clone())
+                .unwrap_or_else(|| format!("{window}.{{top-left}}"));
+            cmds.push(words_of(SelectPane::new().target_pane(focus).build()));
+        }
+        let out = match client.run_words(cmds) {
+            Err(Error::Command { detail, .. })
+                if ids.is_empty()
+                    && matches!(plan.create, Create::NewSession { .. })
+                    && detail.contains("duplicate session") =>
+            {
+                // The session is there already (a second launch into the team): nothing of this
+                // call ran, since `new-session` was its first command. Split it instead.
+                let found = match &layout.placement {
+                    Some(placement) => placement.existing(client)?,
+                    None => None,
+                };
+                let existing = found.ok_or_else(|| {
+                    Error::Backend(format!(
+                        "tmux said the session exists, then did not: {detail}"
+                    ))
+                })?;
+                plan = after_existing(existing);
+                continue;
+            }
+            other => other?,
+        };
+        let made: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+        if made.len() != taken {
+            return Err(Error::Backend(format!(
+                "tmux reported {} new panes instead of {taken} (got {out:?})",
+                made.len()
+            )));
+        }
+        for line in made {
+            ids.push(layout.take_new_pane(line)?);
+        }
+        first_pane.get_or_insert_with(|| ids[0].clone());
+        // The next call goes on after the last pane, in the window by its id.
+        plan.create = Create::After {
+            after: ids.last().cloned().unwrap_or_default(),
+            window: layout.window.clone().unwrap_or_default(),
+            horizontal: false,
+        };
+    }
+    Ok(ids)
+}
+
+/// Splitting a window that is already there, after its last pane; its active pane keeps the
+/// focus.
+fn after_existing(existing: Existing) -> Plan {
+    Plan {
+        create: Create::After {
+            after: existing.last_pane,
+            window: existing.window,
+            horizontal: false,
+        },
+        border: false,
+        focus: Some(existing.active_pane),
+    }
+}
+
+/// Where the first pane goes, from what the layout holds so far and its placement.
+fn plan(layout: &Layout, client: &Client) -> Result<Plan> {
+    if let (Some(last), Some(window)) = (&layout.last_pane, &layout.window) {
+        return Ok(Plan {
+            create: Create::After {
+                after: last.clone(),
+                window: window.clone(),
+                horizontal: false,
+            },
+            border: false,
+            focus: None,
+        });
+    }
+    let placement = layout
+        .placement
+        .clone()
+        .ok_or_else(|| Error::Backend("tmux backend has no placement".into()))?;
+    Ok(match placement {
+        // Tried as new; `open_all` falls back to splitting the session if it exists.
+        Placement::Session { name } => Plan {
+            create: Create::NewSession { name },
+            border: true,
+            focus: None,
+        },
+        Placement::Window { .. } => match placement.existing(client)? {
+            Some(existing) => after_existing(existing),
+            None => {
+                let Placement::Window { session, name } = placement else {
+                    unreachable!("matched above")
+                };
+                Plan {
+                    create: Create::NewWindow { session, name },
+                    border: true,
+                    focus: None,
+                }
+            }
+        },
+        Placement::Split { pane, window } => Plan {
+            create: Create::After {
+                after: pane.clone(),
+                window,
+                horizontal: true,
+            },
+            border: true,
+            focus: Some(pane),
+        },
+    })
+}
+
+/// The commands of one call: as many of `panes` as fit in [`CALL_BUDGET`] (at least one), how
+/// many that is, and the target of their window. `first_call` puts the border labels on with
+/// the first pane.
+fn call(
+    plan: &Plan,
+    owner: &PaneOwner,
+    panes: &[BatchPane],
+    first_call: bool,
+) -> (Vec<Vec<String>>, usize, String) {
+    let mut cmds: Vec<Vec<String>> = Vec::new();
+    let mut bytes = 0;
+    let mut create = plan.create.clone();
+    let mut taken = 0;
+    let mut window = String::new();
+    for pane in panes {
+        let border = first_call && taken == 0 && plan.border;
+        let (these, in_window) = pane_commands(&create, owner, pane, border);
+        let size: usize = these.iter().flatten().map(|w| w.len() + 2).sum();
+        if taken > 0 && bytes + size > CALL_BUDGET {
+            break;
+        }
+        bytes += size;
+        cmds.extend(these);
+        create = Create::After {
+            after: in_window.clone(),
+            window: in_window.clone(),
+            horizontal: false,
+        };
+        window = in_window;
+        taken += 1;
+    }
+    (cmds, taken, window)
+}
+
+/// The commands that create `pane` and dress it, and the target of its window, which names
+/// the new pane (its active one) until the next pane is made.
+fn pane_commands(
+    create: &Create,
+    owner: &PaneOwner,
+    pane: &BatchPane,
+    border: bool,
+) -> (Vec<Vec<String>>, String) {
+    let (made, window, split) = match create {
+        Create::NewSession { name } => (
+            NewSession::new()
+                .detached()
+                .print()
+                .format(NEW_PANE_FORMAT)
+                .session_name(literal(name))
+                .window_name(literal(name))
+                .width(220)
+                .height(60)
+                .build(),
+            format!("={name}:"),
+            false,
+        ),
+        Create::NewWindow { session, name } => {
+            let end = format!("{session}:{{end}}");
+            let cmd = NewWindow::new()
+                .detached()
+                .after()
+                .print()
+                .format(NEW_PANE_FORMAT)
+                .window_name(literal(name))
+                .target_window(end.clone())
+                .build();
+            (cmd, end, false)
+        }
+        Create::After {
+            after,
+            window,
+            horizontal,
+        } => {
+            // Without -d: the new pane becomes its window's active pane.
+            let cmd = SplitWindow::new()
+                .print()
+                .format(NEW_PANE_FORMAT)
+                .target_pane(after.as_str());
+            let cmd = if *horizontal { cmd.horizontal() } else { cmd };
+            (cmd.build(), window.clone(), true)
+        }
+    };
+    let mut words = words_of(made);
+    words.push("--".into());
+    words.extend(pane.argv.iter().cloned());
+    let mut cmds = vec![words];
+    let set = |option: &str, value: &str, whole_window: bool| -> TmuxCommand<'static> {
+        let cmd = SetOption::new()
+            .option(option.to_string())
+            .value(value.to_string())
+            .target_pane(window.clone());
+        if whole_window {
+            cmd.window().build()
+        } else {
+            cmd.pane().build()
+        }
+    };
+    let mut dress: Vec<TmuxCommand<'static>> = owner
+        .marks(&pane.member)
+        .iter()
+        .map(|(option, value)| set(option, value, false))
+        .collect();
+    dress.extend([
+        set("remain-on-exit", "on", false),
+        set("@swarm_name", &pane.member, false),
+        set("@swarm_color", &pane.colour, false),
+        SelectPane::new()
+            .title(literal(&pane.member))
+            .target_pane(window.clone())
+            .build(),
+    ]);
+    if border {
+        dress.extend([
+            set("pane-border-status", "top", true),
+            set("pane-border-format", BORDER_FORMAT, true),
+        ]);
+    }
+    if split {
+        dress.push(
+            SelectLayout::new()
+                .target_pane(window.clone())
+                .layout_name("tiled")
+                .build(),
+        );
+    }
+    cmds.extend(dress.into_iter().map(words_of));
+    (cmds, window)
+}
+
+/// Kills every pane on the client's server whose start command holds `nonce`: the panes of one
+/// launch, marked or not. Best effort (this runs while another error is reported).
+pub(super) fn kill_launch(client: &Client, nonce: &str) {
+    let listing = ListPanes::new()
+        .all()
+        .format("#{pane_id}\t#{pane_start_command}")
+        .build();
+    let Ok(out) = client.run(vec![listing]) else {
+        return;
+    };
+    for line in out.lines() {
+        let Some((pane, command)) = line.split_once('\t') else {
+            continue;
+        };
+        if is_pane_id(pane) && command.contains(nonce) {
+            let _ = client.run(vec![KillPane::new().target_pane(pane.to_string()).build()]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::backend::tmux::server::TmuxServer;
+    use crate::process::exec::testing::Recorder;
+
+    fn pane(member: &str) -> BatchPane {
+        BatchPane {
+            member: member.into(),
+            colour: "x;".into(),
+            argv: vec!["/opt/swarm".into(), "pane-exec".into(), "/s/a;".into()],
+        }
+    }
+
+    #[test]
+    fn one_call_makes_every_pane_and_addresses_each_through_its_window() {
+        let rec = Arc::new(Recorder::default());
+        let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let name = owner.session_name();
+        let mut layout = Layout::default();
+        layout.placement = Some(Placement::Session { name: name.clone() });
+        rec.answer("%3\t@2\t/tmp/tmux-0/sock\n%4\t@2\t/tmp/tmux-0/sock\n");
+        let ids = open_all(&mut layout, &client, &owner, &[pane("a"), pane("b#{x}")]).unwrap();
+        assert_eq!(ids, ["%3", "%4"]);
+        assert_eq!(layout.window.as_deref(), Some("@2"));
+        let calls = rec.calls();
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        let argv = &calls[0];
+        let commands: Vec<&[String]> = argv[3..].split(|w| w == ";").collect();
+        let window = format!("={name}:");
+        assert_eq!(commands[0][0], "new");
+        assert_eq!(
+            &commands[0][commands[0].len() - 4..],
+            ["--", "/opt/swarm", "pane-exec", r"/s/a\;"]
+        );
+        // Every other command names its target: the team's window, never tmux's current pane.
+        for cmd in &commands[1..] {
+            let t = cmd
+                .iter()
+                .position(|w| w == "-t")
+                .unwrap_or_else(|| panic!("{cmd:?}"));
+            assert!(
+                cmd[t + 1] == window || cmd[t + 1] == format!("{window}.{{top-left}}"),
+                "{cmd:?}"
+            );
+        }
+        assert!(commands
+            .iter()
+            .any(|c| c.first().map(String::as_str) == Some("splitw")));
+        assert!(
+            argv.contains(&"b##{x}".to_string()),
+            "titles are not formats"
+        );
+        assert!(
+            argv.contains(&r"x\;".to_string()),
+            "a value's final ; is escaped"
+        );
+        assert_eq!(
+            commands.last().unwrap().to_vec(),
+            ["selectp", "-t", &format!("{window}.{{top-left}}")]
+        );
+    }
+
+    #[test]
+    fn an_existing_session_is_split_after_its_last_pane_and_its_focus_kept() {
+        let rec = Arc::new(Recorder::default());
+        let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let name = owner.session_name();
+        let mut layout = Layout::default();
+        layout.placement = Some(Placement::Session { name: name.clone() });
+        rec.fail(&format!("duplicate session: {name}"));
+        rec.answer(&format!("@1\t{name}\t%0\t1\n@1\t{name}\t%1\t0\n"));
+        rec.answer("%5\t@1\t/tmp/tmux-0/sock\n");
+        let ids = open_all(&mut layout, &client, &owner, &[pane("c")]).unwrap();
+        assert_eq!(ids, ["%5"]);
+        let calls = rec.calls();
+        assert_eq!(calls.len(), 3);
+        let last: Vec<&[String]> = calls[2][3..].split(|w| w == ";").collect();
+        assert_eq!(last[0][..3], ["splitw", "-P", "-F"].map(String::from));
+        assert!(
+            last[0].windows(2).any(|w| w == ["-t", "%1"]),
+            "{:?}",
+            last[0]
+        );
+        assert_eq!(last.last().unwrap().to_vec(), ["selectp", "-t", "%0"]);
+    }
+
+    #[test]
+    fn a_launch_too_long_for_one_call_goes_on_after_the_last_pane_by_window_id() {
+        let rec = Arc::new(Recorder::default());
+        let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let mut layout = Layout::default();
+        layout.placement = Some(Placement::Session {
+            name: owner.session_name(),
+        });
+        let mut big = pane("a");
+        big.argv.push("x".repeat(CALL_BUDGET * 2 / 3));
+        rec.answer("%3\t@2\t/tmp/tmux-0/sock\n");
+        rec.answer("%4\t@2\t/tmp/tmux-0/sock\n");
+        let ids = open_all(&mut layout, &client, &owner, &[big.clone(), big]).unwrap();
+        assert_eq!(ids, ["%3", "%4"]);
+        let calls = rec.calls();
+        assert_eq!(calls.len(), 2, "two calls");
+        let second: Vec<&[String]> = calls[1][3..].split(|w| w == ";").collect();
+        assert!(
+            second[0].windows(2).any(|w| w == ["-t", "%3"]),
+            "{:?}",
+            second[0]
+        );
+        assert!(
+            second[1].windows(2).any(|w| w == ["-t", "@2"]),
+            "{:?}",
+            second[1]
+        );
+        assert_eq!(second.last().unwrap().to_vec(), ["selectp", "-t", "%3"]);
+    }
+}

@@ -6,16 +6,26 @@ use std::time::{Duration, Instant};
 
 use crate::support::*;
 
-/// The block as the README shows it (keep the two the same).
-pub const EVERYDAY_USE: &str = "\
-swarm launch examples/shell.json   # a lead console pane plus one pane per teammate (no model needed)
-swarm status                       # who is running, what they work on, unread, permissions
-swarm attach                       # watch the panes (Ctrl-b d comes back)
-swarm task list                    # the shared task list
-swarm shutdown --all               # the shutdown handshake, then the teammates' panes close
-swarm up examples/shell.json       # bring the team back: starts who is not running, seeds no task twice
-swarm down                         # stop everyone, close the lead console and the session; files stay
-";
+/// The first `sh` block under the README's "## Everyday use", read from the README itself so
+/// the test and the text cannot drift apart.
+fn everyday_use() -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("read README.md");
+    let section = readme
+        .split("\n## Everyday use\n")
+        .nth(1)
+        .expect("README.md has an \"## Everyday use\" section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("the Everyday use section starts with a ```sh block");
+    assert!(
+        block.lines().count() >= 5 && block.lines().all(|l| l.starts_with("swarm ")),
+        "unexpected Everyday use block:\n{block}"
+    );
+    block.to_string()
+}
 
 #[test]
 fn the_everyday_use_block_of_the_readme_works_as_written() {
@@ -29,7 +39,7 @@ fn the_everyday_use_block_of_the_readme_works_as_written() {
         std::env::var("PATH").unwrap_or_default()
     );
     let mut outputs = Vec::new();
-    for line in EVERYDAY_USE.lines() {
+    for line in everyday_use().lines() {
         let command = line.split(" #").next().unwrap().trim();
         let mut child = clean_command("script")
             .args(["-qec", command, "/dev/null"])

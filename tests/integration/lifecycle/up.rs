@@ -69,11 +69,23 @@ fn relaunching_after_shutdown_all_starts_the_same_teammates_and_seeds_no_task_tw
         1
     );
 
-    // While they run, `launch` refuses to start them twice and says what to use instead.
-    on(&env, &tmux, ["launch", file]).refused(
+    // While they run, `launch` refuses to start them twice and says what to use instead. (Not
+    // `refused()`: the running team writes its own files meanwhile; the roster's members and
+    // panes are what a second launch would change.)
+    let members = |env: &Env| -> Vec<(String, String)> {
+        read_json(&env.path("teams/t/config.json"))["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["name"].to_string(), m["tmuxPaneId"].to_string()))
+            .collect()
+    };
+    let before = members(&env);
+    on(&env, &tmux, ["launch", file]).code(2).stderr_has(
         "writer is already running in team t; `swarm up FILE` starts only the teammates that \
          are not running, and `swarm restart writer` restarts this one",
     );
+    assert_eq!(members(&env), before, "a refused launch changed the roster");
     on(&env, &tmux, ["down"]).ok();
 }
 

@@ -19,6 +19,7 @@ mod again;
 mod checks;
 mod command_line;
 mod dry_run;
+mod lead_pane;
 mod plan;
 mod prepare;
 mod program;

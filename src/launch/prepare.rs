@@ -14,7 +14,7 @@ use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
 use super::command_line::{self, AgentFlags};
 use super::plan::{IfRunning, LAUNCH_FIELD};
 use super::program::{resolve_claude, resolve_program};
-use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, LeadPlan, TaskPlan, TeammatePlan};
+use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
 use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree::{self, Worktree};
@@ -154,22 +154,18 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         .and_then(|c| c.member(LEAD))
         .filter(|lead| super::again::lead_pane_died(store, &plan.team, lead))
         .cloned();
-    let mut lead = (backend.kind == BackendKind::Tmux
+    let wants_pane = backend.kind == BackendKind::Tmux
         && opts.lead_pane
         && !opts.split
-        && (existing.is_none() || previous_lead.is_some()))
-    .then(|| {
-        command_line::lead(
-            &opts.swarm_exe,
-            &shared.root,
-            &plan.team,
-            shared.base_cwd.clone(),
-        )
-    });
-    let lead_goal = match &plan.lead {
-        Some(l) => Some(lead_agent(l, lead.as_mut(), opts)?),
-        None => None,
-    };
+        && (existing.is_none() || previous_lead.is_some());
+    let (lead, lead_goal) = super::lead_pane::lead_pane(
+        wants_pane,
+        plan.lead.as_ref(),
+        opts,
+        &shared.root,
+        &plan.team,
+        shared.base_cwd.clone(),
+    )?;
     let Shared {
         root,
         base_cwd,
@@ -193,49 +189,6 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         root,
         opts: opts.clone(),
     })
-}
-
-/// Makes the lead pane run the lead agent's runtime (`swarm lead ... -- AGENT`); returns the
-/// goal. The agent runs in the lead pane, so it needs one: a new team in tmux.
-fn lead_agent(l: &LeadPlan, lead: Option<&mut Launch>, opts: &LaunchOptions) -> Result<String> {
-    let Some(lead) = lead else {
-        return Err(Error::usage(
-            "an agent lead runs in the lead pane of a new team in tmux: use the tmux backend, \
-             without --split or --no-lead-pane, and a team name not in use",
-        ));
-    };
-    if l.goal.trim().is_empty() {
-        return Err(Error::usage(
-            "the lead agent needs a goal: pass --goal TEXT or put \"goal\" in the swarm file's \"lead\"",
-        ));
-    }
-    let argv: Vec<String> = match &l.agent {
-        None => {
-            return Err(Error::usage(
-                "the lead has a goal but no agent: pass --lead AGENT (e.g. --lead \"claude -p\") or put \"agent\" in the swarm file's \"lead\"",
-            ))
-        }
-        Some(AgentKind::Shell) => {
-            return Err(Error::usage(
-                "the shell agent cannot lead (it only runs commands); use an agent CLI such as \"claude -p\"",
-            ))
-        }
-        Some(AgentKind::Claude) => vec![resolve_claude(opts)?.display().to_string(), "-p".into()],
-        Some(AgentKind::Command(words)) => {
-            let program = resolve_program(&words[0], "the lead agent command", opts)?;
-            std::iter::once(program.display().to_string())
-                .chain(words[1..].iter().cloned())
-                .collect()
-        }
-    };
-    lead.argv
-        .extend(["--approvals".to_string(), l.approvals.as_str().to_string()]);
-    if l.exit_when_done {
-        lead.argv.push("--exit-when-done".into());
-    }
-    lead.argv.push("--".into());
-    lead.argv.extend(argv);
-    Ok(l.goal.clone())
 }
 
 /// The backend section 10's detection picks; `--split` needs tmux.

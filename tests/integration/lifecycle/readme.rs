@@ -39,7 +39,8 @@ fn the_everyday_use_block_of_the_readme_works_as_written() {
         std::env::var("PATH").unwrap_or_default()
     );
     let mut outputs = Vec::new();
-    for line in everyday_use().lines() {
+    let block = everyday_use();
+    for line in block.lines() {
         let command = line.split(" #").next().unwrap().trim();
         let mut child = clean_command("script")
             .args(["-qec", command, "/dev/null"])

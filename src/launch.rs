@@ -23,6 +23,7 @@ mod lead_pane;
 mod plan;
 mod prepare;
 mod program;
+mod recorded;
 mod running;
 mod spawn;
 pub(crate) mod supervisor;

@@ -9,19 +9,11 @@
 //! worktree it kept, and loses only what its last run left (pane, server, pid, exit status).
 //! The lead console's pane is opened again when the one swarm opened has died.
 
-use std::path::PathBuf;
-
-use serde_json::Value;
-
 use super::plan::{RecordedLaunch, LAUNCH_FIELD};
 use super::prepare::{PreparedTeammate, Shared};
 use super::{AgentKind, Inherited, TeammatePlan};
-use crate::backend::tmux::SOCKET_FIELD;
-use crate::backend::{for_member, PaneState};
 use crate::error::{Error, Result};
-use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_START_FIELD};
-use crate::store::names::{AgentName, TeamName};
-use crate::store::paths::Store;
+use crate::store::names::AgentName;
 use crate::store::roster::Member;
 use crate::teammate::args::PromptVia;
 
@@ -65,57 +57,4 @@ impl Shared<'_> {
         let color = m.color_or_default().to_string();
         self.teammate(color, &t, &inherited, rec.settings.clone(), Some(m))
     }
-}
-
-/// The roster entry of a teammate started again: as it was, without what its last run left.
-pub(super) fn fresh_entry(previous: &Member) -> Member {
-    let mut m = previous.clone();
-    m.tmux_pane_id.clear();
-    for field in [PID_FIELD, PID_START_FIELD, EXIT_FIELD, SOCKET_FIELD] {
-        m.extra.remove(field);
-    }
-    m
-}
-
-/// The [`RecordedLaunch`] of a teammate, as JSON for its roster entry. The permission flags are
-/// recorded as they took effect (the teammate's own mode wins over
-/// `--dangerously-skip-permissions`, which wins over an inherited mode).
-#[expect(clippy::too_many_arguments, reason = "one value per recorded field")]
-pub(super) fn record(
-    t: &TeammatePlan,
-    inh: &Inherited,
-    agent: &AgentKind,
-    cwd: PathBuf,
-    worktree: bool,
-    agent_type: Option<String>,
-    settings: Option<String>,
-    prompt_via: PromptVia,
-) -> Value {
-    let own_mode = t.permission_mode.clone().or_else(|| {
-        (!inh.dangerously_skip_permissions)
-            .then(|| inh.permission_mode.clone())
-            .flatten()
-    });
-    let record = RecordedLaunch {
-        agent: agent.words(),
-        cwd,
-        worktree,
-        agent_type,
-        dangerously_skip_permissions: own_mode.is_none() && inh.dangerously_skip_permissions,
-        permission_mode: own_mode,
-        settings,
-        prompt_via_stdin: prompt_via == PromptVia::Stdin,
-        extra: inh.extra.clone(),
-        env: t.env.clone(),
-    };
-    serde_json::to_value(&record).expect("serializable")
-}
-
-/// The lead console ran in a pane swarm opened (on a recorded server) and that pane is no
-/// longer alive: its server died, or it exited.
-pub(super) fn lead_pane_died(store: &Store, team: &TeamName, lead: &Member) -> bool {
-    lead.extra.contains_key(SOCKET_FIELD)
-        && for_member(store, team, lead)
-            .and_then(|b| b.state().ok())
-            .is_some_and(|s| !matches!(s, PaneState::Alive { .. }))
 }

@@ -152,7 +152,7 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
     let previous_lead = existing
         .as_ref()
         .and_then(|c| c.member(LEAD))
-        .filter(|lead| super::again::lead_pane_died(store, &plan.team, lead))
+        .filter(|lead| super::recorded::lead_pane_died(store, &plan.team, lead))
         .cloned();
     let wants_pane = backend.kind == BackendKind::Tmux
         && opts.lead_pane
@@ -267,7 +267,7 @@ impl Shared<'_> {
         };
         let launch = self.launch(t, &agent, &identity, &flags, cwd.clone())?;
         let mut member = match previous {
-            Some(p) => super::again::fresh_entry(p),
+            Some(p) => super::recorded::fresh_entry(p),
             None => {
                 let mut m = Member::teammate(self.team, name, &color, "");
                 m.prompt = Some(t.prompt.clone());
@@ -286,7 +286,7 @@ impl Shared<'_> {
         member
             .extra
             .insert(AGENT_FIELD.into(), Value::from(agent.label()));
-        let record = super::again::record(
+        let record = super::recorded::record(
             t,
             inh,
             &agent,

@@ -35,5 +35,5 @@ pub(crate) use plan::{
     AgentKind, IfRunning, Inherited, LaunchOptions, LaunchPlan, LeadPlan, TaskPlan, TaskRef,
     TeammatePlan,
 };
-pub(crate) use prepare::{prepare, Prepared, PreparedTeammate, AGENT_FIELD};
+pub(crate) use prepare::{prepare, Prepared, PreparedTeammate};
 pub(crate) use running::DEFAULT_GRACE;

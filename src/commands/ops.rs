@@ -60,7 +60,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         rows.push(json!({
             "name": m.name,
             "color": m.color_or_default(),
-            "agent": m.extra.get(crate::launch::AGENT_FIELD),
+            "agent": m.agent_label(),
             "backend": m.backend_type,
             "paneId": m.tmux_pane_id,
             "state": health.map(|h| h.verdict),

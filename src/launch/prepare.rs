@@ -21,11 +21,8 @@ use crate::lifecycle::worktree::{self, Worktree};
 use crate::store::colour::Colour;
 use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
-use crate::store::roster::{Member, Roster, TeamConfig};
+use crate::store::roster::{Member, Roster, TeamConfig, AGENT_FIELD};
 use crate::teammate::args::{BuiltinAgent, PromptVia, TeammateArgs};
-
-/// Swarm-only roster field: the agent kind a member was launched with.
-pub(crate) const AGENT_FIELD: &str = "swarmAgent";
 
 /// One teammate, validated and with its command line built.
 #[derive(Debug, Clone)]

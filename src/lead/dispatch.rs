@@ -19,7 +19,6 @@
 use serde_json::Map;
 
 use crate::error::Result;
-use crate::launch::AGENT_FIELD;
 use crate::lifecycle;
 use crate::store::colour::LEAD_COLOR;
 use crate::store::mailbox::{InboxMessage, Mailbox};
@@ -41,8 +40,7 @@ const CLAUDE_AGENT: &str = "claude";
 
 /// Whether `member` is a native Claude Code teammate that says it is idle.
 fn idle_claude(member: &Member) -> bool {
-    member.extra.get(AGENT_FIELD).and_then(|v| v.as_str()) == Some(CLAUDE_AGENT)
-        && member.is_active == Some(false)
+    member.agent_label() == Some(CLAUDE_AGENT) && member.is_active == Some(false)
 }
 
 /// One pass: every idle, live claude teammate that owns no unfinished task gets the lowest

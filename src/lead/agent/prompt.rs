@@ -19,11 +19,7 @@ pub(crate) fn first_turn(goal: &str, team: &str, roster: &TeamConfig, tasks: &[T
     let mut members: Vec<String> = roster
         .teammates()
         .map(|m| {
-            let agent = m
-                .extra
-                .get(crate::launch::AGENT_FIELD)
-                .and_then(|v| v.as_str())
-                .unwrap_or("agent");
+            let agent = m.agent_label().unwrap_or("agent");
             format!("  {} ({agent})", m.name)
         })
         .collect();

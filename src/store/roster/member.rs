@@ -19,6 +19,10 @@ use crate::store::names::{AgentName, TeamName, LEAD};
 /// the member is started again.
 pub const RETIRED_FIELD: &str = "swarmRetiredAt";
 
+/// Swarm-only roster field: the agent kind a member was launched with (`claude`, `shell`, or
+/// the command).
+pub const AGENT_FIELD: &str = "swarmAgent";
+
 /// The `tmuxPaneId` Claude Code's own lead records for itself: the lead runs in the user's
 /// terminal, not in a pane Claude made.
 pub const CLAUDE_LEAD_PANE: &str = "leader";
@@ -145,6 +149,11 @@ impl Member {
     /// had been retired.
     pub fn reinstate(&mut self) -> bool {
         self.extra.remove(RETIRED_FIELD).is_some()
+    }
+
+    /// The agent kind swarm launched it with ([`AGENT_FIELD`]), if swarm did.
+    pub fn agent_label(&self) -> Option<&str> {
+        self.extra.get(AGENT_FIELD).and_then(|v| v.as_str())
     }
 
     /// `busy`, `idle`, or `None` when the roster does not say.

@@ -235,6 +235,20 @@ impl TmuxBackend {
         }
         Ok(killed)
     }
+
+    /// Which of `members` of this backend's team `pane` is marked as (its `@swarm-*` marks name
+    /// this root, this team and that member); `None` for any other pane, or no server. The marks
+    /// are on a pane from the tmux call that made it, before the roster records its id.
+    pub fn marked_member<'m>(&self, pane: &PaneId, members: &[&'m str]) -> Option<&'m str> {
+        if !state::is_pane_id(pane.as_str()) {
+            return None;
+        }
+        let marks = self.client.run(PaneOwner::read_marks(pane.as_str())).ok()?;
+        members
+            .iter()
+            .copied()
+            .find(|m| self.owner.expected(m) == marks)
+    }
 }
 
 impl PaneBackend for TmuxBackend {

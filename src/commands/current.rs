@@ -1,15 +1,21 @@
 //! The current team: which team a command acts on when the user did not say.
 //!
 //! In order: `--team`, `$SWARM_TEAM` (clap reads both into one value), the team whose tmux pane
-//! this is (`$TMUX_PANE` matched against every roster, and believed only when that pane, on the
-//! tmux server `$TMUX` names, carries the member's `@swarm-root/@swarm-team/@swarm-member`
-//! marks), then the only team with a teammate really running (`lifecycle::census`). Anything
-//! else is an error that names the running teams, so the user can pick one with `--team`.
+//! this is (`$TMUX_PANE`, on the tmux server `$TMUX` names, carrying the
+//! `@swarm-root/@swarm-team/@swarm-member` marks of this root, a team and one of its members:
+//! the marks are set in the tmux call that makes the pane, so this holds even before the roster
+//! records the pane's id), then the only team with a teammate really running
+//! (`lifecycle::census`). Anything else is an error that names the running teams, so the user
+//! can pick one with `--team`.
 
-use crate::backend::tmux::{TmuxEnv, TmuxServer};
-use crate::backend::{for_member, PaneState};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::backend::tmux::{PaneOwner, TmuxBackend, TmuxEnv, TmuxServer};
+use crate::backend::PaneId;
 use crate::error::{Error, Result};
 use crate::lifecycle;
+use crate::process::exec::SystemExec;
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::{list_teams, Roster};
@@ -53,29 +59,22 @@ fn join(teams: &[TeamName]) -> String {
         .join(", ")
 }
 
-/// The team one of whose members' panes is `$TMUX_PANE`, on the server `$TMUX` names, with the
-/// member's marks on it.
+/// The team whose member's marks `$TMUX_PANE`, on the server `$TMUX` names, carries.
 fn team_of_this_pane(store: &Store, teams: &[TeamName], env: &TmuxEnv) -> Option<TeamName> {
-    let pane = env.tmux_pane.as_deref()?;
-    let socket = env.tmux.as_deref().and_then(|t| t.split(',').next());
+    let pane = PaneId(env.tmux_pane.clone()?);
+    let socket = env.tmux.as_deref()?.split(',').next()?;
     for team in teams {
         let Ok(config) = Roster::new(store, team).load() else {
             continue;
         };
-        for m in config.members.iter().filter(|m| m.tmux_pane_id == pane) {
-            let same_server = match (TmuxServer::for_member(m), socket) {
-                (Some(TmuxServer::Path(p)), Some(s)) => p.as_os_str() == s,
-                _ => false,
-            };
-            if !same_server {
-                continue;
-            }
-            let owned = for_member(store, team, m)
-                .and_then(|b| b.state().ok())
-                .is_some_and(|s| s != PaneState::Gone && s != PaneState::Unknown);
-            if owned {
-                return Some(team.clone());
-            }
+        let members: Vec<&str> = config.members.iter().map(|m| m.name.as_str()).collect();
+        let backend = TmuxBackend::for_team(
+            Arc::new(SystemExec),
+            TmuxServer::Path(PathBuf::from(socket)),
+            PaneOwner::new(store.root(), team.as_str()),
+        );
+        if backend.marked_member(&pane, &members).is_some() {
+            return Some(team.clone());
         }
     }
     None

@@ -4,9 +4,18 @@
 //! a message is seen within milliseconds, and also re-scans on a slow timer because events can
 //! be lost (a full inotify queue) or absent (NFS). `SWARM_NO_FS_EVENTS=1` turns events off, which
 //! the fault suite uses to prove the timer alone still delivers.
+//!
+//! [`wait_until_gone`] is the other kind of wait: one sender in the inbox group commit waiting
+//! for its own spool file to be taken in. It watches that one file (never the directory, so a
+//! commit wakes only the senders it served) through one inotify descriptor per process, kept
+//! for the process's life because closing a descriptor that held watches costs the kernel a
+//! grace period (about a millisecond).
 
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher as _};
@@ -81,7 +90,7 @@ impl Subscription {
         filter: fn(&notify::Event) -> bool,
         on_change: impl Fn() + Send + 'static,
     ) -> Result<Subscription> {
-        if std::env::var_os("SWARM_NO_FS_EVENTS").is_some_and(|v| v == "1") {
+        if fs_events_off() {
             return Ok(Subscription { _watcher: None });
         }
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
@@ -142,6 +151,101 @@ impl DirWatcher {
     }
 }
 
+fn fs_events_off() -> bool {
+    std::env::var_os("SWARM_NO_FS_EVENTS").is_some_and(|v| v == "1")
+}
+
+/// The process's inotify descriptor and the count of event batches read from it. A thread
+/// made on first use blocks reading the descriptor and bumps the count; waiters sleep on the
+/// condition variable. `None` where inotify is unavailable (then the waits poll).
+struct Gone {
+    fd: OwnedFd,
+    batches: Mutex<u64>,
+    changed: Condvar,
+}
+
+fn gone_watcher() -> Option<&'static Gone> {
+    static GONE: OnceLock<Option<&'static Gone>> = OnceLock::new();
+    *GONE.get_or_init(|| {
+        use rustix::fs::inotify::{init, CreateFlags};
+        let gone: &'static Gone = Box::leak(Box::new(Gone {
+            fd: init(CreateFlags::CLOEXEC).ok()?,
+            batches: Mutex::new(0),
+            changed: Condvar::new(),
+        }));
+        std::thread::Builder::new()
+            .name("spool-watch".into())
+            .spawn(move || {
+                let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+                let mut reader = rustix::fs::inotify::Reader::new(gone.fd.as_fd(), &mut buf);
+                loop {
+                    match reader.next() {
+                        Ok(_) => {}
+                        Err(rustix::io::Errno::INTR) => continue,
+                        Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                    }
+                    *gone.batches.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                    gone.changed.notify_all();
+                }
+            })
+            .ok()?;
+        Some(gone)
+    })
+}
+
+/// Blocks until nothing is at `path` or `until` passes; returns whether it is gone. The watch is
+/// set before the re-check, so a removal between the two still wakes the wait. Any event means
+/// "look again", so several threads of one process can wait at once.
+pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
+    use rustix::fs::inotify::{add_watch, WatchFlags};
+    let gone = || {
+        matches!(std::fs::symlink_metadata(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+    };
+    let poll = || {
+        while !gone() {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    };
+    let watcher = if fs_events_off() {
+        None
+    } else {
+        gone_watcher()
+    };
+    let Some(watcher) = watcher else {
+        return poll();
+    };
+    let flags = WatchFlags::ATTRIB
+        | WatchFlags::DELETE_SELF
+        | WatchFlags::MOVE_SELF
+        | WatchFlags::DONT_FOLLOW;
+    match add_watch(watcher.fd.as_fd(), path, flags) {
+        Ok(_) => {}
+        Err(rustix::io::Errno::NOENT) => return true,
+        Err(_) => return poll(), // no watch to be had (the per-user limit)
+    }
+    let mut batches = watcher.batches.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let seen = *batches;
+        if gone() {
+            return true;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        batches = watcher
+            .changed
+            .wait_timeout_while(batches, left, |b| *b == seen)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +279,27 @@ mod tests {
             "/t/inboxes/coder.json"
         )));
         assert!(relevant(&notify::Event::new(EventKind::Other)));
+    }
+
+    #[test]
+    fn a_wait_for_a_file_ends_when_it_is_removed_and_not_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        std::fs::write(&path, "x").unwrap();
+        let soon = Instant::now() + Duration::from_millis(50);
+        assert!(!wait_until_gone(&path, soon), "the file is still there");
+        let remover = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                std::fs::remove_file(path).unwrap();
+            })
+        };
+        assert!(wait_until_gone(
+            &path,
+            Instant::now() + Duration::from_secs(60)
+        ));
+        remover.join().unwrap();
+        assert!(wait_until_gone(&path, Instant::now()), "already gone");
     }
 }

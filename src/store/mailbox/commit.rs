@@ -1,0 +1,227 @@
+//! The inbox group commit: how a sender gets its message into the array and how the lock
+//! holder takes in everyone else's.
+//!
+//! A sender that finds the gate free takes the lock and writes its own entry together with
+//! whatever waits in the spool. One that finds it busy drops its entry into the spool
+//! (`spool.rs`) and waits for that file to disappear, watching only that file; every so often,
+//! and at once if the holder went away, it tries the gate itself. Every holder, after releasing,
+//! looks at the spool again and serves what arrived meanwhile: a sender that dropped its file
+//! while the gate was held is therefore always served by that holder or a later one.
+//!
+//! Under the lock, one rewrite takes in every entry: spliced without parsing when the sidecar
+//! (`sidecar.rs`) says the inbox is exactly what swarm last wrote, otherwise after one full
+//! parse that drops entries already present (by `msg_id`). Spool entries the sidecar lists as
+//! committed (a holder killed between its write and removing them) are removed without being
+//! added again. So a kill anywhere loses no acknowledged message and stores none twice.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::file::{load_locked, splice_printed};
+use super::sidecar::{self, Sidecar};
+use super::spool::{print_entry, Spool, Spooled};
+use super::{InboxMessage, Mailbox, KEEP_DELIVERED};
+use crate::error::{Error, Result};
+use crate::store::fsio;
+use crate::store::lock::{self, FileLock};
+use crate::store::names::AgentName;
+use crate::store::watcher;
+
+/// How often a waiting sender tries the gate itself: the safety net for a holder that died or
+/// failed; a live holder's commit wakes the waiter as soon as its file is gone.
+const RETRY_GATE_EVERY: Duration = Duration::from_millis(25);
+/// How long a holder keeps serving the spool after its own message is in.
+const SERVE_FOR: Duration = Duration::from_millis(50);
+
+/// An edit of the whole array made under the lock (mark delivered, append once, repair).
+/// Returns whether it changed anything.
+pub(super) type Edit<'e> = dyn FnMut(&mut Vec<InboxMessage>) -> Result<bool> + 'e;
+
+impl Mailbox<'_> {
+    pub(super) fn spool(&self, to: &AgentName) -> Spool {
+        Spool::new(self.store.spool_dir(self.team, to))
+    }
+
+    /// Appends `message` (signed, final) to the inbox at `path` by group commit.
+    pub(super) fn commit_message(
+        &self,
+        to: &AgentName,
+        path: &Path,
+        message: InboxMessage,
+    ) -> Result<()> {
+        if let Some(lock) = FileLock::try_acquire(path)? {
+            let done = self.commit_locked(to, path, vec![message], None);
+            drop(lock);
+            self.serve_spool(to, path);
+            return done;
+        }
+        let printed = print_entry(&message)?;
+        let mine = self.spool(to).drop_entry(&printed)?;
+        let start = Instant::now();
+        let mut said_waiting = false;
+        loop {
+            match FileLock::try_acquire(path) {
+                Ok(Some(lock)) => {
+                    let done = self.commit_locked(to, path, vec![], None);
+                    drop(lock);
+                    self.serve_spool(to, path);
+                    if let Err(e) = done {
+                        return retract(&mine, e);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => return retract(&mine, e),
+            }
+            let waited = start.elapsed();
+            if waited >= lock::GIVE_UP_AFTER {
+                return retract(&mine, lock::gave_up(path, waited));
+            }
+            if !said_waiting && waited >= lock::SAY_WAITING_AFTER {
+                eprintln!("swarm: waiting for lock on {}", path.display());
+                said_waiting = true;
+            }
+            if watcher::wait_until_gone(&mine, Instant::now() + RETRY_GATE_EVERY) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Takes the lock on `path` (waiting for it), commits the spool and applies `edit`.
+    pub(super) fn commit_with_lock(
+        &self,
+        to: &AgentName,
+        path: &Path,
+        edit: &mut Edit<'_>,
+    ) -> Result<()> {
+        let lock = FileLock::acquire(path)?;
+        let done = self.commit_locked(to, path, vec![], Some(edit));
+        drop(lock);
+        self.serve_spool(to, path);
+        done
+    }
+
+    /// After releasing the lock: whatever was spooled while we held it is ours to take in,
+    /// unless another holder is in already (it looks again after it releases). Errors are left
+    /// to the waiting senders, who try the gate themselves and report them.
+    pub(super) fn serve_spool(&self, to: &AgentName, path: &Path) {
+        let spool = self.spool(to);
+        let until = Instant::now() + SERVE_FOR;
+        while Instant::now() < until && spool.has_entries() {
+            match FileLock::try_acquire(path) {
+                Ok(Some(_lock)) => {
+                    if self.commit_locked(to, path, vec![], None).is_err() {
+                        return;
+                    }
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// Under the lock: one write of the inbox with every spooled entry, `own` and `edit`.
+    fn commit_locked(
+        &self,
+        to: &AgentName,
+        path: &Path,
+        own: Vec<InboxMessage>,
+        edit: Option<&mut Edit<'_>>,
+    ) -> Result<()> {
+        let spool = self.spool(to);
+        let side = sidecar::path_for(&self.store.spool_dir(self.team, to));
+        let spooled = spool.list()?;
+        let noted = Sidecar::load(&side);
+        let already: HashSet<&str> = noted
+            .iter()
+            .flat_map(|n| n.committed.iter().map(String::as_str))
+            .collect();
+        let fresh: Vec<&Spooled> = spooled
+            .iter()
+            .filter(|s| !already.contains(s.message.key().as_str()))
+            .collect();
+        let committed: Vec<String> = spooled
+            .iter()
+            .map(|s| s.message.key())
+            .chain(own.iter().map(InboxMessage::key))
+            .collect();
+        if edit.is_none() {
+            if fresh.is_empty() && own.is_empty() {
+                spool.remove(&spooled);
+                return Ok(());
+            }
+            if let Some(noted) = &noted {
+                let own_printed = own.iter().map(print_entry).collect::<Result<Vec<_>>>()?;
+                let new: Vec<&[u8]> = fresh
+                    .iter()
+                    .map(|s| s.printed.as_slice())
+                    .chain(own_printed.iter().map(Vec::as_slice))
+                    .collect();
+                let new_delivered = fresh.iter().filter(|s| s.message.read).count()
+                    + own.iter().filter(|m| m.read).count();
+                let delivered = noted.delivered + new_delivered;
+                if delivered <= KEEP_DELIVERED {
+                    if let Some(out) = self.splice_if_unchanged(path, noted, &new)? {
+                        fsio::write_atomic(path, &out)?;
+                        note(path, &side, &out, delivered, committed);
+                        spool.remove(&spooled);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let mut messages = load_locked(path)?;
+        let mut present: HashSet<String> = messages.iter().map(InboxMessage::key).collect();
+        let mut changed = false;
+        for s in fresh {
+            if present.insert(s.message.key()) {
+                messages.push(s.message.clone());
+                changed = true;
+            }
+        }
+        changed |= !own.is_empty();
+        messages.extend(own);
+        if let Some(edit) = edit {
+            changed |= edit(&mut messages)?;
+        }
+        if changed {
+            let (out, delivered) = self.compact_and_write(to, path, messages)?;
+            note(path, &side, &out, delivered, committed);
+        }
+        spool.remove(&spooled);
+        Ok(())
+    }
+
+    /// The inbox with `new` spliced in, if it is exactly what `noted` describes.
+    fn splice_if_unchanged(
+        &self,
+        path: &Path,
+        noted: &Sidecar,
+        new: &[&[u8]],
+    ) -> Result<Option<Vec<u8>>> {
+        let Some(bytes) = fsio::read_file(path)? else {
+            return Ok(None);
+        };
+        let meta = std::fs::symlink_metadata(path).map_err(Error::io("inspect", path))?;
+        if !noted.describes(&meta, &bytes) {
+            return Ok(None);
+        }
+        Ok(splice_printed(&bytes, new))
+    }
+}
+
+/// Notes what was just written to `path`.
+fn note(path: &Path, side: &Path, bytes: &[u8], delivered: usize, committed: Vec<String>) {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        Sidecar::of(&meta, bytes, delivered, committed).save(side);
+    }
+}
+
+/// A sender giving up takes its entry back. If it is already gone, a holder took it in: the
+/// message is delivered after all. (A holder that read it and then stopped before writing may
+/// still deliver it after this reports failure.)
+fn retract(mine: &Path, error: Error) -> Result<()> {
+    match std::fs::remove_file(mine) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        _ => Err(error),
+    }
+}

@@ -222,9 +222,13 @@ fn take_dir(
     start: Instant,
     give_up_after: Duration,
 ) -> Result<FileLock> {
-    // Read before our own record replaces it: the gate was free, so a record left in it is a
-    // dead holder's.
+    // The gate was free, so a record left in it is a dead holder's. Its directory is broken
+    // before our own record replaces that one: killed in between, we would otherwise leave a
+    // dead holder's directory that no record names.
     let dead = read_record(&gate);
+    if dead.is_some() {
+        break_if_dead_or_stale(dead.as_ref(), &lock_dir)?;
+    }
     let mut backoff = Duration::from_millis(5);
     let mut said_waiting = false;
     loop {

@@ -12,10 +12,10 @@
 //! grace period (about a millisecond).
 
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher as _};
@@ -155,54 +155,55 @@ fn fs_events_off() -> bool {
     std::env::var_os("SWARM_NO_FS_EVENTS").is_some_and(|v| v == "1")
 }
 
-/// The process's inotify descriptor and the count of event batches read from it. A thread
-/// made on first use blocks reading the descriptor and bumps the count; waiters sleep on the
-/// condition variable. `None` where inotify is unavailable (then the waits poll).
-struct Gone {
-    fd: OwnedFd,
-    batches: Mutex<u64>,
-    changed: Condvar,
+/// The process's inotify descriptor, made on first use and never closed; `None` where inotify
+/// is unavailable (then the waits poll the file).
+fn inotify() -> Option<&'static OwnedFd> {
+    static FD: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    FD.get_or_init(|| {
+        use rustix::fs::inotify::{init, CreateFlags};
+        init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()
+    })
+    .as_ref()
 }
 
-fn gone_watcher() -> Option<&'static Gone> {
-    static GONE: OnceLock<Option<&'static Gone>> = OnceLock::new();
-    *GONE.get_or_init(|| {
-        use rustix::fs::inotify::{init, CreateFlags};
-        let gone: &'static Gone = Box::leak(Box::new(Gone {
-            fd: init(CreateFlags::CLOEXEC).ok()?,
-            batches: Mutex::new(0),
-            changed: Condvar::new(),
-        }));
-        std::thread::Builder::new()
-            .name("spool-watch".into())
-            .spawn(move || {
-                let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-                let mut reader = rustix::fs::inotify::Reader::new(gone.fd.as_fd(), &mut buf);
-                loop {
-                    match reader.next() {
-                        Ok(_) => {}
-                        Err(rustix::io::Errno::INTR) => continue,
-                        Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                    }
-                    *gone.batches.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-                    gone.changed.notify_all();
-                }
-            })
-            .ok()?;
-        Some(gone)
-    })
+/// `struct pollfd` and `poll(2)` from the C library std already links: the one call needed to
+/// sleep on the inotify descriptor with a deadline, in the waiting thread itself (a helper
+/// thread would add a scheduling hop to every wake-up).
+#[repr(C)]
+struct PollFd {
+    fd: i32,
+    events: i16,
+    revents: i16,
+}
+const POLLIN: i16 = 0x1;
+extern "C" {
+    fn poll(fds: *mut PollFd, nfds: std::ffi::c_ulong, timeout: i32) -> i32;
+}
+
+/// Sleeps until `fd` is readable or `timeout` passed.
+fn poll_readable(fd: &OwnedFd, timeout: Duration) {
+    let mut pfd = PollFd {
+        fd: fd.as_raw_fd(),
+        events: POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+    // SAFETY: one valid, initialised pollfd for the duration of the call, on a descriptor that
+    // lives as long as the process.
+    unsafe { poll(&mut pfd, 1, ms) };
 }
 
 /// Blocks until nothing is at `path` or `until` passes; returns whether it is gone. The watch is
-/// set before the re-check, so a removal between the two still wakes the wait. Any event means
-/// "look again", so several threads of one process can wait at once.
+/// set before the re-check, so a removal between the two still wakes the wait. Events are not
+/// matched to watches (any event means "look again"), so several threads may wait at once; one
+/// whose event another thread read sleeps until `until`, and its caller looks again.
 pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
     use rustix::fs::inotify::{add_watch, WatchFlags};
     let gone = || {
         matches!(std::fs::symlink_metadata(path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound)
     };
-    let poll = || {
+    let poll_file = || {
         while !gone() {
             if Instant::now() >= until {
                 return false;
@@ -211,26 +212,21 @@ pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
         }
         true
     };
-    let watcher = if fs_events_off() {
-        None
-    } else {
-        gone_watcher()
-    };
-    let Some(watcher) = watcher else {
-        return poll();
+    let fd = if fs_events_off() { None } else { inotify() };
+    let Some(fd) = fd else {
+        return poll_file();
     };
     let flags = WatchFlags::ATTRIB
         | WatchFlags::DELETE_SELF
         | WatchFlags::MOVE_SELF
         | WatchFlags::DONT_FOLLOW;
-    match add_watch(watcher.fd.as_fd(), path, flags) {
+    match add_watch(fd, path, flags) {
         Ok(_) => {}
         Err(rustix::io::Errno::NOENT) => return true,
-        Err(_) => return poll(), // no watch to be had (the per-user limit)
+        Err(_) => return poll_file(), // no watch to be had (the per-user limit)
     }
-    let mut batches = watcher.batches.lock().unwrap_or_else(|e| e.into_inner());
+    let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
     loop {
-        let seen = *batches;
         if gone() {
             return true;
         }
@@ -238,11 +234,9 @@ pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
         if left.is_zero() {
             return false;
         }
-        batches = watcher
-            .changed
-            .wait_timeout_while(batches, left, |b| *b == seen)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+        poll_readable(fd, left);
+        let mut events = rustix::fs::inotify::Reader::new(fd, &mut buf);
+        while events.next().is_ok() {}
     }
 }
 

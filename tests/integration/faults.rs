@@ -14,6 +14,7 @@ mod damaged;
 mod disk;
 mod hostile;
 mod permissions;
+mod spool;
 mod stale_locks;
 mod watcher;
 mod writers;

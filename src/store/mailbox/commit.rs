@@ -225,3 +225,166 @@ fn retract(mine: &Path, error: Error) -> Result<()> {
         _ => Err(error),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::names::TeamName;
+    use crate::store::paths::Store;
+    use crate::store::roster::{Member, Roster};
+
+    struct Team {
+        dir: tempfile::TempDir,
+        store: Store,
+        team: TeamName,
+        coder: AgentName,
+    }
+
+    impl Team {
+        fn new() -> Team {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::new(dir.path());
+            let team: TeamName = "t".parse().unwrap();
+            let coder: AgentName = "coder".parse().unwrap();
+            Roster::new(&store, &team).create("", "/", "").unwrap();
+            Roster::new(&store, &team)
+                .add_member(Member::teammate(&team, &coder, "blue", "/"))
+                .unwrap();
+            Team {
+                dir,
+                store,
+                team,
+                coder,
+            }
+        }
+        fn mailbox(&self) -> Mailbox<'_> {
+            Mailbox::new(&self.store, &self.team)
+        }
+        fn inbox(&self) -> std::path::PathBuf {
+            self.store.inbox_path(&self.team, &self.coder)
+        }
+        fn texts(&self) -> Vec<String> {
+            let bytes = std::fs::read(self.inbox()).unwrap();
+            let all: Vec<serde_json::Value> = serde_json::from_slice(&bytes).unwrap();
+            all.iter()
+                .map(|m| m["text"].as_str().unwrap().to_string())
+                .collect()
+        }
+        /// Spools `m` as a sender that meets a busy lock does.
+        fn spool(&self, m: &InboxMessage) {
+            self.mailbox()
+                .spool(&self.coder)
+                .drop_entry(&print_entry(m).unwrap())
+                .unwrap();
+        }
+        fn spooled(&self) -> bool {
+            self.mailbox().spool(&self.coder).has_entries()
+        }
+        fn quarantined(&self) -> usize {
+            std::fs::read_dir(self.dir.path().join("teams/t/inboxes"))
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().contains(".corrupt-")
+                })
+                .count()
+        }
+        fn sidecar(&self) -> std::path::PathBuf {
+            sidecar::path_for(&self.store.spool_dir(&self.team, &self.coder))
+        }
+    }
+
+    fn msg(text: &str) -> InboxMessage {
+        InboxMessage::new("coder", text)
+    }
+
+    /// A holder killed after its write but before its sidecar, then another writer: the
+    /// sidecar no longer describes the inbox, so the next commit parses it whole (the malformed
+    /// entry the other writer left is quarantined, which only a parse does) and drops the
+    /// spooled entry already present by `msg_id`.
+    #[test]
+    fn a_write_by_someone_else_forces_a_full_parse_with_dedup() {
+        let t = Team::new();
+        let mb = t.mailbox();
+        let (m1, m3) = (msg("m1"), msg("m3"));
+        mb.send(&t.coder, m1.clone()).unwrap();
+        assert!(
+            Sidecar::load(&t.sidecar()).is_some(),
+            "swarm noted its write"
+        );
+        t.spool(&m3);
+        let mut other = serde_json::to_value(vec![&m1, &m3]).unwrap();
+        other
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"from": 5}));
+        std::fs::write(t.inbox(), serde_json::to_vec(&other).unwrap()).unwrap();
+        mb.send(&t.coder, msg("m4")).unwrap();
+        assert_eq!(t.texts(), ["m1", "m3", "m4"]);
+        assert_eq!(
+            t.quarantined(),
+            1,
+            "the malformed entry shows the file was parsed"
+        );
+        assert!(!t.spooled());
+    }
+
+    /// When the inbox is exactly what swarm last wrote, the commit splices without parsing: a
+    /// malformed entry the sidecar vouches for is left alone (a parse would quarantine it).
+    #[test]
+    fn when_swarm_wrote_last_the_commit_splices_without_parsing() {
+        let t = Team::new();
+        let mb = t.mailbox();
+        mb.send(&t.coder, msg("m1")).unwrap();
+        let bytes = b"[\n  {\"from\": 5}\n]\n";
+        fsio::write_atomic(&t.inbox(), bytes).unwrap();
+        let meta = std::fs::metadata(t.inbox()).unwrap();
+        Sidecar::of(&meta, bytes, 0, vec![]).save(&t.sidecar());
+        t.spool(&msg("m2"));
+        mb.send(&t.coder, msg("m3")).unwrap();
+        let all: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(t.inbox()).unwrap()).unwrap();
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[0]["from"], 5);
+        assert_eq!(
+            (all[1]["text"].as_str(), all[2]["text"].as_str()),
+            (Some("m2"), Some("m3"))
+        );
+        assert_eq!(t.quarantined(), 0);
+        assert!(!t.spooled());
+    }
+
+    /// A holder killed after noting its write but before removing the spool files, and then a
+    /// reader that deletes delivered entries (as Claude Code's lead does): the leftover entry
+    /// is removed, not delivered a second time.
+    #[test]
+    fn entries_a_dead_holder_committed_are_not_added_again() {
+        let t = Team::new();
+        let mb = t.mailbox();
+        let m1 = msg("m1");
+        t.spool(&m1);
+        mb.send(&t.coder, msg("m2")).unwrap(); // takes m1 in with its own
+        assert_eq!(t.texts(), ["m1", "m2"]);
+        t.spool(&m1); // as if the holder died before removing it
+        let m2_only: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(t.inbox()).unwrap()).unwrap();
+        std::fs::write(t.inbox(), serde_json::to_vec_pretty(&m2_only[1..]).unwrap()).unwrap();
+        mb.send(&t.coder, msg("m3")).unwrap();
+        assert_eq!(t.texts(), ["m2", "m3"]);
+        assert!(!t.spooled());
+    }
+
+    /// A lead entry that travels through the spool is signed exactly as a direct one.
+    #[test]
+    fn a_spooled_lead_entry_keeps_its_signature() {
+        let t = Team::new();
+        let mb = t.mailbox();
+        let mut m = InboxMessage::new(crate::store::names::LEAD, "signed");
+        m.extra.insert("lead_sig".into(), "sig".into());
+        t.spool(&m);
+        mb.send(&t.coder, msg("after")).unwrap();
+        let all: Vec<InboxMessage> =
+            serde_json::from_slice(&std::fs::read(t.inbox()).unwrap()).unwrap();
+        assert_eq!(all[0], m, "the spooled entry is taken in byte for byte");
+    }
+}

@@ -24,7 +24,7 @@ impl Mailbox<'_> {
             match spliced {
                 Some(bytes) => fsio::write_atomic(&path, &bytes)?,
                 None => {
-                    let mut messages = load_locked(&path)?;
+                    let (mut messages, _) = load_locked(&path)?;
                     messages.push(message);
                     self.compact_and_write(to, &path, messages)?;
                 }

@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::file::{load_locked, splice_printed};
+use super::file::{load_locked, splice_printed, Repaired};
 use super::sidecar::{self, Sidecar};
 use super::spool::{print_entry, Spool, Spooled};
 use super::{InboxMessage, Mailbox, KEEP_DELIVERED};
@@ -169,7 +169,7 @@ impl Mailbox<'_> {
                 }
             }
         }
-        let mut messages = load_locked(path)?;
+        let (mut messages, repaired) = load_locked(path)?;
         let mut present: HashSet<String> = messages.iter().map(InboxMessage::key).collect();
         let mut changed = false;
         for s in fresh {
@@ -185,7 +185,11 @@ impl Mailbox<'_> {
         }
         if changed {
             let (out, delivered) = self.compact_and_write(to, path, messages)?;
-            note(path, &side, &out, delivered, committed);
+            // A repair touches nothing but the inbox and what was moved aside; the sidecar,
+            // describing an inode that is gone, just makes the next commit parse once more.
+            if repaired == Repaired::No {
+                note(path, &side, &out, delivered, committed);
+            }
         }
         spool.remove(&spooled);
         Ok(())

@@ -89,16 +89,23 @@ pub(super) fn parse_inbox(bytes: &[u8]) -> std::result::Result<Vec<InboxMessage>
     fsio::parse_json(bytes)
 }
 
+/// Whether [`load_locked`] moved something aside.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Repaired {
+    No,
+    Yes,
+}
+
 /// Reads an inbox under its lock, repairing what does not parse. Entries of an array that fail
 /// the schema (a wrong type, nesting deeper than the parser allows) are moved to a quarantine
 /// file, byte for byte, and the good ones kept; a file with nothing to keep (not an array, not
 /// UTF-8, no good entry) is quarantined whole.
-pub(super) fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
+pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> {
     let Some(bytes) = fsio::read_file(path)? else {
-        return Ok(vec![]);
+        return Ok((vec![], Repaired::No));
     };
     let why = match parse_inbox(&bytes) {
-        Ok(messages) => return Ok(messages),
+        Ok(messages) => return Ok((messages, Repaired::No)),
         Err(why) => why,
     };
     let entries = std::str::from_utf8(&bytes)
@@ -114,7 +121,7 @@ pub(super) fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
     }
     if good.is_empty() {
         fsio::quarantine(path, &why)?;
-        return Ok(vec![]);
+        return Ok((vec![], Repaired::Yes));
     }
     let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());
     let mut kept = b"[\n  ".to_vec();
@@ -126,7 +133,7 @@ pub(super) fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
         path.display(),
         bad.len()
     );
-    Ok(good)
+    Ok((good, Repaired::Yes))
 }
 
 /// The raw text of each element of a top-level JSON array, found by tracking brackets and

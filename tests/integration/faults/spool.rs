@@ -134,7 +134,12 @@ fn mixed_writers(swarm_writers: usize, claude_writers: usize, per: u64, no_lock:
     let mut acked = Vec::new();
     for (writer, child) in children {
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "writer {writer}: {}", out.status);
+        // Unlocked writers may also read a file Claude Code is rewriting in place, and stop.
+        assert!(
+            no_lock || out.status.success(),
+            "writer {writer}: {}",
+            out.status
+        );
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             if line.starts_with("fail ") {
                 report.claude_failed += 1;

@@ -33,6 +33,9 @@ use crate::store::watcher;
 const RETRY_GATE_EVERY: Duration = Duration::from_millis(25);
 /// How long a holder keeps serving the spool after its own message is in.
 const SERVE_FOR: Duration = Duration::from_millis(50);
+/// Longest a holder waits for the senders the last commit acknowledged to spool their next
+/// entries before it lists the spool (see [`linger`]).
+const LINGER_AT_MOST: Duration = Duration::from_millis(10);
 
 /// An edit of the whole array made under the lock (mark delivered, append once, repair).
 /// Returns whether it changed anything.
@@ -54,7 +57,7 @@ impl Mailbox<'_> {
             let done = self.commit_locked(to, path, vec![message], None);
             drop(lock);
             self.serve_spool(to, path);
-            return done;
+            return done.map(drop);
         }
         let printed = print_entry(&message)?;
         let mine = self.spool(to).drop_entry(&printed)?;
@@ -98,7 +101,7 @@ impl Mailbox<'_> {
         let done = self.commit_locked(to, path, vec![], Some(edit));
         drop(lock);
         self.serve_spool(to, path);
-        done
+        done.map(drop)
     }
 
     /// After releasing the lock: whatever was spooled while we held it is ours to take in,
@@ -108,29 +111,34 @@ impl Mailbox<'_> {
         let spool = self.spool(to);
         let until = Instant::now() + SERVE_FOR;
         while Instant::now() < until && spool.has_entries() {
-            match FileLock::try_acquire(path) {
-                Ok(Some(_lock)) => {
-                    if self.commit_locked(to, path, vec![], None).is_err() {
-                        return;
-                    }
-                }
-                _ => return,
+            let Ok(Some(_lock)) = FileLock::try_acquire(path) else {
+                return;
+            };
+            if self.commit_locked(to, path, vec![], None).is_err() {
+                return;
             }
         }
     }
 
     /// Under the lock: one write of the inbox with every spooled entry, `own` and `edit`.
+    /// Returns how many entries it took in.
     fn commit_locked(
         &self,
         to: &AgentName,
         path: &Path,
         own: Vec<InboxMessage>,
         edit: Option<&mut Edit<'_>>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
+        let started = Instant::now();
         let spool = self.spool(to);
         let side = sidecar::path_for(&self.store.spool_dir(self.team, to));
-        let spooled = spool.list()?;
         let noted = Sidecar::load(&side);
+        if let (None, Some(noted)) = (&edit, &noted) {
+            if let Some((expected, at_most)) = noted.senders_coming_back(LINGER_AT_MOST) {
+                linger(&spool, expected, at_most);
+            }
+        }
+        let spooled = spool.list()?;
         let already: HashSet<&str> = noted
             .iter()
             .flat_map(|n| n.committed.iter().map(String::as_str))
@@ -147,7 +155,7 @@ impl Mailbox<'_> {
         if edit.is_none() {
             if fresh.is_empty() && own.is_empty() {
                 spool.remove(&spooled);
-                return Ok(());
+                return Ok(0);
             }
             if let Some(noted) = &noted {
                 let own_printed = own.iter().map(print_entry).collect::<Result<Vec<_>>>()?;
@@ -162,24 +170,24 @@ impl Mailbox<'_> {
                 if delivered <= KEEP_DELIVERED {
                     if let Some(out) = self.splice_if_unchanged(path, noted, &new)? {
                         fsio::write_atomic(path, &out)?;
-                        note(path, &side, &out, delivered, committed);
+                        note(path, &side, &out, delivered, committed, started);
                         spool.remove(&spooled);
-                        return Ok(());
+                        return Ok(new.len());
                     }
                 }
             }
         }
         let (mut messages, repaired) = load_locked(path)?;
         let mut present: HashSet<String> = messages.iter().map(InboxMessage::key).collect();
-        let mut changed = false;
+        let before = messages.len();
         for s in fresh {
             if present.insert(s.message.key()) {
                 messages.push(s.message.clone());
-                changed = true;
             }
         }
-        changed |= !own.is_empty();
         messages.extend(own);
+        let taken = messages.len() - before;
+        let mut changed = taken > 0;
         if let Some(edit) = edit {
             changed |= edit(&mut messages)?;
         }
@@ -188,11 +196,11 @@ impl Mailbox<'_> {
             // A repair touches nothing but the inbox and what was moved aside; the sidecar,
             // describing an inode that is gone, just makes the next commit parse once more.
             if repaired == Repaired::No {
-                note(path, &side, &out, delivered, committed);
+                note(path, &side, &out, delivered, committed, started);
             }
         }
         spool.remove(&spooled);
-        Ok(())
+        Ok(taken)
     }
 
     /// The inbox with `new` spliced in, if it is exactly what `noted` describes.
@@ -213,10 +221,31 @@ impl Mailbox<'_> {
     }
 }
 
-/// Notes what was just written to `path`.
-fn note(path: &Path, side: &Path, bytes: &[u8], delivered: usize, committed: Vec<String>) {
+/// Waits, holding the lock, until `expected` entries are spooled or `at_most` passed. Under a
+/// burst, the senders the last commit acknowledged come straight back with their next entry,
+/// and the first of them back takes the gate; listing the spool at once would take in only
+/// what is there and leave the rest for the commit after, two half-full commits paying two
+/// fsyncs for one full one.
+fn linger(spool: &Spool, expected: usize, at_most: Duration) {
+    let until = Instant::now() + at_most;
+    while spool.count() < expected && Instant::now() < until {
+        std::thread::sleep(Duration::from_micros(250));
+    }
+}
+
+/// Notes what was just written to `path` by the commit that began at `started`.
+fn note(
+    path: &Path,
+    side: &Path,
+    bytes: &[u8],
+    delivered: usize,
+    committed: Vec<String>,
+    started: Instant,
+) {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
-        Sidecar::of(&meta, bytes, delivered, committed).save(side);
+        Sidecar::of(&meta, bytes, delivered, committed)
+            .took(started.elapsed())
+            .save(side);
     }
 }
 

@@ -40,6 +40,12 @@ pub(super) struct Sidecar {
     pub(super) delivered: usize,
     /// Keys of the spool entries that write took in.
     pub(super) committed: Vec<String>,
+    /// When the write was noted (Unix ms) and how long its commit took (us): whether a burst
+    /// is on, for the next holder's linger.
+    #[serde(default)]
+    at_ms: u64,
+    #[serde(default)]
+    took_us: u64,
 }
 
 /// The sidecar of the inbox whose spool directory is `spool_dir`.
@@ -65,7 +71,28 @@ impl Sidecar {
             tail: tail_hash(bytes),
             delivered,
             committed,
+            at_ms: fsio::now_ms(),
+            took_us: 0,
         }
+    }
+
+    pub(super) fn took(mut self, took: std::time::Duration) -> Sidecar {
+        self.took_us = took.as_micros() as u64;
+        self
+    }
+
+    /// During a burst (the last commit took in more than one entry and ended moments ago): how
+    /// many senders are coming back with their next entry, and how long, at most, to wait for
+    /// them (half the last commit's time, so waiting never costs more than it can save).
+    pub(super) fn senders_coming_back(
+        &self,
+        at_most: std::time::Duration,
+    ) -> Option<(usize, std::time::Duration)> {
+        let took = std::time::Duration::from_micros(self.took_us);
+        let since = fsio::now_ms().saturating_sub(self.at_ms);
+        let recent = since <= (2 * took.as_millis() as u64).max(5);
+        (self.committed.len() > 1 && recent)
+            .then(|| (self.committed.len(), (took / 2).min(at_most)))
     }
 
     /// Whether the file with `meta` holding `bytes` is still exactly what this sidecar noted.

@@ -106,6 +106,18 @@ impl Spool {
         })
     }
 
+    /// How many entries wait in the spool.
+    pub(super) fn count(&self) -> usize {
+        fs::read_dir(&self.dir).map_or(0, |entries| {
+            entries
+                .filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| is_entry(&e.file_name().to_string_lossy()))
+                })
+                .count()
+        })
+    }
+
     /// Every spooled entry, oldest first. A file that cannot be an entry (not a regular file of
     /// ours, not one message) is moved aside with a warning so it cannot stall the spool. Temp
     /// files of senders killed before their rename are swept once per process.

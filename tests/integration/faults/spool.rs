@@ -19,8 +19,12 @@ fn texts(env: &Env) -> Vec<String> {
         .collect()
 }
 
+/// Entries placed in the spool (not a sender's temp file, which is hidden until renamed).
 fn spooled(env: &Env) -> Vec<std::path::PathBuf> {
     files_named(&env.path("teams/t/spool/coder"), ".entry")
+        .into_iter()
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect()
 }
 
 /// A sender that found the lock held is not acknowledged while its entry waits in the spool,
@@ -187,7 +191,7 @@ fn claude_code_appends_interleaved_with_spooled_writes_lose_nothing() {
 /// Proof that the interleaving harness can see loss: swarm's writers without the lock.
 #[test]
 fn without_the_lock_the_interleaving_harness_reports_loss() {
-    let report = mixed_writers(6, 3, 30, true);
+    let report = mixed_writers(8, 3, 60, true);
     assert!(
         !report.lost.is_empty(),
         "unlocked writers lost nothing, so the harness cannot see loss: {report:?}"

@@ -545,7 +545,7 @@ mod tests {
         let target = dir.path().join("inbox.json");
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &gate_path(&target),
+            gate_path(&target),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,

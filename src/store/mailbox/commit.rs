@@ -133,10 +133,11 @@ impl Mailbox<'_> {
         let spool = self.spool(to);
         let side = sidecar::path_for(&self.store.spool_dir(self.team, to));
         let noted = Sidecar::load(&side);
-        if let (None, Some(noted)) = (&edit, &noted) {
-            if let Some((expected, at_most)) = noted.senders_coming_back(LINGER_AT_MOST) {
-                linger(&spool, expected, at_most);
-            }
+        if let Some((expected, at_most)) = noted
+            .as_ref()
+            .and_then(|n| n.senders_coming_back(LINGER_AT_MOST))
+        {
+            linger(&spool, expected, at_most);
         }
         let spooled = spool.list()?;
         let already: HashSet<&str> = noted

@@ -1,9 +1,13 @@
-//! Benchmark 2, contention: 16 writer processes appending 500 messages each into one inbox,
-//! swarm's locked append against Claude Code's `mkdir` lock that gives up after 11 tries. It
-//! counts what the claims are about (sends that failed, messages lost after their ack,
-//! duplicates, torn reads seen by a concurrent reader) as well as the rate.
+//! Benchmark 2, contention: 16 writer processes appending 500 messages each into one inbox:
+//! swarm's group commit, swarm's append from before it (one locked rewrite per message, kept as
+//! `debug append --baseline`), and Claude Code's `mkdir` lock that gives up after 11 tries, all
+//! in one run. Then the realistic case, the two swarm appends again while a reader (`swarm inbox
+//! --follow --mark-read`) marks messages delivered as they arrive. It counts what the claims
+//! are about (sends that failed, messages lost after their ack, duplicates, torn reads seen by
+//! a concurrent reader) as well as the rate.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,15 +19,66 @@ use serde_json::Value;
 use super::claude_code;
 use super::harness::{load_1m, Bench};
 use super::report::{fmt_int, fmt_ratio, Section, Table};
-use super::worker::{spawn, writer_seq, Impl};
+use super::worker::{spawn, writer_seq, Impl, Worker};
 use crate::error::Result;
+use crate::store::paths::Store;
 
-/// The texts of an inbox file's entries, read the way Claude Code reads (no lock).
-fn inbox_texts(path: &Path) -> Vec<String> {
-    claude_code::read(path)
+/// The texts of an inbox file's entries, read the way Claude Code reads (no lock), and of its
+/// archive (where a reader's delivered messages go).
+fn inbox_texts(path: &Path, archive: &Path) -> Vec<String> {
+    let mut entries = claude_code::read(path);
+    if let Ok(text) = std::fs::read_to_string(archive) {
+        entries.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+    }
+    entries
         .iter()
         .filter_map(|m| m["text"].as_str().map(str::to_string))
         .collect()
+}
+
+/// A `swarm inbox --follow --unread --mark-read` process reading along; counts what it printed.
+struct Reader {
+    worker: Worker,
+    printed: std::thread::JoinHandle<u64>,
+}
+
+impl Reader {
+    fn start(b: &Bench, store: &Store) -> Result<Reader> {
+        let mut worker = spawn(
+            b.swarm(store)
+                .args([
+                    "--json",
+                    "inbox",
+                    "coder",
+                    "--follow",
+                    "--unread",
+                    "--mark-read",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        )?;
+        let stdout = worker.child().stdout.take().expect("piped");
+        let printed = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(|l| l.ok())
+                .filter(|l| serde_json::from_str::<Value>(l).is_ok())
+                .count() as u64
+        });
+        Ok(Reader { worker, printed })
+    }
+
+    /// Lets the reader catch up (everything in the live file marked), then stops it; returns
+    /// how many messages it printed.
+    fn finish(self, inbox: &Path) -> u64 {
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until && !claude_code::read(inbox).iter().all(|m| m["read"] == true)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(self.worker);
+        self.printed.join().unwrap_or_default()
+    }
 }
 
 /// Acknowledged and failed sequence numbers per writer, from `debug append` output.
@@ -102,6 +157,8 @@ impl Sampler {
 /// One implementation's contention run.
 struct ContentionRun {
     imp: Impl,
+    /// Messages the reader printed, if one read along.
+    read: Option<u64>,
     acked: u64,
     failed: u64,
     lost: u64,
@@ -118,54 +175,85 @@ impl ContentionRun {
     }
 }
 
-/// 16 writer processes x 500 messages into one inbox, swarm's append against Claude Code's.
+/// `writers` processes x `per` messages into one inbox with `imp`, a reader along if `reader`.
+fn run(b: &Bench, imp: Impl, reader: bool, writers: u64, per: u64) -> Result<ContentionRun> {
+    let name = format!(
+        "contention-{}{}",
+        imp.slug(),
+        if reader { "-read" } else { "" }
+    );
+    let (store, team) = b.team(&name, &["coder"])?;
+    let coder = "coder".parse()?;
+    let inbox = store.inbox_path(&team, &coder);
+    let archive = store.archive_path(&team, &coder);
+    let reader = reader.then(|| Reader::start(b, &store)).transpose()?;
+    let sampler = Sampler::start(inbox.clone());
+    let load_start = load_1m();
+    let started = Instant::now();
+    let children = (0..writers)
+        .map(|w| {
+            spawn(
+                b.swarm(&store)
+                    .args(imp.args())
+                    .args(["--to", "coder"])
+                    .args(["--count", &per.to_string(), "--writer", &format!("w{w}")])
+                    .stdout(Stdio::piped()),
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut acks = Acks::default();
+    for (w, child) in children.into_iter().enumerate() {
+        let lines = child.finish(&format!("writer w{w}"))?;
+        acks.add(&format!("w{w}"), &lines);
+    }
+    let wall = started.elapsed();
+    let load = format!("{load_start} -> {}", load_1m());
+    let (reads, torn) = sampler.finish();
+    let read = reader.map(|r| r.finish(&inbox));
+    let (lost, duplicated) = acks.lost_and_duplicated(&inbox_texts(&inbox, &archive));
+    Ok(ContentionRun {
+        imp,
+        read,
+        acked: acks.count(),
+        failed: acks.failed,
+        lost,
+        duplicated,
+        reads,
+        torn,
+        wall,
+        load,
+    })
+}
+
+/// 16 writer processes x 500 messages into one inbox: swarm's group commit against swarm's
+/// append before it and Claude Code's, then the two swarm appends with a reader along.
 pub(crate) fn contention(b: &Bench) -> Result<Section> {
     let writers = b.size(16, 4);
     let per = b.size(500, 20);
     let mut results = Vec::new();
-    for imp in [Impl::ClaudeCode, Impl::Swarm] {
-        let (store, team) = b.team(&format!("contention-{}", imp.command()), &["coder"])?;
-        let inbox = store.inbox_path(&team, &"coder".parse()?);
-        let sampler = Sampler::start(inbox.clone());
-        let load_start = load_1m();
-        let started = Instant::now();
-        let children = (0..writers)
-            .map(|w| {
-                spawn(
-                    b.swarm(&store)
-                        .args(["debug", imp.command(), "--to", "coder"])
-                        .args(["--count", &per.to_string(), "--writer", &format!("w{w}")])
-                        .stdout(Stdio::piped()),
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut acks = Acks::default();
-        for (w, child) in children.into_iter().enumerate() {
-            let lines = child.finish(&format!("writer w{w}"))?;
-            acks.add(&format!("w{w}"), &lines);
-        }
-        let wall = started.elapsed();
-        let (reads, torn) = sampler.finish();
-        let texts = inbox_texts(&inbox);
-        let (lost, duplicated) = acks.lost_and_duplicated(&texts);
-        results.push(ContentionRun {
-            imp,
-            acked: acks.count(),
-            failed: acks.failed,
-            lost,
-            duplicated,
-            reads,
-            torn,
-            wall,
-            load: format!("{load_start} -> {}", load_1m()),
-        });
+    for (imp, reader) in [
+        (Impl::ClaudeCode, false),
+        (Impl::SwarmBaseline, false),
+        (Impl::Swarm, false),
+        (Impl::SwarmBaseline, true),
+        (Impl::Swarm, true),
+    ] {
+        eprintln!(
+            "swarm bench: contention, {}{}",
+            imp.name(),
+            if reader { ", with a reader" } else { "" }
+        );
+        results.push(run(b, imp, reader, writers, per)?);
     }
-    let baseline_rate = results
-        .iter()
-        .find(|r| r.imp == Impl::ClaudeCode)
-        .map_or(f64::NAN, ContentionRun::rate);
+    let rate_of = |imp: Impl, reader: bool| {
+        results
+            .iter()
+            .find(|r| r.imp == imp && r.read.is_some() == reader)
+            .map_or(f64::NAN, ContentionRun::rate)
+    };
     let mut table = Table::new(&[
         "implementation",
+        "reader",
         "delivered",
         "failed sends",
         "lost after ack",
@@ -173,12 +261,16 @@ pub(crate) fn contention(b: &Bench) -> Result<Section> {
         "torn reads / sampled",
         "wall s",
         "delivered/s",
+        "vs before group commit",
         "vs Claude Code",
         "load 1m",
     ]);
     for r in &results {
         table.row(vec![
             r.imp.name().into(),
+            r.read.map_or("none".into(), |n| {
+                format!("marks delivered ({} seen)", fmt_int(n))
+            }),
             fmt_int(r.acked),
             fmt_int(r.failed),
             r.lost.to_string(),
@@ -186,7 +278,8 @@ pub(crate) fn contention(b: &Bench) -> Result<Section> {
             format!("{} / {}", r.torn, r.reads),
             format!("{:.1}", r.wall.as_secs_f64()),
             format!("{:.0}", r.rate()),
-            fmt_ratio(r.rate() / baseline_rate),
+            fmt_ratio(r.rate() / rate_of(Impl::SwarmBaseline, r.read.is_some())),
+            fmt_ratio(r.rate() / rate_of(Impl::ClaudeCode, false)),
             r.load.clone(),
         ]);
     }
@@ -197,10 +290,11 @@ pub(crate) fn contention(b: &Bench) -> Result<Section> {
         ),
         table,
         notes: vec![
-            "Each writer is one process appending in a loop (`swarm debug append` = `Mailbox::send`, as `swarm send` does; `swarm debug cc-append` = Claude Code's append). Nobody reads the inbox, so it grows to every message and each append rewrites all of it, for both.".into(),
-            "A failed send is Claude Code giving up after 11 lock attempts (about 0.66 s of backoff); the message is dropped and the sender told. swarm waits in a kernel queue instead (30 s limit). Lost after ack: acknowledged, yet absent from the final file.".into(),
+            "Each writer is one process appending in a loop: `swarm debug append` = `Mailbox::send`, as `swarm send` does (the group commit: a sender that meets a busy lock spools its entry and the holder takes every spooled entry in with one rewrite and one fsync); `debug append --baseline` = swarm's append before the group commit (each message its own locked rewrite and fsync); `debug cc-append` = Claude Code's append.".into(),
+            "Without a reader nobody reads the inbox, so it grows to every message and each rewrite copies all of it. With a reader, `swarm inbox --follow --mark-read` marks messages delivered as they arrive (the realistic case): the live file stays small (delivered messages beyond 100 move to the archive), and the reader takes the same lock.".into(),
+            "A failed send is Claude Code giving up after 11 lock attempts (about 0.66 s of backoff); the message is dropped and the sender told. swarm waits instead (30 s limit). Lost after ack: acknowledged, yet absent from the final file and its archive.".into(),
             "Torn reads: a reader thread read the file every 2 ms during the run; a read that does not parse is what a Claude Code poller treats as an empty inbox.".into(),
-            "The Claude Code run goes first; if the load average moved between the two (last column), so did the ratio.".into(),
+            "The runs go one after the other in the order shown; if the load average moved between them (last column), so did the ratios.".into(),
         ],
     })
 }

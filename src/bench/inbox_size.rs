@@ -51,7 +51,8 @@ pub(crate) fn inbox_size(b: &Bench) -> Result<Section> {
         seed_inbox(&inbox, present, delivered)?;
         let child = spawn(
             b.swarm(&store)
-                .args(["debug", imp.command(), "--to", "coder", "--timings"])
+                .args(imp.args())
+                .args(["--to", "coder", "--timings"])
                 .args(["--count", &appends.to_string()])
                 .stdout(Stdio::piped()),
         )?;

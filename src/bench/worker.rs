@@ -61,10 +61,12 @@ pub(crate) fn spawn(cmd: &mut Command) -> Result<Worker> {
         })
 }
 
-/// Which append a writer process runs: swarm's own or the Claude Code re-implementation.
+/// Which append a writer process runs: swarm's group commit, swarm's append from before it
+/// (the baseline kept for exactly this), or the Claude Code re-implementation.
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Impl {
     Swarm,
+    SwarmBaseline,
     ClaudeCode,
 }
 
@@ -72,15 +74,26 @@ impl Impl {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Impl::Swarm => "swarm",
+            Impl::SwarmBaseline => "swarm before group commit",
             Impl::ClaudeCode => "Claude Code (re-implemented)",
         }
     }
 
-    /// The `swarm debug` subcommand that appends this way.
-    pub(crate) fn command(self) -> &'static str {
+    /// A short name for file and directory names.
+    pub(crate) fn slug(self) -> &'static str {
         match self {
-            Impl::Swarm => "append",
-            Impl::ClaudeCode => "cc-append",
+            Impl::Swarm => "swarm",
+            Impl::SwarmBaseline => "baseline",
+            Impl::ClaudeCode => "cc",
+        }
+    }
+
+    /// The `swarm debug` arguments that append this way.
+    pub(crate) fn args(self) -> &'static [&'static str] {
+        match self {
+            Impl::Swarm => &["debug", "append"],
+            Impl::SwarmBaseline => &["debug", "append", "--baseline"],
+            Impl::ClaudeCode => &["debug", "cc-append"],
         }
     }
 }

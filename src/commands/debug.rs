@@ -5,7 +5,8 @@
 //! they need a process that performs one store operation in a loop and says, line by line, what
 //! it has finished. These commands are that process. They call the same store functions the
 //! normal commands call and change nothing about them; `--no-lock` and `cc-append` exist only
-//! to prove the harness can fail and to measure the Claude Code baseline. Not a stable interface.
+//! to prove the harness can fail, and `cc-append` and `append --baseline` to measure the Claude
+//! Code and pre-group-commit baselines. Not a stable interface.
 
 use std::time::Instant;
 
@@ -79,6 +80,8 @@ fn append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
         let started = Instant::now();
         if args.no_lock {
             append_without_lock(&ctx.store, &team, to, message)?;
+        } else if args.baseline {
+            mailbox.send_baseline(to, message)?;
         } else {
             mailbox.send(to, message)?;
         }

@@ -2,52 +2,79 @@
 //!
 //! Claude Code locks a file `F` by creating the directory `F.lock` and calls it stale after 10 s.
 //! swarm takes the same directory lock, so a real `claude` teammate and a swarm process never
-//! write one inbox at once. Two things are added:
+//! write one inbox at once. Before the directory, swarm processes flock a gate: the hidden
+//! sibling file `.F.gate`. Among swarm processes the kernel queues the waiters, so nobody sleeps
+//! in a backoff loop while the lock sits free, and the directory is almost never contended.
 //!
-//! * an `owner` file inside the lock directory, held with an `fs4` (flock) lock for as long as
-//!   the lock is held. A contender that can take that flock knows the holder died and breaks the
-//!   lock at once instead of waiting 10 s. A lock directory without an owner file (a Claude Code
-//!   holder) is honoured until it is 10 s stale.
-//! * a gate: a hidden sibling file `.F.gate` that swarm processes flock before they go for the
-//!   directory. Among swarm processes the kernel queues the waiters, so nobody sleeps in a
-//!   backoff loop while the lock sits free; the directory is then almost never contended. The
-//!   wait has a deadline, and a waiter that gives up (a stopped holder) names the pid in the
-//!   owner file.
+//! The gate also carries the owner record. Holding the gate, a swarm process builds the lock
+//! directory under a temp name, writes the pid and that directory's identity (inode, device,
+//! birth time) into the gate, and renames the directory into place without replacing anything
+//! (`RENAME_NOREPLACE`); releasing, it removes the directory and empties the gate. So a swarm
+//! holder killed at any instant leaves either no `F.lock` or one the gate's record names, and a
+//! contender that holds the gate knows that record's writer is gone (it would hold the gate
+//! otherwise) and breaks the lock at once. A lock directory the record does not name is Claude
+//! Code's and is honoured until it is 10 s stale. That is three namespace operations per lock
+//! (mkdir, rename, rmdir) where an owner file inside the directory took seven, and there is no
+//! instant at which a dead swarm holder's directory looks like Claude Code's.
 //!
-//! The lock directory appears and disappears whole: it is built under a temp name with its
-//! flocked owner file inside and renamed into place without replacing anything
-//! (`RENAME_NOREPLACE`), and released by renaming it away before it is emptied. So a swarm
-//! holder killed at any instant leaves either no `F.lock` or one whose owner file is unlocked,
-//! never the empty directory that would be honoured as Claude Code's for 10 s.
+//! The gate is opened without `O_CREAT` (it exists after the first lock), which keeps the
+//! directory's inode lock out of the common path. A waiter for the gate has a deadline and, when
+//! it gives up (a stopped holder), names the pid from the record.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::io::ErrorKind;
+use std::os::unix::fs::{DirBuilderExt, FileExt as _, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use fs4::fs_std::FileExt;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::store::fsio::{self, now_ms};
 use crate::store::guard;
 
-/// Claude Code's staleness rule for a lock directory with no owner file.
+/// Claude Code's staleness rule for a lock directory no swarm record names.
 const STALE_AFTER: Duration = Duration::from_secs(10);
 /// How long to wait for a live holder before giving up. Claude Code gives up after about half a
 /// second and loses the write; swarm waits longer because a dead holder is noticed at once.
-const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
-const SAY_WAITING_AFTER: Duration = Duration::from_secs(1);
+pub const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
+/// When a waiter says on stderr that it is waiting.
+pub const SAY_WAITING_AFTER: Duration = Duration::from_secs(1);
+/// The owner record is written at offset 0 padded to this length, so one `pwrite` replaces it
+/// whatever was there.
+const RECORD_LEN: usize = 160;
+/// `STATX_BTIME`, which rustix accepts as an externally defined bit.
+const STATX_BTIME: u32 = 0x800;
 
 static BREAK_COUNTER: AtomicU64 = AtomicU64::new(0);
+const O_NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 /// An exclusive lock on a store file; released on drop.
 #[derive(Debug)]
 pub struct FileLock {
     lock_dir: PathBuf,
-    owner: File,
-    _gate: File,
+    gate: File,
+}
+
+/// Which directory a swarm holder placed: enough to tell it from a later one with the same name
+/// (an inode number alone can be reused by the next `mkdir`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct DirId {
+    ino: u64,
+    dev: u64,
+    /// Birth time in ns, 0 where the file system does not keep one.
+    born: u128,
+}
+
+/// What the gate says while a swarm process holds the lock.
+#[derive(Debug, Serialize, Deserialize)]
+struct OwnerRecord {
+    pid: u32,
+    #[serde(rename = "acquiredAt")]
+    acquired_at: u64,
+    dir: DirId,
 }
 
 impl FileLock {
@@ -59,58 +86,33 @@ impl FileLock {
     pub fn acquire_with(target: &Path, give_up_after: Duration) -> Result<FileLock> {
         let start = Instant::now();
         let lock_dir = lock_dir_of(target);
-        let gate = take_gate(target, start, give_up_after, &lock_dir)?;
-        let mut backoff = Duration::from_millis(5);
-        let mut said_waiting = false;
-        loop {
-            match try_take_dir(&lock_dir)? {
-                Some(owner) => {
-                    return Ok(FileLock {
-                        lock_dir,
-                        owner,
-                        _gate: gate,
-                    })
-                }
-                None => {
-                    if break_if_dead_or_stale(&lock_dir)? {
-                        continue;
-                    }
-                }
-            }
-            let waited = start.elapsed();
-            if waited > give_up_after {
-                return Err(Error::LockTimeout {
-                    path: lock_dir,
-                    waited_ms: waited.as_millis(),
-                    holder: "a process without an owner file (Claude Code)".into(),
-                });
-            }
-            if !said_waiting && waited > SAY_WAITING_AFTER {
-                eprintln!("swarm: waiting for lock on {}", lock_dir.display());
-                said_waiting = true;
-            }
-            std::thread::sleep(backoff);
-            backoff = (backoff * 2).min(Duration::from_millis(100));
+        let gate = take_gate(target, start, give_up_after)?;
+        take_dir(gate, lock_dir, start, give_up_after)
+    }
+
+    /// The lock if no other swarm process holds the gate now (`None` if one does); a Claude
+    /// Code holder of the directory is still waited for, as [`FileLock::acquire`] does.
+    pub fn try_acquire(target: &Path) -> Result<Option<FileLock>> {
+        let start = Instant::now();
+        let gate = open_gate(target)?;
+        if !FileExt::try_lock_exclusive(&gate).map_err(Error::io("lock", gate_path(target)))? {
+            return Ok(None);
         }
+        take_dir(gate, lock_dir_of(target), start, GIVE_UP_AFTER).map(Some)
     }
 }
 
 impl Drop for FileLock {
     fn drop(&mut self) {
-        // Released the moment the directory leaves its name; emptied under the tomb name, so it
-        // is never an ownerless `F.lock`. Our flock is kept until both are gone.
-        let tomb = sibling(&self.lock_dir, "released");
-        match fs::rename(&self.lock_dir, &tomb) {
-            Ok(()) => {
-                let _ = fs::remove_file(tomb.join("owner"));
-                let _ = fs::remove_dir(&tomb);
-            }
-            Err(_) => {
-                let _ = fs::remove_file(self.lock_dir.join("owner"));
-                let _ = fs::remove_dir(&self.lock_dir);
+        // The directory goes first: a kill between the two leaves a record naming a directory
+        // that no longer exists, which breaks nothing.
+        if let Err(e) = fs::remove_dir(&self.lock_dir) {
+            if e.kind() != ErrorKind::NotFound {
+                let _ = remove_lock_dir(&self.lock_dir);
             }
         }
-        let _ = FileExt::unlock(&self.owner);
+        let _ = self.gate.set_len(0);
+        // Closing the gate releases its flock.
     }
 }
 
@@ -120,8 +122,27 @@ pub fn lock_dir_of(target: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// `.F.lock.<what>-<random>` beside `F.lock`: a name no other lock uses and the temp sweep
-/// knows (see `fsio::sweep_temp_files`).
+/// The error of a waiter for `target`'s lock that gave up after `waited`, naming the swarm
+/// process the gate's record names, if any.
+pub fn gave_up(target: &Path, waited: Duration) -> Error {
+    let holder = OpenOptions::new()
+        .read(true)
+        .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
+        .open(gate_path(target))
+        .ok()
+        .and_then(|gate| read_record(&gate))
+        .map_or("another swarm process".to_string(), |r| {
+            format!("swarm process {} (stopped or stuck?)", r.pid)
+        });
+    Error::LockTimeout {
+        path: lock_dir_of(target),
+        waited_ms: waited.as_millis(),
+        holder,
+    }
+}
+
+/// `.F.lock.<what>.tmp-<pid>-<random>` beside `F.lock`: a name no other lock uses and the temp
+/// sweep knows (see `fsio::sweep_temp_files`).
 fn sibling(lock_dir: &Path, what: &str) -> PathBuf {
     let name = lock_dir.file_name().unwrap_or_default().to_string_lossy();
     lock_dir.with_file_name(format!(
@@ -137,82 +158,119 @@ fn gate_path(target: &Path) -> PathBuf {
     target.with_file_name(format!(".{name}.gate"))
 }
 
-/// Takes the gate, waiting in the kernel's queue until `give_up_after` has passed since
-/// `start`; then gives up and says which pid holds it.
-fn take_gate(
-    target: &Path,
-    start: Instant,
-    give_up_after: Duration,
-    lock_dir: &Path,
-) -> Result<File> {
+/// Opens the gate, creating it only when it is missing. A gate that is not a regular file (a
+/// FIFO planted there) is moved aside like a corrupt file and replaced; one that is not ours or
+/// has other links is refused, since the owner record is written into it.
+fn open_gate(target: &Path) -> Result<File> {
     guard::check_dirs(target.parent().unwrap_or(Path::new("")))?;
     let path = gate_path(target);
-    let open = || {
+    let open = |create: bool| {
         OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
+            .create(create)
             .truncate(false)
             .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
+            .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
             .open(&path)
-            .map_err(Error::io("open lock gate", &path))
     };
-    let gate = open()?;
-    let gate = if FileExt::try_lock_exclusive(&gate).map_err(Error::io("lock", &path))? {
-        gate
-    } else {
-        // Someone else is in. A helper thread waits in the queue; if we give up first, it
-        // drops the gate the moment it gets it, so nobody is left holding it for us.
-        let (tx, rx) = std::sync::mpsc::channel::<std::io::Result<File>>();
-        std::thread::spawn(move || {
-            let _ = tx.send(FileExt::lock_exclusive(&gate).map(|()| gate));
-        });
-        let shown = lock_dir.with_extension("").display().to_string();
-        let say_at = SAY_WAITING_AFTER.saturating_sub(start.elapsed());
-        let mut answer = rx.recv_timeout(say_at);
-        if answer.is_err() {
-            eprintln!("swarm: waiting for lock on {shown}");
-            answer = rx.recv_timeout(give_up_after.saturating_sub(start.elapsed()));
-        }
-        match answer {
-            Ok(taken) => taken.map_err(Error::io("lock", &path))?,
-            Err(_) => {
-                // The gate holder is almost always the lock's owner, whose file names it.
-                let holder = fs::read(lock_dir.join("owner"))
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                    .and_then(|v| v["pid"].as_u64())
-                    .map_or("another swarm process".to_string(), |pid| {
-                        format!("swarm process {pid} (stopped or stuck?)")
-                    });
-                return Err(Error::LockTimeout {
-                    path: lock_dir.to_path_buf(),
-                    waited_ms: start.elapsed().as_millis(),
-                    holder,
-                });
-            }
-        }
-    };
+    let mut gate = match open(false) {
+        Err(e) if e.kind() == ErrorKind::NotFound => open(true),
+        other => other,
+    }
+    .map_err(Error::io("open lock gate", &path))?;
+    let meta = gate.metadata().map_err(Error::io("inspect", &path))?;
+    if !meta.is_file() {
+        fsio::quarantine(&path, &format!("it is a {}", guard::kind_of(&meta)))?;
+        gate = open(true).map_err(Error::io("open lock gate", &path))?;
+    }
+    fsio::check_opened(&gate, &path)?;
     Ok(gate)
 }
 
-/// Builds a lock directory with a flocked owner file under a temp name and renames it to
-/// `lock_dir` if nothing is there. `None` if a lock directory exists. Where the file system
-/// cannot rename without replacing, falls back to `mkdir` and installing the owner after it.
-fn try_take_dir(lock_dir: &Path) -> Result<Option<File>> {
+/// Takes the gate, waiting in the kernel's queue until `give_up_after` has passed since
+/// `start`; then gives up and says which pid holds it.
+fn take_gate(target: &Path, start: Instant, give_up_after: Duration) -> Result<File> {
+    let gate = open_gate(target)?;
+    let path = gate_path(target);
+    if FileExt::try_lock_exclusive(&gate).map_err(Error::io("lock", &path))? {
+        return Ok(gate);
+    }
+    // Someone else is in. A helper thread waits in the queue; if we give up first, it drops the
+    // gate the moment it gets it, so nobody is left holding it for us.
+    let (tx, rx) = std::sync::mpsc::channel::<std::io::Result<File>>();
+    std::thread::spawn(move || {
+        let _ = tx.send(FileExt::lock_exclusive(&gate).map(|()| gate));
+    });
+    let say_at = SAY_WAITING_AFTER.saturating_sub(start.elapsed());
+    let mut answer = rx.recv_timeout(say_at);
+    if answer.is_err() {
+        eprintln!("swarm: waiting for lock on {}", target.display());
+        answer = rx.recv_timeout(give_up_after.saturating_sub(start.elapsed()));
+    }
+    match answer {
+        Ok(taken) => taken.map_err(Error::io("lock", &path)),
+        Err(_) => Err(gave_up(target, start.elapsed())),
+    }
+}
+
+/// Holding the gate, places the lock directory, breaking a dead holder's and waiting out Claude
+/// Code's (backoff 5 ms doubling to 100 ms, as Claude Code does).
+fn take_dir(
+    gate: File,
+    lock_dir: PathBuf,
+    start: Instant,
+    give_up_after: Duration,
+) -> Result<FileLock> {
+    // The gate was free, so a record left in it is a dead holder's. Its directory is broken
+    // before our own record replaces that one: killed in between, we would otherwise leave a
+    // dead holder's directory that no record names.
+    let dead = read_record(&gate);
+    if dead.is_some() {
+        break_if_dead_or_stale(dead.as_ref(), &lock_dir)?;
+    }
+    let mut backoff = Duration::from_millis(5);
+    let mut said_waiting = false;
+    loop {
+        if try_place_dir(&gate, &lock_dir)? {
+            return Ok(FileLock { lock_dir, gate });
+        }
+        if break_if_dead_or_stale(dead.as_ref(), &lock_dir)? {
+            continue;
+        }
+        let waited = start.elapsed();
+        if waited > give_up_after {
+            return Err(Error::LockTimeout {
+                path: lock_dir,
+                waited_ms: waited.as_millis(),
+                holder: "a process without a swarm owner record (Claude Code)".into(),
+            });
+        }
+        if !said_waiting && waited > SAY_WAITING_AFTER {
+            eprintln!("swarm: waiting for lock on {}", lock_dir.display());
+            said_waiting = true;
+        }
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// Builds the lock directory under a temp name, records it in the gate and renames it into
+/// place if nothing is there. `Ok(false)` if a lock directory exists. Where the file system
+/// cannot rename without replacing, falls back to `mkdir` and recording after it.
+fn try_place_dir(gate: &File, lock_dir: &Path) -> Result<bool> {
     let staged = sibling(lock_dir, "new");
     fs::DirBuilder::new()
         .mode(0o700)
         .create(&staged)
         .map_err(Error::io("create lock directory", &staged))?;
-    let owner = match install_owner(&staged) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = fs::remove_dir_all(&staged);
-            return Err(Error::io("write lock owner in", lock_dir)(e));
-        }
-    };
+    let recorded = dir_id(&staged).and_then(|id| write_record(gate, id));
+    if let Err(e) = recorded {
+        let _ = fs::remove_dir(&staged);
+        return Err(Error::io("record the lock owner in the gate of", lock_dir)(
+            e,
+        ));
+    }
     let placed = rustix::fs::renameat_with(
         rustix::fs::CWD,
         &staged,
@@ -221,119 +279,138 @@ fn try_take_dir(lock_dir: &Path) -> Result<Option<File>> {
         rustix::fs::RenameFlags::NOREPLACE,
     );
     match placed {
-        Ok(()) => Ok(Some(owner)),
+        Ok(()) => Ok(true),
         Err(e) => {
-            let _ = fs::remove_file(staged.join("owner"));
             let _ = fs::remove_dir(&staged);
             match e {
-                rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => Ok(None),
-                rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS => try_mkdir_dir(lock_dir),
+                rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => Ok(false),
+                rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS => {
+                    try_mkdir_dir(gate, lock_dir)
+                }
                 e => Err(Error::io("create lock directory", lock_dir)(e.into())),
             }
         }
     }
 }
 
-/// A fresh owner file in `dir`, flocked before it appears under its name, so nobody can open
-/// `owner` and find it unlocked while we live.
-fn install_owner(dir: &Path) -> std::io::Result<File> {
-    let tmp = dir.join(format!("owner.tmp-{}", std::process::id()));
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    if !FileExt::try_lock_exclusive(&f)? {
-        let _ = fs::remove_file(&tmp);
-        return Err(std::io::Error::other(
-            "fresh owner file is locked by someone else",
-        ));
-    }
-    writeln!(
-        f,
-        "{{\"pid\": {}, \"acquiredAt\": {}}}",
-        std::process::id(),
-        now_ms()
-    )?;
-    fs::rename(&tmp, dir.join("owner")).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })?;
-    Ok(f)
-}
-
 /// The `mkdir` way, for file systems without `RENAME_NOREPLACE`: a kill between the `mkdir` and
-/// the owner's rename leaves `owner.tmp-<pid>`, which [`break_if_dead_or_stale`] recognises.
-fn try_mkdir_dir(lock_dir: &Path) -> Result<Option<File>> {
+/// the record leaves a directory that is honoured as Claude Code's for 10 s.
+fn try_mkdir_dir(gate: &File, lock_dir: &Path) -> Result<bool> {
     match fs::DirBuilder::new().mode(0o700).create(lock_dir) {
         Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(None),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(false),
         Err(e) => return Err(Error::io("create lock directory", lock_dir)(e)),
     }
-    install_owner(lock_dir).map(Some).map_err(|e| {
-        let _ = fs::remove_dir_all(lock_dir);
-        Error::io("write lock owner in", lock_dir)(e)
-    })
+    dir_id(lock_dir)
+        .and_then(|id| write_record(gate, id))
+        .map(|()| true)
+        .map_err(|e| {
+            let _ = fs::remove_dir(lock_dir);
+            Error::io("record the lock owner in the gate of", lock_dir)(e)
+        })
 }
 
-/// Breaks the lock when its holder is provably dead (owner file present and unlocked, or a
-/// half-installed owner left by a swarm process) or, with no owner file, when the directory is
-/// older than Claude Code's 10 s. Returns whether it broke. Called only while holding the gate.
-fn break_if_dead_or_stale(lock_dir: &Path) -> Result<bool> {
-    let owner_path = lock_dir.join("owner");
-    match File::open(&owner_path) {
-        Ok(owner) => {
-            if !FileExt::try_lock_exclusive(&owner).map_err(Error::io("lock", &owner_path))? {
-                return Ok(false); // the holder is alive
-            }
-            // We hold the dead owner's flock, so no other breaker can act on this inode now.
-            // Break only if the directory still belongs to that dead owner.
-            let held = owner
-                .metadata()
-                .map_err(Error::io("inspect", &owner_path))?;
-            match fs::metadata(&owner_path) {
-                Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
-                    remove_lock_dir(lock_dir)?;
-                    Ok(true)
-                }
-                _ => Ok(true), // it changed hands meanwhile; just try again
-            }
-        }
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            // `owner.tmp-<pid>` without `owner`: a swarm process was killed while installing its
-            // owner file. It cannot be alive: a live swarm holder (or installer) holds the gate,
-            // and so do we. Claude Code never writes such a file.
-            if half_installed(lock_dir)? {
-                remove_lock_dir(lock_dir)?;
-                return Ok(true);
-            }
-            let modified = match fs::metadata(lock_dir).and_then(|m| m.modified()) {
-                Ok(t) => t,
-                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
-                Err(e) => return Err(Error::io("inspect", lock_dir)(e)),
-            };
-            let age = SystemTime::now()
-                .duration_since(modified)
-                .unwrap_or_default();
-            if age > STALE_AFTER {
-                remove_lock_dir(lock_dir)?;
-                return Ok(true);
-            }
-            Ok(false)
-        }
-        Err(e) => Err(Error::io("open", &owner_path)(e)),
+fn write_record(gate: &File, dir: DirId) -> std::io::Result<()> {
+    let record = OwnerRecord {
+        pid: std::process::id(),
+        acquired_at: now_ms(),
+        dir,
+    };
+    let mut bytes = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
+    bytes.resize(RECORD_LEN - 1, b' ');
+    bytes.push(b'\n');
+    gate.write_all_at(&bytes, 0)
+}
+
+fn read_record(gate: &File) -> Option<OwnerRecord> {
+    let mut buf = [0u8; RECORD_LEN];
+    let n = gate.read_at(&mut buf, 0).ok()?;
+    serde_json::from_slice(buf[..n].trim_ascii()).ok()
+}
+
+impl DirId {
+    fn same(&self, other: &DirId) -> bool {
+        self.ino == other.ino && self.dev == other.dev && self.born == other.born
     }
 }
 
-/// Whether `lock_dir` holds a swarm owner file that was never renamed into place.
-fn half_installed(lock_dir: &Path) -> Result<bool> {
+/// The identity of the directory at `path` (not following a symlink).
+fn dir_id(path: &Path) -> std::io::Result<DirId> {
+    use rustix::fs::{statx, AtFlags, StatxFlags, CWD};
+    let mask = StatxFlags::INO | StatxFlags::from_bits_retain(STATX_BTIME);
+    match statx(CWD, path, AtFlags::SYMLINK_NOFOLLOW, mask) {
+        Ok(st) => Ok(DirId {
+            ino: st.stx_ino,
+            dev: (u64::from(st.stx_dev_major) << 32) | u64::from(st.stx_dev_minor),
+            born: if st.stx_mask & STATX_BTIME != 0 {
+                st.stx_btime.tv_sec as u128 * 1_000_000_000 + u128::from(st.stx_btime.tv_nsec)
+            } else {
+                0
+            },
+        }),
+        Err(rustix::io::Errno::NOSYS) => {
+            let meta = fs::symlink_metadata(path)?;
+            Ok(DirId {
+                ino: meta.ino(),
+                dev: meta.dev(),
+                born: 0,
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Breaks the lock when its holder is provably dead (`dead`, the record found in the gate when
+/// we took it, names this directory; or a swarm owner file of the older layout is left unlocked
+/// or half installed) or, otherwise, when the directory is older than Claude Code's 10 s.
+/// Returns whether it broke (or the directory went away). Called only while holding the gate.
+fn break_if_dead_or_stale(dead: Option<&OwnerRecord>, lock_dir: &Path) -> Result<bool> {
+    let id = match dir_id(lock_dir) {
+        Ok(id) => id,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(Error::io("inspect", lock_dir)(e)),
+    };
+    // We hold the gate, so whoever wrote this record does not: it died holding the lock.
+    if dead.is_some_and(|r| r.dir.same(&id)) || older_layout_is_dead(lock_dir)? {
+        remove_lock_dir(lock_dir)?;
+        return Ok(true);
+    }
+    let modified = match fs::symlink_metadata(lock_dir).and_then(|m| m.modified()) {
+        Ok(t) => t,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(Error::io("inspect", lock_dir)(e)),
+    };
+    let age = SystemTime::now()
+        .duration_since(modified)
+        .unwrap_or_default();
+    if age > STALE_AFTER {
+        remove_lock_dir(lock_dir)?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// A lock directory left by a swarm of the previous layout, which kept a flocked `owner` file
+/// inside: dead if that file is unlocked or was never renamed into place (`owner.tmp-<pid>`).
+fn older_layout_is_dead(lock_dir: &Path) -> Result<bool> {
     let entries = match fs::read_dir(lock_dir) {
         Ok(e) => e,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(Error::io("list", lock_dir)(e)),
     };
-    Ok(entries
-        .filter_map(|e| e.ok())
-        .any(|e| e.file_name().to_string_lossy().starts_with("owner.tmp-")))
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("owner.tmp-") {
+            return Ok(true);
+        }
+        if name == "owner" {
+            let path = entry.path();
+            let owner = File::open(&path).map_err(Error::io("open", &path))?;
+            return FileExt::try_lock_exclusive(&owner).map_err(Error::io("lock", &path));
+        }
+    }
+    Ok(false)
 }
 
 /// Renames the lock directory out of the way (atomic), then deletes it.
@@ -359,18 +436,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lock_creates_and_removes_the_directory() {
+    fn lock_creates_and_removes_the_directory_and_records_itself_in_the_gate() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("inbox.json");
+        let gate = dir.path().join(".inbox.json.gate");
         {
             let _l = FileLock::acquire(&target).unwrap();
-            assert!(dir.path().join("inbox.json.lock/owner").exists());
+            let lock_dir = dir.path().join("inbox.json.lock");
+            assert_eq!(fs::read_dir(&lock_dir).unwrap().count(), 0);
+            let record: OwnerRecord =
+                serde_json::from_slice(fs::read(&gate).unwrap().trim_ascii()).unwrap();
+            assert_eq!(record.pid, std::process::id());
+            assert!(record.dir.same(&dir_id(&lock_dir).unwrap()));
         }
         assert!(!dir.path().join("inbox.json.lock").exists());
+        assert_eq!(fs::read(&gate).unwrap(), b"", "a released gate is empty");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "only the gate"
+        );
     }
 
     #[test]
-    fn a_fresh_ownerless_lock_directory_is_honoured() {
+    fn a_held_gate_makes_try_acquire_say_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        let held = FileLock::acquire(&target).unwrap();
+        assert!(FileLock::try_acquire(&target).unwrap().is_none());
+        drop(held);
+        assert!(FileLock::try_acquire(&target).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_fresh_lock_directory_no_record_names_is_honoured() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("inbox.json");
         fs::create_dir(lock_dir_of(&target)).unwrap();
@@ -379,7 +478,7 @@ mod tests {
     }
 
     #[test]
-    fn an_ownerless_lock_older_than_ten_seconds_is_broken() {
+    fn an_unnamed_lock_older_than_ten_seconds_is_broken() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("inbox.json");
         let lock_dir = lock_dir_of(&target);
@@ -389,24 +488,70 @@ mod tests {
         let _l = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap();
     }
 
+    /// A holder killed while holding: its directory is named by the gate's record and the gate
+    /// is free, so the next taker breaks it at once (fresh, so the 10 s rule alone would wait).
     #[test]
-    fn an_owner_file_that_was_never_installed_means_a_dead_holder() {
+    fn a_directory_the_free_gate_names_means_a_dead_holder() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("inbox.json");
         let lock_dir = lock_dir_of(&target);
+        let gate = open_gate(&target).unwrap();
+        FileExt::lock_exclusive(&gate).unwrap();
+        assert!(try_place_dir(&gate, &lock_dir).unwrap());
+        drop(gate); // the kernel releases a killed holder's flock the same way
+        assert!(lock_dir.exists());
+        let _l = FileLock::acquire_with(&target, Duration::from_millis(500)).unwrap();
+    }
+
+    /// A directory of the same name made after the recorded one (another inode or birth) is
+    /// not the dead holder's: it is honoured.
+    #[test]
+    fn a_record_naming_an_earlier_directory_breaks_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        let lock_dir = lock_dir_of(&target);
+        drop(FileLock::acquire(&target).unwrap());
         fs::create_dir(&lock_dir).unwrap();
-        fs::write(lock_dir.join("owner.tmp-4242"), "").unwrap();
-        // Fresh, so Claude Code's 10 s rule alone would make this time out.
-        let _l = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap();
+        let gate = open_gate(&target).unwrap();
+        write_record(
+            &gate,
+            DirId {
+                ino: 1,
+                dev: 1,
+                born: 1,
+            },
+        )
+        .unwrap();
+        drop(gate);
+        let err = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
     }
 
     #[test]
-    fn an_unlocked_owner_file_means_a_dead_holder() {
+    fn the_older_layout_left_by_a_dead_holder_is_broken() {
+        for leftover in ["owner.tmp-4242", "owner"] {
+            let dir = tempfile::tempdir().unwrap();
+            let target = dir.path().join("inbox.json");
+            let lock_dir = lock_dir_of(&target);
+            fs::create_dir(&lock_dir).unwrap();
+            fs::write(lock_dir.join(leftover), "{\"pid\": 1}").unwrap();
+            let _l = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_fifo_gate_is_moved_aside() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("inbox.json");
-        let lock_dir = lock_dir_of(&target);
-        fs::create_dir(&lock_dir).unwrap();
-        fs::write(lock_dir.join("owner"), "{\"pid\": 1}").unwrap();
-        let _l = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            gate_path(&target),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let _l = FileLock::acquire_with(&target, Duration::from_millis(500)).unwrap();
+        assert!(fs::metadata(gate_path(&target)).unwrap().is_file());
     }
 }

@@ -1,12 +1,18 @@
 //! Inboxes: `teams/<team>/inboxes/<agent>.json` (PROTOCOL.md section 6).
 //!
-//! An inbox is a pretty-printed JSON array anyone can `cat`. Appends take the inbox lock, read,
-//! push and write atomically. Delivery is marked per message by `msg_id` (`read: true`), never
+//! An inbox is a pretty-printed JSON array anyone can `cat`, written atomically under the inbox
+//! lock Claude Code takes too. Appends are group-committed (`commit.rs`): senders that meet a
+//! busy lock spool their entry and the holder takes them all in with one rewrite, so sixteen
+//! writers pay for one fsync between them instead of one each. Delivery is marked per message by `msg_id` (`read: true`), never
 //! "mark all", so a message that arrives between a read and its mark is not lost. Delivered
 //! messages beyond the newest 100 move to `<agent>.archive.jsonl`: the live file stays small and
 //! the history stays on disk.
 
+mod baseline;
+mod commit;
 mod file;
+mod sidecar;
+mod spool;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -14,12 +20,11 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use file::{append_jsonl, load_locked, parse_inbox, splice_append};
+use file::{append_jsonl, parse_inbox};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::lead_key::{LeadEntry, LeadKey, LeadVerifier, SIG_FIELD};
-use crate::store::lock::FileLock;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{timestamp_now, Payload, Protocol};
@@ -164,32 +169,28 @@ impl<'a> Mailbox<'a> {
     pub fn append(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
         self.sign_if_lead(&mut message)?;
         let path = self.prepare(to)?;
-        let _lock = FileLock::acquire(&path)?;
-        if let Some(bytes) = fsio::read_file(&path)? {
-            if let Some(spliced) = splice_append(&bytes, &message) {
-                return fsio::write_atomic(&path, &spliced);
-            }
-        }
-        let mut messages = load_locked(&path)?;
-        messages.push(message);
-        self.compact_and_write(to, &path, messages)
+        self.commit_message(to, &path, message)
     }
 
     /// `append` unless the inbox already holds this `msg_id` unread. A copy already read gives
     /// way to a fresh id: the same words broadcast again later are a new message.
-    fn append_once(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
+    fn append_once(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
         let path = self.prepare(to)?;
-        let _lock = FileLock::acquire(&path)?;
-        let mut messages = load_locked(&path)?;
-        if let Some(prior) = messages.iter().find(|m| m.msg_id == message.msg_id) {
-            if !prior.read {
-                return Ok(());
+        let mut message = Some(message);
+        self.commit_with_lock(to, &path, &mut |messages| {
+            let Some(mut message) = message.take() else {
+                return Ok(false);
+            };
+            if let Some(prior) = messages.iter().find(|m| m.msg_id == message.msg_id) {
+                if !prior.read {
+                    return Ok(false);
+                }
+                message.msg_id = Some(uuid::Uuid::new_v4().to_string());
             }
-            message.msg_id = Some(uuid::Uuid::new_v4().to_string());
-        }
-        self.sign_if_lead(&mut message)?;
-        messages.push(message);
-        self.compact_and_write(to, &path, messages)
+            self.sign_if_lead(&mut message)?;
+            messages.push(message);
+            Ok(true)
+        })
     }
 
     /// Every entry from the lead is signed here, once its `msg_id` is final, when the caller
@@ -229,10 +230,12 @@ impl<'a> Mailbox<'a> {
                 Ok(messages) => messages,
                 // Quarantine under the lock, so we never move a file a writer is replacing.
                 Err(_) => {
-                    let _lock = FileLock::acquire(&path)?;
-                    let messages = load_locked(&path)?;
-                    fsio::write_json(&path, &messages)?;
-                    messages
+                    let mut repaired = vec![];
+                    self.commit_with_lock(agent, &path, &mut |messages| {
+                        repaired.clone_from(messages);
+                        Ok(true)
+                    })?;
+                    repaired
                 }
             },
         };
@@ -253,27 +256,28 @@ impl<'a> Mailbox<'a> {
             return Ok(0);
         }
         let wanted: HashSet<&str> = keys.iter().map(String::as_str).collect();
-        let _lock = FileLock::acquire(&path)?;
-        let mut messages = load_locked(&path)?;
         let mut changed = 0;
-        for m in messages.iter_mut().filter(|m| !m.read) {
-            if wanted.contains(m.key().as_str()) {
-                m.read = true;
-                changed += 1;
+        self.commit_with_lock(agent, &path, &mut |messages| {
+            changed = 0;
+            for m in messages.iter_mut().filter(|m| !m.read) {
+                if wanted.contains(m.key().as_str()) {
+                    m.read = true;
+                    changed += 1;
+                }
             }
-        }
-        if changed > 0 {
-            self.compact_and_write(agent, &path, messages)?;
-        }
+            Ok(changed > 0)
+        })?;
         Ok(changed)
     }
 
+    /// Moves delivered entries beyond [`KEEP_DELIVERED`] to the archive and writes the rest;
+    /// returns the bytes written and how many delivered entries they hold.
     fn compact_and_write(
         &self,
         agent: &AgentName,
         path: &Path,
         mut messages: Vec<InboxMessage>,
-    ) -> Result<()> {
+    ) -> Result<(Vec<u8>, usize)> {
         let delivered = messages.iter().filter(|m| m.read).count();
         if delivered > KEEP_DELIVERED {
             let mut to_archive = delivered - KEEP_DELIVERED;
@@ -290,7 +294,13 @@ impl<'a> Mailbox<'a> {
             // Archive first: a crash between the two writes duplicates history, never loses it.
             append_jsonl(&self.store.archive_path(self.team, agent), &archived)?;
         }
-        fsio::write_json(path, &messages)
+        let mut bytes = serde_json::to_vec_pretty(&messages).map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        bytes.push(b'\n');
+        fsio::write_atomic(path, &bytes)?;
+        Ok((bytes, delivered.min(KEEP_DELIVERED)))
     }
 }
 

@@ -61,6 +61,12 @@ impl Store {
         self.inboxes_dir(team)
             .join(format!("{agent}.archive.jsonl"))
     }
+    /// swarm-only: entries waiting for the inbox group commit (`mailbox::spool`), outside
+    /// `inboxes/` so Claude Code never sees them; `<agent>.last-write` beside each is the
+    /// sidecar that says what swarm last wrote to the inbox.
+    pub fn spool_dir(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.team_dir(team).join("spool").join(agent.as_str())
+    }
     pub fn pending_dir(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("permissions").join("pending")
     }

@@ -4,9 +4,18 @@
 //! a message is seen within milliseconds, and also re-scans on a slow timer because events can
 //! be lost (a full inotify queue) or absent (NFS). `SWARM_NO_FS_EVENTS=1` turns events off, which
 //! the fault suite uses to prove the timer alone still delivers.
+//!
+//! [`wait_until_gone`] is the other kind of wait: one sender in the inbox group commit waiting
+//! for its own spool file to be taken in. It watches that one file (never the directory, so a
+//! commit wakes only the senders it served) through one inotify descriptor per process, kept
+//! for the process's life because closing a descriptor that held watches costs the kernel a
+//! grace period (about a millisecond).
 
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher as _};
@@ -148,6 +157,74 @@ impl DirWatcher {
     }
 }
 
+/// The process's inotify descriptor, made on first use and never closed; `None` where inotify
+/// is unavailable (then the waits poll the file).
+fn inotify() -> Option<&'static OwnedFd> {
+    static FD: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    FD.get_or_init(|| {
+        use rustix::fs::inotify::{init, CreateFlags};
+        init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()
+    })
+    .as_ref()
+}
+
+/// Sleeps until `fd` is readable or `timeout` passed, in the waiting thread itself (a helper
+/// thread would add a scheduling hop to every wake-up).
+fn poll_readable(fd: &OwnedFd, timeout: Duration) {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+    let timeout = Timespec::try_from(timeout.max(Duration::from_millis(1))).ok();
+    // An interrupted or failed poll just means "look again", which the caller does.
+    let _ = poll(&mut fds, timeout.as_ref());
+}
+
+/// Blocks until nothing is at `path` or `until` passes; returns whether it is gone. The watch is
+/// set before the re-check, so a removal between the two still wakes the wait. Events are not
+/// matched to watches (any event means "look again"), so several threads may wait at once; one
+/// whose event another thread read sleeps until `until`, and its caller looks again.
+pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
+    use rustix::fs::inotify::{add_watch, WatchFlags};
+    let gone = || {
+        matches!(std::fs::symlink_metadata(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+    };
+    let poll_file = || {
+        while !gone() {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    };
+    let fd = if events_enabled() { inotify() } else { None };
+    let Some(fd) = fd else {
+        return poll_file();
+    };
+    let flags = WatchFlags::ATTRIB
+        | WatchFlags::DELETE_SELF
+        | WatchFlags::MOVE_SELF
+        | WatchFlags::DONT_FOLLOW;
+    match add_watch(fd, path, flags) {
+        Ok(_) => {}
+        Err(rustix::io::Errno::NOENT) => return true,
+        Err(_) => return poll_file(), // no watch to be had (the per-user limit)
+    }
+    let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+    loop {
+        if gone() {
+            return true;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        poll_readable(fd, left);
+        let mut events = rustix::fs::inotify::Reader::new(fd, &mut buf);
+        while events.next().is_ok() {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,5 +258,27 @@ mod tests {
             "/t/inboxes/coder.json"
         )));
         assert!(relevant(&notify::Event::new(EventKind::Other)));
+    }
+
+    #[test]
+    fn a_wait_for_a_file_ends_when_it_is_removed_and_not_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        std::fs::write(&path, "x").unwrap();
+        let soon = Instant::now() + Duration::from_millis(50);
+        assert!(!wait_until_gone(&path, soon), "the file is still there");
+        let remover = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                std::fs::remove_file(path).unwrap();
+            })
+        };
+        assert!(wait_until_gone(
+            &path,
+            Instant::now() + Duration::from_secs(60)
+        ));
+        remover.join().unwrap();
+        assert!(wait_until_gone(&path, Instant::now()), "already gone");
     }
 }

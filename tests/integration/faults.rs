@@ -15,6 +15,7 @@ mod damaged;
 mod disk;
 mod hostile;
 mod permissions;
+mod spool;
 mod stale_locks;
 mod watcher;
 mod writers;

@@ -565,7 +565,12 @@ fn a_lock_whose_holder_was_killed_is_broken_at_once() {
     let env = Env::with_team(&["coder"]);
     let inbox = env.path("teams/t/inboxes/coder.json");
     let mut holder = env.hold_lock(&inbox);
-    assert!(env.path("teams/t/inboxes/coder.json.lock/owner").is_file());
+    // The holder's record is in the gate it locked before the lock directory.
+    let gate = std::fs::read(env.path("teams/t/inboxes/.coder.json.gate")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&gate).contains("\"pid\""),
+        "{gate:?}"
+    );
     holder.kill().unwrap(); // SIGKILL: no destructor runs, the lock directory stays behind
     holder.wait().unwrap();
     assert!(env.path("teams/t/inboxes/coder.json.lock").is_dir());

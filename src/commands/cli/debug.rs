@@ -74,6 +74,10 @@ pub struct DebugAppendArgs {
     /// messages under contention.
     #[arg(long)]
     pub no_lock: bool,
+    /// Append the way swarm did before the group commit (one locked rewrite per message): the
+    /// benchmarks' baseline.
+    #[arg(long, conflicts_with = "no_lock")]
+    pub baseline: bool,
     /// Print "SEQ MICROSECONDS" (time spent in the append) instead of "SEQ".
     #[arg(long)]
     pub timings: bool,

@@ -1,5 +1,5 @@
-//! The inbox file itself: the fast append that splices one entry in, the repair of a damaged
-//! array (bad entries out, good ones kept) and the append-only archive.
+//! The inbox file itself: splicing printed entries in before the closing `]`, the repair of a
+//! damaged array (bad entries out, good ones kept) and the append-only archive.
 
 use std::borrow::Cow;
 use std::fs::OpenOptions;
@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::spool::print_entry;
 use super::{InboxMessage, KEEP_DELIVERED};
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -38,11 +39,11 @@ struct Peek<'a> {
     read: bool,
 }
 
-/// The common append, without parsing every message into a struct and printing them all again:
-/// check that the file is a JSON array of objects, then write the new entry in before the closing
-/// `]`. That keeps an append to an inbox nobody reads from costing a full parse and re-print of
-/// thousands of messages. `None` sends the caller down the full path: a file that does not
-/// parse (quarantine), entries of the wrong shape, or more delivered entries than are kept (archive).
+/// Today's common append, kept as the benchmarks' baseline (`swarm debug append --baseline`):
+/// check that the file is a JSON array of objects of the message schema, then write the new
+/// entry in before the closing `]`. `None` sends the caller down the full path: a file that
+/// does not parse (quarantine), entries of the wrong shape, or more delivered entries than are
+/// kept (archive).
 pub(super) fn splice_append(bytes: &[u8], message: &InboxMessage) -> Option<Vec<u8>> {
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return None;
@@ -51,23 +52,33 @@ pub(super) fn splice_append(bytes: &[u8], message: &InboxMessage) -> Option<Vec<
     if entries.iter().filter(|e| e.read).count() > KEEP_DELIVERED {
         return None;
     }
+    splice_printed(bytes, &[&print_entry(message).ok()?])
+}
+
+/// Splices entries printed by [`print_entry`] in before the closing `]` of `bytes`, without
+/// parsing it: the caller knows it is a good array (the sidecar says swarm wrote it). `None` if
+/// it does not even end like one.
+pub(super) fn splice_printed(bytes: &[u8], new: &[&[u8]]) -> Option<Vec<u8>> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return None;
+    }
     let close = bytes.iter().rposition(|b| !b.is_ascii_whitespace())?;
     if bytes[close] != b']' {
         return None;
     }
-    let entry = serde_json::to_string_pretty(message).ok()?;
-    let mut out = Vec::with_capacity(bytes.len() + entry.len() + 16);
-    if entries.is_empty() {
-        out.push(b'[');
-    } else {
-        let before = &bytes[..close];
-        let end = before.iter().rposition(|b| !b.is_ascii_whitespace())? + 1;
-        out.extend_from_slice(&before[..end]);
-        out.push(b',');
-    }
-    for line in entry.lines() {
-        out.extend_from_slice(b"\n  ");
-        out.extend_from_slice(line.as_bytes());
+    let before = &bytes[..close];
+    let end = before.iter().rposition(|b| !b.is_ascii_whitespace())? + 1;
+    let size = new.iter().map(|e| e.len() + 2).sum::<usize>();
+    let mut out = Vec::with_capacity(end + size + 4);
+    out.extend_from_slice(&before[..end]);
+    let mut first = before[end - 1] == b'[';
+    for entry in new {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'\n');
+        out.extend_from_slice(entry);
     }
     out.extend_from_slice(b"\n]\n");
     Some(out)
@@ -78,16 +89,23 @@ pub(super) fn parse_inbox(bytes: &[u8]) -> std::result::Result<Vec<InboxMessage>
     fsio::parse_json(bytes)
 }
 
+/// Whether [`load_locked`] moved something aside.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Repaired {
+    No,
+    Yes,
+}
+
 /// Reads an inbox under its lock, repairing what does not parse. Entries of an array that fail
 /// the schema (a wrong type, nesting deeper than the parser allows) are moved to a quarantine
 /// file, byte for byte, and the good ones kept; a file with nothing to keep (not an array, not
 /// UTF-8, no good entry) is quarantined whole.
-pub(super) fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
+pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> {
     let Some(bytes) = fsio::read_file(path)? else {
-        return Ok(vec![]);
+        return Ok((vec![], Repaired::No));
     };
     let why = match parse_inbox(&bytes) {
-        Ok(messages) => return Ok(messages),
+        Ok(messages) => return Ok((messages, Repaired::No)),
         Err(why) => why,
     };
     let entries = std::str::from_utf8(&bytes)
@@ -103,7 +121,7 @@ pub(super) fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
     }
     if good.is_empty() {
         fsio::quarantine(path, &why)?;
-        return Ok(vec![]);
+        return Ok((vec![], Repaired::Yes));
     }
     let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());
     let mut kept = b"[\n  ".to_vec();
@@ -115,7 +133,7 @@ pub(super) fn load_locked(path: &Path) -> Result<Vec<InboxMessage>> {
         path.display(),
         bad.len()
     );
-    Ok(good)
+    Ok((good, Repaired::Yes))
 }
 
 /// The raw text of each element of a top-level JSON array, found by tracking brackets and
@@ -212,6 +230,21 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn several_entries_spliced_at_once_are_byte_for_byte_a_full_rewrite() {
+        let ms: Vec<InboxMessage> = (0..3)
+            .map(|i| InboxMessage::new("coder", format!("m{i}")))
+            .collect();
+        let printed: Vec<Vec<u8>> = ms.iter().map(|m| print_entry(m).unwrap()).collect();
+        let refs: Vec<&[u8]> = printed.iter().map(Vec::as_slice).collect();
+        let mut full = serde_json::to_vec_pretty(&ms).unwrap();
+        full.push(b'\n');
+        assert_eq!(splice_printed(b"[]\n", &refs).unwrap(), full);
+        let one = splice_printed(b"[]\n", &refs[..1]).unwrap();
+        assert_eq!(splice_printed(&one, &refs[1..]).unwrap(), full);
+        assert!(splice_printed(b"[1", &refs).is_none());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Locks and temp files a killed or stopped process leaves behind (issue 10): a stopped lock
 //! holder makes `swarm send` give up at the documented deadline naming the holder, temp files of
-//! dead writers are swept, and lock holders SIGKILLed at random instants never leave an
-//! ownerless lock directory (which the next writer would honour for 10 s as Claude Code's).
+//! dead writers are swept, and lock holders SIGKILLed at random instants never leave a lock
+//! directory that looks like Claude Code's (which the next writer would honour for 10 s): every
+//! one left behind is named by the owner record in its gate.
 
 use std::time::{Duration, SystemTime};
 
@@ -53,12 +54,16 @@ fn temp_files_of_dead_writers_are_swept() {
 const KILLS: usize = 300;
 
 /// `swarm send` SIGKILLed at random instants: after each kill the lock directory is either gone
-/// or has an owner file (never empty), and the next send never waits for it.
+/// or named (inode and device) by the owner record in the gate, and the next send never waits
+/// for it. Entries of killed senders are taken in at most once.
 #[test]
-fn killed_lock_holders_never_leave_an_ownerless_lock_directory() {
+fn killed_lock_holders_never_leave_an_unnamed_lock_directory() {
+    use std::os::unix::fs::MetadataExt;
     let env = Env::with_team(&["coder"]);
     let lock_dir = env.path("teams/t/inboxes/coder.json.lock");
-    let mut rng = Rng::new("killed_lock_holders_never_leave_an_ownerless_lock_directory");
+    let gate = env.path("teams/t/inboxes/.coder.json.gate");
+    let mut rng = Rng::new("killed_lock_holders_never_leave_an_unnamed_lock_directory");
+    let mut left_behind = 0;
     let mut alive_at_kill = 0;
     for i in 0..KILLS {
         let mut child = env
@@ -70,14 +75,23 @@ fn killed_lock_holders_never_leave_an_ownerless_lock_directory() {
         }
         child.kill().unwrap();
         child.wait().unwrap();
-        if let Ok(entries) = std::fs::read_dir(&lock_dir) {
-            let names: Vec<String> = entries
-                .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-                .collect();
-            assert!(names.iter().any(|n| n == "owner"), "kill {i}: {names:?}");
+        if let Ok(meta) = std::fs::symlink_metadata(&lock_dir) {
+            left_behind += 1;
+            let record = std::fs::read(&gate).unwrap();
+            let record: serde_json::Value = serde_json::from_slice(record.trim_ascii())
+                .unwrap_or_else(|e| panic!("kill {i}: the gate names no owner ({e}): {record:?}"));
+            assert_eq!(record["dir"]["ino"], meta.ino(), "kill {i}: {record}");
         }
     }
     assert!(alive_at_kill > KILLS / 2, "most kills hit a live send");
+    eprintln!("{left_behind} of {KILLS} kills left a lock directory behind");
     let out = env.swarm(["send", "--to", "coder", "last"]).ok();
     assert!(!out.stderr.contains("waiting for lock"), "{}", out.stderr);
+    let texts: Vec<String> = read_json_array(&env.path("teams/t/inboxes/coder.json"))
+        .iter()
+        .map(|m| m["text"].as_str().unwrap().to_string())
+        .collect();
+    let distinct: std::collections::HashSet<&String> = texts.iter().collect();
+    assert_eq!(distinct.len(), texts.len(), "a message stored twice");
+    assert_eq!(texts.last().map(String::as_str), Some("last"));
 }

@@ -1,6 +1,8 @@
 //! Writers killed at random: sixteen `swarm debug append` processes append to one inbox while one
 //! of them is SIGKILLed every 50 ms and restarted from its last acknowledged number, and a real
-//! consumer reads along. No acknowledged message may be lost or stored more often than the kills
+//! consumer reads along. Appends are group-committed, so a kill lands on senders waiting with an
+//! entry in the spool as often as on the holder in the middle of taking the spool in; a second
+//! run kills three times as often to hit holders mid-commit more. No acknowledged message may be lost or stored more often than the kills
 //! allow, and every read of the live file must parse. The same harness with locking switched off
 //! must report loss, which proves it can see loss at all.
 
@@ -333,6 +335,31 @@ fn sixteen_writers_killed_at_random_lose_no_acknowledged_message() {
     .run("writers");
     assert!(report.kills >= 10, "the harness killed writers: {report:?}");
     assert!(report.reads >= 50, "the inbox was sampled: {report:?}");
+    assert_eq!(report.lost, vec![], "acknowledged messages lost");
+    assert_eq!(
+        report.over_duplicated,
+        vec![],
+        "duplicates beyond one per kill"
+    );
+    assert_eq!(report.unparseable_reads, Vec::<String>::new());
+    assert_eq!(
+        report.unseen_by_consumer, 0,
+        "the consumer saw every message"
+    );
+}
+
+/// Group-commit holders killed mid-commit (between reading the spool, writing the inbox, noting
+/// the sidecar and removing the spool files): fewer writers, killed every 15 ms.
+#[test]
+fn holders_killed_mid_commit_lose_and_duplicate_nothing() {
+    let report = Writers {
+        count: 8,
+        messages: 50,
+        kill_every: Duration::from_millis(15),
+        no_lock: false,
+    }
+    .run("holders killed mid-commit");
+    assert!(report.kills >= 10, "the harness killed writers: {report:?}");
     assert_eq!(report.lost, vec![], "acknowledged messages lost");
     assert_eq!(
         report.over_duplicated,

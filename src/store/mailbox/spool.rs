@@ -1,0 +1,247 @@
+//! The per-recipient spool of the inbox group commit: `teams/<team>/spool/<agent>/`.
+//!
+//! A sender that finds the inbox lock busy does not queue for it. It drops its entry, already
+//! printed the way the inbox array holds it, into the spool as one file, and whoever holds the
+//! lock takes in every spooled entry with one rewrite of the inbox (one fsync, one directory
+//! fsync) and then removes those files. The sender's acknowledgement is "my file is gone", so an
+//! acknowledged message is always durable in the array. The spool is outside `inboxes/`, where
+//! Claude Code never looks, and is hardened like the rest of the store: 0700 directory, 0600
+//! files placed by rename from a flocked temp file (so nobody reads half an entry, and the temp
+//! sweep knows a dead writer's leftover), never opened through a symlink, refused when not ours
+//! or hard-linked. A spool file does not need its own fsync: until it is taken in, nobody was
+//! told the message arrived.
+//!
+//! Names start with the time in nanoseconds, so entries are taken in roughly in the order they
+//! were dropped (one sender's are always in order: it drops the next only after the last went).
+
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use fs4::fs_std::FileExt;
+
+use super::InboxMessage;
+use crate::error::{Error, Result};
+use crate::store::fsio;
+
+const ENTRY_SUFFIX: &str = ".entry";
+const O_NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+
+/// One recipient's spool directory.
+pub(super) struct Spool {
+    dir: PathBuf,
+}
+
+/// An entry found in the spool.
+pub(super) struct Spooled {
+    pub(super) path: PathBuf,
+    /// The entry exactly as it goes into the array (see [`print_entry`]).
+    pub(super) printed: Vec<u8>,
+    pub(super) message: InboxMessage,
+}
+
+/// `message` as the inbox array holds it: pretty-printed, every line indented two spaces, no
+/// trailing newline. Spliced after `[` or `,` plus a newline, it gives the bytes a full rewrite
+/// of the array would.
+pub(super) fn print_entry(message: &InboxMessage) -> Result<Vec<u8>> {
+    let entry = serde_json::to_string_pretty(message).map_err(|source| Error::Json {
+        path: PathBuf::from("<message>"),
+        source,
+    })?;
+    let mut out = Vec::with_capacity(entry.len() + entry.len() / 8);
+    for (i, line) in entry.lines().enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(b"  ");
+        out.extend_from_slice(line.as_bytes());
+    }
+    Ok(out)
+}
+
+impl Spool {
+    pub(super) fn new(dir: PathBuf) -> Spool {
+        Spool { dir }
+    }
+
+    /// Drops `printed` into the spool; returns the file, whose disappearance is the ack.
+    pub(super) fn drop_entry(&self, printed: &[u8]) -> Result<PathBuf> {
+        fsio::ensure_dir(&self.dir)?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        let pid = std::process::id();
+        let name = format!("{nanos:020}-{pid}-{}{ENTRY_SUFFIX}", &unique[..12]);
+        let path = self.dir.join(&name);
+        let tmp = self
+            .dir
+            .join(format!(".{name}{}{pid}-{}", fsio::TEMP_MARK, &unique[12..]));
+        let placed = (|| {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(fsio::NOFOLLOW)
+                .open(&tmp)
+                .map_err(Error::io("create", &tmp))?;
+            // Held until the rename, so the temp sweep never takes a live sender's file.
+            FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
+            file.write_all(printed).map_err(Error::io("write", &tmp))?;
+            fs::rename(&tmp, &path).map_err(Error::io("place", &path))
+        })();
+        if placed.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        placed.map(|()| path)
+    }
+
+    /// Whether anything waits in the spool (a missing spool is empty).
+    pub(super) fn has_entries(&self) -> bool {
+        fs::read_dir(&self.dir).is_ok_and(|mut entries| {
+            entries.any(|e| e.is_ok_and(|e| is_entry(&e.file_name().to_string_lossy())))
+        })
+    }
+
+    /// How many entries wait in the spool.
+    pub(super) fn count(&self) -> usize {
+        fs::read_dir(&self.dir).map_or(0, |entries| {
+            entries
+                .filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| is_entry(&e.file_name().to_string_lossy()))
+                })
+                .count()
+        })
+    }
+
+    /// Every spooled entry, oldest first. A file that cannot be an entry (not a regular file of
+    /// ours, not one message) is moved aside with a warning so it cannot stall the spool. Temp
+    /// files of senders killed before their rename are swept once per process.
+    pub(super) fn list(&self) -> Result<Vec<Spooled>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(Error::io("list", &self.dir)(e)),
+        };
+        sweep_once(&self.dir);
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| is_entry(n))
+            .collect();
+        names.sort();
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let path = self.dir.join(&name);
+            match read_entry(&path) {
+                Ok(Some(spooled)) => out.push(spooled),
+                Ok(None) => {}
+                Err(why) => set_aside(&path, &why)?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes entries that are now in the inbox (or were already).
+    pub(super) fn remove(&self, taken: &[Spooled]) {
+        for s in taken {
+            let _ = fs::remove_file(&s.path);
+        }
+    }
+}
+
+fn is_entry(name: &str) -> bool {
+    !name.starts_with('.') && name.ends_with(ENTRY_SUFFIX)
+}
+
+/// Reads one entry; `Ok(None)` if it went meanwhile, `Err(why)` if it is not an entry.
+fn read_entry(path: &Path) -> std::result::Result<Option<Spooled>, String> {
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    fsio::check_opened(&file, path).map_err(|e| e.to_string())?;
+    let mut printed = Vec::new();
+    file.read_to_end(&mut printed).map_err(|e| e.to_string())?;
+    let message = fsio::parse_json::<InboxMessage>(&printed)?;
+    Ok(Some(Spooled {
+        path: path.to_path_buf(),
+        printed,
+        message,
+    }))
+}
+
+fn set_aside(path: &Path, why: &str) -> Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let aside = path.with_file_name(format!(".{name}.corrupt-{}", fsio::now_ms()));
+    match fs::rename(path, &aside) {
+        Ok(()) => {
+            eprintln!(
+                "swarm: warning: spool entry {} is not a message ({why}); moved it to {}",
+                path.display(),
+                aside.display()
+            );
+            Ok(())
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("move aside", path)(e)),
+    }
+}
+
+fn sweep_once(dir: &Path) {
+    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if !swept.iter().any(|d| d == dir) {
+        swept.push(dir.to_path_buf());
+        drop(swept);
+        fsio::sweep_temp_files(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn entries_are_listed_oldest_first_and_bad_files_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool/coder"));
+        assert!(spool.list().unwrap().is_empty(), "a missing spool is empty");
+        assert!(!spool.has_entries());
+        let first = InboxMessage::new("team-lead", "one");
+        let second = InboxMessage::new("coder", "two");
+        let p1 = spool.drop_entry(&print_entry(&first).unwrap()).unwrap();
+        spool.drop_entry(&print_entry(&second).unwrap()).unwrap();
+        assert_eq!(
+            fs::metadata(&p1).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        fs::write(dir.path().join("spool/coder/0-bad.entry"), "{\"from\": ").unwrap();
+        assert!(spool.has_entries());
+        let listed = spool.list().unwrap();
+        let texts: Vec<&str> = listed.iter().map(|s| s.message.text.as_str()).collect();
+        assert_eq!(texts, ["one", "two"]);
+        assert_eq!(listed[0].message, first);
+        spool.remove(&listed);
+        assert!(!spool.has_entries(), "the bad file was set aside");
+    }
+
+    #[test]
+    fn a_printed_entry_parses_back_to_the_message() {
+        let m = InboxMessage::new("team-lead", "a \"quoted\"\nline").with_summary(Some("s".into()));
+        let printed = print_entry(&m).unwrap();
+        assert!(printed.starts_with(b"  {\n    \"from\""));
+        assert!(printed.ends_with(b"\n  }"));
+        assert_eq!(fsio::parse_json::<InboxMessage>(&printed).unwrap(), m);
+    }
+}

@@ -436,11 +436,14 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
         ));
     }
     let who: AgentName = m.name.parse()?;
-    // Running as far as swarm can tell: its runtime holds its lock or its pane or process is
-    // alive, and nothing says it died.
+    if !lifecycle::health::identifiable(&ctx.store, &team, &m) {
+        return Err(Error::usage(format!(
+            "swarm cannot identify {who}'s pane or process (no tmux server or pid recorded for \
+             it), so it neither signals it nor marks it stopped; stop it from its own lead"
+        )));
+    }
     let health = lifecycle::member_health(&ctx.store, &team, &m)?;
-    let was_running = !health.dead
-        && (health.liveness == Liveness::Alive || matches!(health.pane, PaneState::Alive { .. }));
+    let was_running = lifecycle::census::running(&health);
     let killed = lifecycle::kill_member(&ctx.store, &team, &m)?;
     let released = lifecycle::retire_member(&ctx.store, &team, &who, "killed with swarm kill")?;
     let current = Roster::new(&ctx.store, &team).require_member(who.as_str())?;

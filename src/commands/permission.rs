@@ -10,10 +10,12 @@ use serde_json::json;
 
 use super::{json_arg, Context};
 use crate::commands::cli::PermissionCommand;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::output;
 use crate::output::terminal::visible;
+use crate::store::names::TeamName;
 use crate::store::permissions::{Ask, Decision, PermissionRecord, Permissions};
+use crate::store::roster::Roster;
 
 pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
     let team = ctx.existing_team()?;
@@ -72,6 +74,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
             by,
         } => {
             super::identity::require_lead("approve permission requests")?;
+            refuse_if_led_by_claude(ctx, &team)?;
             let updated_input = updated_input
                 .map(|u| json_arg("--updated-input", &u))
                 .transpose()?;
@@ -89,6 +92,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
         }
         PermissionCommand::Deny { id, feedback, by } => {
             super::identity::require_lead("deny permission requests")?;
+            refuse_if_led_by_claude(ctx, &team)?;
             let record = perms.resolve(
                 &id,
                 Decision {
@@ -103,6 +107,15 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
         }
         PermissionCommand::Wait { id, timeout } => wait_and_report(ctx, &perms, &id, timeout),
     }
+}
+
+/// A team a Claude Code lead made trusts only that lead's key, so an answer swarm signs would be
+/// refused by the teammate that asked: say so instead of sending it.
+fn refuse_if_led_by_claude(ctx: &Context, team: &TeamName) -> Result<()> {
+    if Roster::new(&ctx.store, team).load()?.led_by_claude() {
+        return Err(Error::usage(crate::lifecycle::claude_led_notice(team)));
+    }
+    Ok(())
 }
 
 fn wait_and_report(ctx: &Context, perms: &Permissions, id: &str, timeout: u64) -> Result<i32> {

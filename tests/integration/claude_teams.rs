@@ -232,6 +232,13 @@ fn swarm_does_not_speak_as_a_claude_lead_nor_touch_a_pane_on_a_guessed_server() 
     assert_eq!(task["owner"], "coder");
     assert_eq!(task["status"], "in_progress");
 
+    // `swarm kill` neither signals a pane it cannot identify nor marks the member stopped.
+    in_tmux(&["kill", "researcher"]).refused("swarm cannot identify researcher's pane or process");
+    assert!(pane_alive(), "swarm kill hit a pane on a server it guessed");
+    // A permission answer swarm signs would be refused by the teammate that asked.
+    in_tmux(&["permission", "approve", "perm-1-abcdefg"]).refused("is led by Claude Code");
+    in_tmux(&["permission", "deny", "perm-1-abcdefg"]).refused("is led by Claude Code");
+
     // What works: messages and tasks.
     in_tmux(&["send", "--to", "researcher", "look at the lexer too"]).ok();
     let inbox = read_json(&env.path(&format!("teams/{TEAM}/inboxes/researcher.json")));

@@ -436,7 +436,10 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
         ));
     }
     let who: AgentName = m.name.parse()?;
-    if !lifecycle::health::identifiable(&ctx.store, &team, &m) {
+    // In a team a Claude Code lead made, a teammate swarm cannot identify may well run (inside
+    // Claude's own process, or a pane on a server the roster does not name).
+    let config = Roster::new(&ctx.store, &team).load()?;
+    if config.led_by_claude() && !lifecycle::health::identifiable(&ctx.store, &team, &m) {
         return Err(Error::usage(format!(
             "swarm cannot identify {who}'s pane or process (no tmux server or pid recorded for \
              it), so it neither signals it nor marks it stopped; stop it from its own lead"

@@ -103,8 +103,10 @@ impl<'a> Console<'a> {
     /// One pass: the inbox, the questions decided elsewhere, the teammates that died; `true`
     /// when the console is to stop now (`--exit-when-done` and every teammate done).
     pub(super) fn pass(&mut self) -> Result<bool> {
-        self.drain_inbox()?;
+        // Questions decided elsewhere go before new ones are shown, not right after: a `y` typed
+        // at a prompt this pass printed must still mean that prompt's request.
         self.questions.forget_decided()?;
+        self.drain_inbox()?;
         self.reap_dead()?;
         self.dispatch_tasks();
         Ok(self.opts.exit_when_done && self.all_done()?)

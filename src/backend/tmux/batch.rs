@@ -16,12 +16,11 @@
 //! launch's, whether their marks got on or not) are killed, and no other pane.
 
 use tmux_interface::{
-    KillPane, ListPanes, NewSession, NewWindow, SelectLayout, SelectPane, SetOption, SplitWindow,
-    TmuxCommand,
+    KillPane, ListPanes, NewWindow, SelectLayout, SelectPane, SetOption, SplitWindow, TmuxCommand,
 };
 
 use super::owner::PaneOwner;
-use super::placement::{Existing, Layout, Placement, BORDER_FORMAT, NEW_PANE_FORMAT};
+use super::placement::{new_session, Existing, Layout, Placement, BORDER_FORMAT, NEW_PANE_FORMAT};
 use super::server::{literal, words_of, Client};
 use super::state::is_pane_id;
 use crate::error::{Error, Result};
@@ -238,19 +237,7 @@ fn pane_commands(
     border: bool,
 ) -> (Vec<Vec<String>>, String) {
     let (made, window, split) = match create {
-        Create::NewSession { name } => (
-            NewSession::new()
-                .detached()
-                .print()
-                .format(NEW_PANE_FORMAT)
-                .session_name(literal(name))
-                .window_name(literal(name))
-                .width(220)
-                .height(60)
-                .build(),
-            format!("={name}:"),
-            false,
-        ),
+        Create::NewSession { name } => (new_session(name), format!("={name}:"), false),
         Create::NewWindow { session, name } => {
             let end = format!("{session}:{{end}}");
             let cmd = NewWindow::new()

@@ -21,6 +21,20 @@ pub const PLACEHOLDER: [&str; 2] = ["sleep", "86400"];
 
 pub(super) const NEW_PANE_FORMAT: &str = "#{pane_id}\t#{window_id}\t#{socket_path}";
 /// The border label: the member's name in its colour; other panes keep their title.
+/// `new-session` for a team's detached session `name`, printing its first pane
+/// ([`NEW_PANE_FORMAT`]); the caller appends `--` and the pane's command.
+pub(super) fn new_session(name: &str) -> tmux_interface::TmuxCommand<'static> {
+    NewSession::new()
+        .detached()
+        .print()
+        .format(NEW_PANE_FORMAT)
+        .session_name(literal(name))
+        .window_name(literal(name))
+        .width(220)
+        .height(60)
+        .build()
+}
+
 pub(super) const BORDER_FORMAT: &str =
     "#{?@swarm_name,#[fg=#{@swarm_color}#,bold] #{@swarm_name} #[default],#{pane_title}}";
 
@@ -197,17 +211,7 @@ impl Layout {
         let mut words = match &placement {
             Placement::Session { name } => {
                 self.created_window = true;
-                words_of(
-                    NewSession::new()
-                        .detached()
-                        .print()
-                        .format(NEW_PANE_FORMAT)
-                        .session_name(literal(name))
-                        .window_name(literal(name))
-                        .width(220)
-                        .height(60)
-                        .build(),
-                )
+                words_of(new_session(name))
             }
             Placement::Window { session, name } => {
                 self.created_window = true;

@@ -48,7 +48,7 @@ impl AliveLock {
             .open(&path)
             .map_err(Error::io("open", &path))?;
         fsio::check_opened(&file, &path)?;
-        if !FileExt::try_lock_exclusive(&file).map_err(Error::io("lock", &path))? {
+        if !take_exclusive(&file, &path)? {
             return Err(Error::usage(format!(
                 "{agent} is already running in team {team} (another process holds {})",
                 path.display()
@@ -59,6 +59,26 @@ impl AliveLock {
         Ok(AliveLock { _file: file })
     }
 }
+
+/// Takes the lock for good. A [`probe`] holds a shared lock on the file for an instant, so a
+/// lock held only that long is a probe's, not a running teammate's: try again for a moment
+/// before calling the member already running (a `swarm status` at the instant a teammate
+/// starts must not stop it).
+fn take_exclusive(file: &File, path: &std::path::Path) -> Result<bool> {
+    let until = std::time::Instant::now() + PROBE_WAIT;
+    loop {
+        if FileExt::try_lock_exclusive(file).map_err(Error::io("lock", path))? {
+            return Ok(true);
+        }
+        if std::time::Instant::now() >= until {
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// How long a starting runtime waits out a lock that may be a probe's.
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Held while deciding that a member is dead and retiring it, and while a starting runtime marks
 /// its member active again. Without it a runtime restarted between the lead's probe and the
@@ -136,6 +156,27 @@ mod tests {
         assert!(AliveLock::hold(&store, &team, &coder).is_err());
         drop(held);
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Dead);
+    }
+
+    #[test]
+    fn a_runtime_starting_while_a_probe_looks_still_takes_its_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let coder: AgentName = "coder".parse().unwrap();
+        fsio::ensure_dir(&store.alive_dir(&team)).unwrap();
+        let path = store.alive_path(&team, &coder);
+        std::fs::write(&path, "").unwrap();
+        // What a probe does, held for longer than any probe does.
+        let probe = File::open(&path).unwrap();
+        assert!(FileExt::try_lock_shared(&probe).unwrap());
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            FileExt::unlock(&probe).unwrap();
+        });
+        let held = AliveLock::hold(&store, &team, &coder);
+        releaser.join().unwrap();
+        assert!(held.is_ok(), "{:?}", held.err());
     }
 
     #[test]

@@ -76,10 +76,21 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(tmux
-        .cmd(["capture-pane", "-p", "-S", "-", "-t", &crasher])
-        .stdout
-        .contains("fake agent crasher says hello"));
+    // tmux can mark a pane dead before it has read the last of its output from the pty, so the
+    // line may land a moment after the pane shows as dead.
+    let capture = || {
+        tmux.cmd(["capture-pane", "-p", "-S", "-", "-t", &crasher])
+            .stdout
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the crashed teammate's output on its pane",
+        || {
+            capture()
+                .contains("fake agent crasher says hello")
+                .then_some(())
+        },
+    );
 }
 
 #[test]

@@ -134,6 +134,14 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
 /// is flocked while it exists under that name, which is how [`sweep_temp_files`] tells a dead
 /// writer's leftover from a live writer's file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_unsynced(path, bytes)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// [`write_atomic`] without the final directory sync, for a caller that shares one sync among
+/// several renames in a directory (the task index): the file's content is durable, its rename
+/// only once the caller syncs the directory.
+pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     sweep_once(dir);
@@ -141,8 +149,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let result = (|| {
         // Held until the rename: the flock tells a sweeper this temp file's writer is alive.
         let _file = write_temp(&tmp, bytes)?;
-        fs::rename(&tmp, path).map_err(Error::io("replace", path))?;
-        sync_dir(dir)
+        fs::rename(&tmp, path).map_err(Error::io("replace", path))
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -7,15 +7,10 @@
 //! (or on [`Unsynced::sync`] when the loop ends): a task is still durable before anyone is
 //! told of it, for one fsync fewer per claim and a list lock held over a single fsync.
 //!
-//! The temp file is named and flocked exactly as `fsio::write_atomic` does it, so the temp sweep
-//! treats a killed writer's leftover the same way.
+//! The write itself is `fsio::replace_unsynced`, `write_atomic` without its directory sync, so
+//! the temp file is named, flocked and swept exactly as every other atomic write's.
 
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-
-use fs4::fs_std::FileExt;
 
 use super::Task;
 use crate::error::{Error, Result};
@@ -43,37 +38,7 @@ pub(super) fn replace(path: &Path, task: &Task, unsynced: &mut Unsynced) -> Resu
         source,
     })?;
     bytes.push(b'\n');
-    fsio::check_regular(path)?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(
-        ".{name}{}{}-{}",
-        fsio::TEMP_MARK,
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(&tmp)
-            .map_err(Error::io("create", &tmp))?;
-        // Held until the rename: the flock tells a sweeper this temp file's writer is alive.
-        FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
-        file.write_all(&bytes).map_err(Error::io("write", &tmp))?;
-        file.sync_all().map_err(Error::io("sync", &tmp))?;
-        std::fs::rename(&tmp, path).map_err(Error::io("replace", path))
-    })();
-    match result {
-        Ok(()) => {
-            unsynced.0 = Some(dir.to_path_buf());
-            Ok(())
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    fsio::replace_unsynced(path, &bytes)?;
+    unsynced.0 = path.parent().map(Path::to_path_buf);
+    Ok(())
 }

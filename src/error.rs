@@ -56,8 +56,16 @@ pub enum Error {
     #[error("task #{from} cannot be blocked by #{to}: that would close a dependency cycle")]
     DependencyCycle { from: String, to: String },
 
-    #[error("no permission request {0:?} is pending; `swarm permission list` shows the open ones")]
-    NoSuchPermission(String),
+    #[error("no permission or plan request {0:?} is waiting for the lead; `swarm permission list` shows the open ones")]
+    NoSuchRequest(String),
+
+    /// A second decision on a request: `verdict` and `by` are the first one's.
+    #[error("{id} was already decided: {verdict} by {by}; nothing changed (`swarm permission list --all` shows every decision)")]
+    AlreadyDecided {
+        id: String,
+        verdict: &'static str,
+        by: String,
+    },
 
     #[error("message is {size} bytes, over the {limit} byte limit; put large content in a file and send its path")]
     MessageTooLarge { size: usize, limit: usize },
@@ -160,7 +168,8 @@ impl Error {
             | Error::InvalidRoster { .. }
             | Error::NoSuchTask { .. }
             | Error::DependencyCycle { .. }
-            | Error::NoSuchPermission(_)
+            | Error::NoSuchRequest(_)
+            | Error::AlreadyDecided { .. }
             | Error::MessageTooLarge { .. }
             | Error::NotARegularFile { .. }
             | Error::InsecureDir { .. }

@@ -25,7 +25,7 @@ use crate::store::liveness::Liveness;
 use crate::store::mailbox::Mailbox;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::permissions::Permissions;
+use crate::store::requests::{self, Kind, Request};
 use crate::store::roster::{Member, Roster, CLAUDE_LEAD_PANE};
 use crate::store::tasks::{TaskList, TaskStatus};
 
@@ -76,7 +76,9 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         }));
         states.push(describe_state(m, health, error.as_deref(), lead.as_ref()));
     }
-    let pending = Permissions::new(&ctx.store, &team).pending()?;
+    let (pending, plans): (Vec<Request>, Vec<Request>) = requests::pending(&ctx.store, &team)?
+        .into_iter()
+        .partition(|r| r.kind() == Kind::Permission);
     let quarantined = quarantined(&ctx.store, &team);
     if ctx.json {
         return output::json(&json!({
@@ -86,6 +88,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "ledByClaude": led_by_claude,
             "leadProcess": lead,
             "pendingPermissions": pending,
+            "pendingPlans": plans,
             "quarantined": quarantined,
         }));
     }
@@ -149,17 +152,18 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     if led_by_claude {
         output::line(lifecycle::claude_led_notice(&team))?;
     }
-    if pending.is_empty() {
-        output::line("pending permissions: none")?;
-    } else {
-        output::line(format!("pending permissions: {}", pending.len()))?;
-        for p in &pending {
+    for (title, waiting) in [("pending permissions", &pending), ("pending plans", &plans)] {
+        if waiting.is_empty() {
+            output::line(format!("{title}: none"))?;
+            continue;
+        }
+        output::line(format!("{title}: {}", waiting.len()))?;
+        for r in waiting {
             output::line(format!(
-                "  {} {} {} {}",
-                visible(&p.id),
-                visible(&p.worker_name),
-                visible(&p.tool_name),
-                visible(&p.description)
+                "  {} {} {}",
+                visible(r.id()),
+                visible(r.from()),
+                visible(&r.what())
             ))?;
         }
     }

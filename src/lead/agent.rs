@@ -33,6 +33,7 @@ use crate::process::signals::Signals;
 use crate::store::fsio;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
+use crate::store::requests::{self, Request};
 use crate::store::roster::Roster;
 use crate::store::tasks::{TaskList, TaskStatus};
 use crate::store::watcher::rescan_interval;
@@ -184,9 +185,9 @@ impl<'a> LeadAgent<'a> {
         ));
         let mut current: Option<TurnHandle> = None;
         let mut pending: Vec<String> = Vec::new();
-        let mut requests: VecDeque<decide::Request> = VecDeque::new();
+        let mut queue: VecDeque<Request> = VecDeque::new();
         // The request the running turn decides, if it is a decision turn.
-        let mut deciding: Option<decide::Request> = None;
+        let mut deciding: Option<Request> = None;
         let mut first_done = started_path(store, team).exists();
         loop {
             console.drain_inbox()?;
@@ -196,10 +197,13 @@ impl<'a> LeadAgent<'a> {
             console.dispatch_tasks();
             let handled = console.handled.replace(Vec::new()).unwrap_or_default();
             pending.extend(handled.iter().filter_map(prompt::block));
-            for request in handled.iter().filter_map(decide::request_of) {
+            for m in &handled {
+                let Some(request) = requests::of_message(store, team, m)? else {
+                    continue;
+                };
                 match self.opts.approvals {
                     Approvals::Human => {}
-                    Approvals::Lead => requests.push_back(request),
+                    Approvals::Lead => queue.push_back(request),
                     // The console approved it as it handled it.
                     Approvals::Auto => {
                         decide::record(store, team, &request, true, None, decide::BY_AUTO)?
@@ -218,8 +222,8 @@ impl<'a> LeadAgent<'a> {
                     let roster = Roster::new(store, team).load()?;
                     let tasks = TaskList::new(store, team).list()?;
                     Some(prompt::first_turn(&goal, team.as_str(), &roster, &tasks))
-                } else if let Some(request) = requests.pop_front() {
-                    let prompt = request.prompt();
+                } else if let Some(request) = self.next_undecided(&mut queue)? {
+                    let prompt = decide::prompt(&request);
                     deciding = Some(request);
                     Some(prompt)
                 } else if !pending.is_empty() {
@@ -280,6 +284,17 @@ impl<'a> LeadAgent<'a> {
                 () = tokio::time::sleep(rescan_interval()) => {}
             }
         }
+    }
+
+    /// The first queued request nobody has decided yet; those the person decided meanwhile
+    /// are dropped (the console's queue says who decided them).
+    fn next_undecided(&self, queue: &mut VecDeque<Request>) -> Result<Option<Request>> {
+        while let Some(request) = queue.pop_front() {
+            if requests::decided(self.store, self.team, &request)?.is_none() {
+                return Ok(Some(request));
+            }
+        }
+        Ok(None)
     }
 
     /// Starts one turn of the agent with `prompt`.

@@ -19,8 +19,8 @@ use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::permissions::Permissions;
 use crate::store::protocol::{Payload, Protocol};
+use crate::store::requests;
 use crate::store::roster::Roster;
 use crate::store::tasks::{Task, TaskIndex};
 
@@ -172,14 +172,13 @@ impl<'a> Console<'a> {
                 Protocol::ShutdownRejected(r) if r.from == m.from => {
                     say(&format!(" declined shutdown: {}", r.reason));
                 }
-                Protocol::PermissionRequest(r) if r.agent_id == m.from => {
-                    // A Claude Code teammate only sends the message; file it so `ls pending/`
-                    // shows it and the normal resolve path applies.
-                    Permissions::new(self.store, self.team).adopt(&r, &m.from)?;
-                    self.questions.ask_permission(&r.request_id)?;
-                }
-                Protocol::PlanApprovalRequest(r) if r.from == m.from => {
-                    self.questions.ask_plan(r)?;
+                Protocol::PermissionRequest(_) | Protocol::PlanApprovalRequest(_) => {
+                    // A Claude Code teammate's permission request is only the message: this
+                    // files it, so `ls pending/` shows it and it is decided like any other.
+                    match requests::of_message(self.store, self.team, m)? {
+                        Some(request) => self.questions.ask(request)?,
+                        None => say(&format!(" sent {} (ignored)", p.type_name())),
+                    }
                 }
                 other => say(&format!(" sent {} (ignored)", other.type_name())),
             },

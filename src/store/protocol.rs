@@ -140,18 +140,19 @@ impl PlanApprovalResponse {
     /// launch's `acceptEdits`. The digest is what a teammate started with `--lead-verify-key`
     /// requires before it leaves plan mode.
     pub fn answer(
-        request: &PlanApprovalRequest,
+        request_id: &str,
+        plan_content: &str,
         approved: bool,
         feedback: Option<String>,
         permission_mode: Option<String>,
     ) -> PlanApprovalResponse {
         PlanApprovalResponse {
-            request_id: request.request_id.clone(),
+            request_id: request_id.to_string(),
             approved,
             feedback,
             timestamp: timestamp_now(),
             permission_mode,
-            plan_digest: Some(plan_digest(&request.plan_content)),
+            plan_digest: Some(plan_digest(plan_content)),
             extra: Map::new(),
         }
     }
@@ -198,7 +199,7 @@ pub struct PermissionRequest {
 /// `subtype` `success` with an optional `response`, or `error` with the (required) `error`, which
 /// the teammate's model reads as what the user said. `tool_use_id` names the call decided; Claude
 /// refuses a verdict whose `tool_use_id` names another call. Built only by [`Self::approve`] and
-/// [`Self::deny`], the one definition every decider (CLI, lead console) uses.
+/// [`Self::deny`], used by the one decider (`requests::decide`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PermissionResponse {
     pub request_id: String,
@@ -462,16 +463,14 @@ mod tests {
 
     #[test]
     fn a_plan_verdict_carries_the_launch_mode_and_the_plan_digest() {
-        let request = PlanApprovalRequest {
-            from: "coder".into(),
-            timestamp: timestamp_now(),
-            plan_file_path: "/p.md".into(),
-            plan_content: "# Plan".into(),
-            request_id: "plan_approval-1@coder@t".into(),
-            extra: Map::new(),
-        };
         let mode = mode_after_plan(Some("acceptEdits"));
-        let answer = PlanApprovalResponse::answer(&request, true, None, Some(mode));
+        let answer = PlanApprovalResponse::answer(
+            "plan_approval-1@coder@t",
+            "# Plan",
+            true,
+            None,
+            Some(mode),
+        );
         let v: Value =
             serde_json::from_str(&Protocol::PlanApprovalResponse(answer).to_text()).unwrap();
         assert_eq!(v["permissionMode"], "acceptEdits");

@@ -18,7 +18,7 @@ use crate::store::roster::{Member, Roster};
 use crate::store::tasks::{Task, TaskList, TaskStatus};
 
 use super::last_line::{first_line, last_line};
-use super::requests::{self, Request};
+use crate::store::requests::{self, Request};
 
 /// One reading of the team.
 #[derive(Debug, Clone)]
@@ -176,7 +176,7 @@ impl Model {
             members,
             progress: progress(&rows),
             tasks: rows,
-            requests: requests::pending(store, team, &lead_inbox)?,
+            requests: requests::pending_in(store, team, &lead_inbox)?,
         })
     }
 }

@@ -17,6 +17,7 @@ mod launch;
 mod lead;
 mod lifecycle;
 mod lifecycle_safety;
+mod requests;
 mod store;
 mod teammate;
 mod top;

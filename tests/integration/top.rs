@@ -17,7 +17,7 @@ const WAIT: Duration = Duration::from_secs(120);
 /// A `swarm top` running in a session of its own on a private tmux server. The pane's shell prints
 /// `BEFORE-TOP`, runs the dashboard, then prints `TOP-EXIT <code>` and the terminal modes
 /// (`stty -a`), so a test can see what the dashboard left behind.
-struct Dashboard<'a> {
+pub(crate) struct Dashboard<'a> {
     tmux: &'a Tmux,
     /// The dashboard's pane (`%N`): a name like `top` could be read by tmux as a position.
     pane: String,
@@ -28,7 +28,7 @@ fn quoted(s: &str) -> String {
 }
 
 impl<'a> Dashboard<'a> {
-    fn start(env: &Env, tmux: &'a Tmux, extra_env: &[(&str, &str)]) -> Dashboard<'a> {
+    pub(crate) fn start(env: &Env, tmux: &'a Tmux, extra_env: &[(&str, &str)]) -> Dashboard<'a> {
         let root = env.root().to_str().unwrap();
         let mut vars = format!(
             "SWARM_ROOT={} SWARM_TEAM=t XDG_STATE_HOME={}",
@@ -72,7 +72,7 @@ impl<'a> Dashboard<'a> {
     }
 
     #[track_caller]
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
         let found = eventually_or(WAIT, || {
             last = self.screen();
@@ -82,7 +82,7 @@ impl<'a> Dashboard<'a> {
     }
 
     /// Keys by tmux name (`j`, `Enter`, `Tab`).
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", &self.pane];
         args.extend_from_slice(keys);
         assert_eq!(self.tmux.cmd(args).code, 0);
@@ -354,7 +354,7 @@ fn requests_sent_only_as_messages_are_answered_from_the_dashboard() {
     dash.type_text("write tests first");
     dash.keys(&["Enter"]);
     dash.wait_for("the plan answered", |s| {
-        s.contains("denied planner's plan") && s.contains("requests waiting for the lead (0)")
+        s.contains("rejected planner's plan") && s.contains("requests waiting for the lead (0)")
     });
     let answer = answer_in_inbox(&env, "planner");
     assert_eq!(answer["type"], "plan_approval_response");

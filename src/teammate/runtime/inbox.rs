@@ -12,8 +12,8 @@ use super::Runtime;
 use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
 use crate::store::names::{TaskId, LEAD};
-use crate::store::permissions::Permissions;
 use crate::store::protocol::{Payload, Protocol, ShutdownRequest};
+use crate::store::requests::Permissions;
 use crate::teammate::pane::suffix;
 
 impl Runtime {

@@ -109,7 +109,7 @@ pub(crate) enum Command {
     Prune(PruneArgs),
 
     /// Members, their panes (alive, or dead with exit code), current tasks, unread messages,
-    /// pending permissions and quarantined files.
+    /// permission requests and plans waiting for the lead, and quarantined files.
     ///
     /// Example: swarm status --team refactor --json
     ///
@@ -192,7 +192,7 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Task(TaskCommand),
 
-    /// Ask the lead for permission, and decide requests as the lead.
+    /// Ask the lead for permission, and decide permission requests and plans as the lead.
     #[command(subcommand)]
     Permission(PermissionCommand),
 

@@ -230,7 +230,11 @@ fn approve_by_another_name_is_refused_for_a_claude_teammate_and_recorded_for_oth
     env.swarm(["permission", "approve", &plan, "--by", "operator"])
         .ok();
     let answers = answers(&env, "helper");
-    assert_eq!(answers.len(), 2, "both answers come from the lead: {answers:?}");
+    assert_eq!(
+        answers.len(),
+        2,
+        "both answers come from the lead: {answers:?}"
+    );
     for id in [&other, &plan] {
         let record = read_json(&env.path(&format!("teams/t/permissions/resolved/{id}.json")));
         assert_eq!(record["resolvedBy"], "operator");

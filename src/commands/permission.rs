@@ -146,7 +146,9 @@ fn print_request(ctx: &Context, r: &Request) -> Result<()> {
         return output::json(r);
     }
     let feedback = r
-        .feedback()
+        .resolution()
+        .feedback
+        .as_deref()
         .map(|f| format!(" - {}", visible(f)))
         .unwrap_or_default();
     let what = match r {
@@ -165,7 +167,7 @@ fn print_request(ctx: &Context, r: &Request) -> Result<()> {
     output::line(format!(
         "{}  {:<8} {} {what}{feedback}",
         visible(r.id()),
-        visible(r.status()),
+        visible(&r.resolution().status),
         visible(r.from()),
     ))
 }

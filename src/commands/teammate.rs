@@ -174,7 +174,9 @@ fn ask_lead(ctx: &Context, team: &TeamName, from: &str, ask: Ask, timeout: u64) 
     };
     let feedback = done
         .request()
-        .feedback()
+        .resolution()
+        .feedback
+        .as_deref()
         .map(|f| format!(": {f}"))
         .unwrap_or_default();
     let reason = format!("{} by {}{feedback}", done.word(), done.by());

@@ -21,9 +21,8 @@ use serde_json::Value;
 use super::permission::{PermissionRecord, Permissions};
 use super::plan::{PlanRecord, Plans};
 use super::request::{Decided, Request};
-use super::verdict::{word, Decider, Verdict};
+use super::verdict::{word, Decider, Resolution, Verdict};
 use crate::error::{Error, Result};
-use crate::store::fsio::now_ms;
 use crate::store::lock::FileLock;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName, LEAD};
@@ -99,10 +98,7 @@ fn permission(
     let mut record: PermissionRecord = perms
         .pending_record(id)?
         .ok_or_else(|| Error::NoSuchRequest(id.to_string()))?;
-    record.status = word(verdict.approve).into();
-    record.resolved_by = Some(by.recorded());
-    record.resolved_at = Some(now_ms());
-    record.feedback = verdict.feedback;
+    record.resolution = Resolution::decided(verdict.approve, verdict.feedback, by);
     record.updated_input = verdict.updated_input;
     if verdict.approve && verdict.accept_suggestions {
         record.permission_updates = Some(Value::Array(record.permission_suggestions.clone()));
@@ -142,10 +138,7 @@ fn plan(
         .member(&request.worker_name)
         .and_then(|m| m.mode.as_deref());
     let record = PlanRecord {
-        status: word(verdict.approve).into(),
-        resolved_by: Some(by.recorded()),
-        resolved_at: Some(now_ms()),
-        feedback: verdict.feedback,
+        resolution: Resolution::decided(verdict.approve, verdict.feedback, by),
         permission_mode: Some(mode_after_plan(mode)),
         plan_digest: Some(plan_digest(&request.plan_content)),
         ..request.clone()
@@ -166,8 +159,11 @@ pub(crate) fn decided_plan(plans: &Plans, plan: &PlanRecord) -> Result<Option<De
     }
     Ok(plans.answer_sent(plan)?.map(|sent| {
         Decided::new(Request::Plan(Box::new(PlanRecord {
-            status: word(sent.approved).into(),
-            feedback: sent.feedback,
+            resolution: Resolution {
+                status: word(sent.approved).into(),
+                feedback: sent.feedback,
+                ..Resolution::pending()
+            },
             permission_mode: sent.permission_mode,
             plan_digest: sent.plan_digest,
             ..plan.clone()
@@ -182,8 +178,8 @@ pub(crate) fn decided_plan(plans: &Plans, plan: &PlanRecord) -> Result<Option<De
 /// verdict and the digest of the input the lead was shown (issue 22 item 2) belongs here, where
 /// all five are at hand.
 fn answer(store: &Store, team: &TeamName, decided: &Request) -> Result<()> {
-    let approved = decided.status() == word(true);
-    let feedback = decided.feedback().map(str::to_string);
+    let approved = decided.resolution().approved();
+    let feedback = decided.resolution().feedback.clone();
     let message = match decided {
         Request::Permission(r) if approved => {
             let updates = match &r.permission_updates {
@@ -246,8 +242,7 @@ mod tests {
         let record = perms.request(&"coder".parse().unwrap(), ask).unwrap();
         // A decider approved it and was killed right after writing the resolved file.
         let mut approved = record.clone();
-        approved.status = "approved".into();
-        approved.resolved_by = Some("team-lead".into());
+        approved.resolution = Resolution::decided(true, None, &Decider::Lead);
         fsio::write_json(&perms.resolved_path(&record.id), &approved).unwrap();
 
         let request = Request::Permission(Box::new(record.clone()));
@@ -266,7 +261,12 @@ mod tests {
         assert_eq!(err.exit_code(), 2);
         assert!(!perms.pending_path(&record.id).exists());
         assert_eq!(
-            perms.decision(&record.id).unwrap().unwrap().status,
+            perms
+                .decision(&record.id)
+                .unwrap()
+                .unwrap()
+                .resolution
+                .status,
             "approved"
         );
         let answers = answers(&store, &team, "coder");

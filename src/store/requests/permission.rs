@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::kind::Kind;
-use super::verdict::PENDING;
+use super::verdict::Resolution;
 use crate::error::{Error, Result};
 use crate::store::fsio::{self, now_ms};
 use crate::store::mailbox::{InboxMessage, Mailbox};
@@ -45,15 +45,9 @@ pub(crate) struct PermissionRecord {
     pub(crate) input: Value,
     #[serde(default)]
     pub(crate) permission_suggestions: Vec<Value>,
-    /// `pending`, `approved` or `rejected` (`verdict`).
-    pub(crate) status: String,
+    #[serde(flatten)]
+    pub(crate) resolution: Resolution,
     pub(crate) created_at: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) resolved_by: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) resolved_at: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) feedback: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) updated_input: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,11 +77,8 @@ impl PermissionRecord {
             description: ask.description,
             input: ask.input,
             permission_suggestions: suggestions,
-            status: PENDING.into(),
+            resolution: Resolution::pending(),
             created_at: now_ms(),
-            resolved_by: None,
-            resolved_at: None,
-            feedback: None,
             updated_input: None,
             permission_updates: None,
             extra: Map::new(),
@@ -346,5 +337,29 @@ impl<'a> Permissions<'a> {
     pub(crate) fn decision(&self, id: &str) -> Result<Option<PermissionRecord>> {
         valid_id(id)?;
         fsio::read_json(&self.resolved_path(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_keeps_unknown_fields_and_its_resolution_apart() {
+        let text = r#"{"id": "perm-1-a", "workerId": "coder@t", "workerName": "coder",
+            "teamName": "t", "toolName": "Bash", "status": "rejected", "createdAt": 5,
+            "resolvedBy": "operator", "feedback": "no", "fromNewerClaude": 1}"#;
+        let record: PermissionRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(record.resolution.status, "rejected");
+        assert_eq!(record.resolution.resolved_by.as_deref(), Some("operator"));
+        assert_eq!(record.resolution.feedback.as_deref(), Some("no"));
+        assert_eq!(
+            Value::Object(record.extra.clone()),
+            serde_json::json!({"fromNewerClaude": 1})
+        );
+        let back: Value = serde_json::to_value(&record).unwrap();
+        assert_eq!(back["status"], "rejected");
+        assert_eq!(back["fromNewerClaude"], 1);
+        assert!(back.get("resolvedAt").is_none(), "{back}");
     }
 }

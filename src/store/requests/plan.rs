@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::kind::Kind;
 use super::permission::read_records;
-use super::verdict::PENDING;
+use super::verdict::Resolution;
 use crate::error::Result;
 use crate::store::fsio;
 use crate::store::mailbox::{InboxMessage, Mailbox};
@@ -39,17 +39,11 @@ pub(crate) struct PlanRecord {
     pub(crate) plan_file_path: String,
     #[serde(default)]
     pub(crate) plan_content: String,
-    /// `pending`, `approved` or `rejected` (`verdict`).
-    pub(crate) status: String,
+    #[serde(flatten)]
+    pub(crate) resolution: Resolution,
     /// When it was sent (ms), from its message's timestamp; 0 if that does not parse.
     #[serde(default)]
     pub(crate) created_at: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) resolved_by: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) resolved_at: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) feedback: Option<String>,
     /// The mode the teammate went back to with the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) permission_mode: Option<String>,
@@ -89,10 +83,7 @@ impl PlanRecord {
             team_name: team.to_string(),
             plan_file_path: r.plan_file_path,
             plan_content: r.plan_content,
-            status: PENDING.into(),
-            resolved_by: None,
-            resolved_at: None,
-            feedback: None,
+            resolution: Resolution::pending(),
             permission_mode: None,
             plan_digest: None,
             extra: Map::new(),

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::kind::Kind;
 use super::permission::PermissionRecord;
 use super::plan::PlanRecord;
-use super::verdict::{word, APPROVED};
+use super::verdict::{word, Resolution};
 use crate::error::Error;
 use crate::store::names::LEAD;
 
@@ -60,24 +60,11 @@ impl Request {
         }
     }
 
-    pub(crate) fn status(&self) -> &str {
+    /// Where it stands: pending, or decided by whom and how.
+    pub(crate) fn resolution(&self) -> &Resolution {
         match self {
-            Request::Permission(r) => &r.status,
-            Request::Plan(r) => &r.status,
-        }
-    }
-
-    pub(crate) fn feedback(&self) -> Option<&str> {
-        match self {
-            Request::Permission(r) => r.feedback.as_deref(),
-            Request::Plan(r) => r.feedback.as_deref(),
-        }
-    }
-
-    fn resolved_by(&self) -> Option<&str> {
-        match self {
-            Request::Permission(r) => r.resolved_by.as_deref(),
-            Request::Plan(r) => r.resolved_by.as_deref(),
+            Request::Permission(r) => &r.resolution,
+            Request::Plan(r) => &r.resolution,
         }
     }
 
@@ -105,7 +92,7 @@ impl Decided {
     }
 
     pub(crate) fn approved(&self) -> bool {
-        self.0.status() == APPROVED
+        self.0.resolution().approved()
     }
 
     /// `approved` or `rejected`.
@@ -115,7 +102,7 @@ impl Decided {
 
     /// Who decided, as the record says (the lead when it does not).
     pub(crate) fn by(&self) -> &str {
-        self.0.resolved_by().unwrap_or(LEAD)
+        self.0.resolution().resolved_by.as_deref().unwrap_or(LEAD)
     }
 
     /// What the decider is told: `approved coder's use of Bash`, `rejected coder's plan`.

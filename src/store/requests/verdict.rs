@@ -1,12 +1,15 @@
 //! The lead's answer and who gave it: the words every record and every view uses for a verdict,
-//! the answer a front end collects (`Verdict`), and the decider a record names (`Decider`).
+//! the answer a front end collects (`Verdict`), the decider a record names (`Decider`), and
+//! where a request stands, as both kinds of record keep it (`Resolution`).
 //!
 //! One word per verdict, `approved` or `rejected`, is the record's `status` (PROTOCOL.md
 //! section 9) and what the console, the lead agent, `swarm top` and `swarm permission` print, so
 //! a person reading any of them, or the files, reads the same word.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::store::fsio::now_ms;
 use crate::store::names::{AgentName, LEAD};
 
 /// `status` of a request nobody has decided yet.
@@ -77,5 +80,45 @@ impl Decider {
             Decider::LeadAgent => format!("{LEAD} (lead-agent)"),
             Decider::Named(name) => name.to_string(),
         }
+    }
+}
+
+/// Where a request stands, the same fields in a permission and in a plan record: `status`, and
+/// once decided `resolvedBy`, `resolvedAt` and `feedback` (PROTOCOL.md section 9).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Resolution {
+    /// `pending`, `approved` or `rejected`.
+    pub(crate) status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) resolved_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) resolved_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) feedback: Option<String>,
+}
+
+impl Resolution {
+    pub(crate) fn pending() -> Resolution {
+        Resolution {
+            status: PENDING.into(),
+            resolved_by: None,
+            resolved_at: None,
+            feedback: None,
+        }
+    }
+
+    /// `approve` (with `feedback`) decided by `by`, now.
+    pub(crate) fn decided(approve: bool, feedback: Option<String>, by: &Decider) -> Resolution {
+        Resolution {
+            status: word(approve).into(),
+            resolved_by: Some(by.recorded()),
+            resolved_at: Some(now_ms()),
+            feedback,
+        }
+    }
+
+    pub(crate) fn approved(&self) -> bool {
+        self.status == APPROVED
     }
 }

@@ -117,7 +117,7 @@ impl Runtime {
                 match ours {
                     Some(r) => self.pane.say(format!(
                         "permission {} for {}: {}",
-                        r.id, r.tool_name, r.status
+                        r.id, r.tool_name, r.resolution.status
                     )),
                     None => self.ignore(
                         m,

@@ -171,7 +171,11 @@ pub(crate) fn of_message(
     let Protocol::PermissionRequest(r) = *p else {
         return Ok(None);
     };
-    if r.agent_id != m.from || Kind::of(&r.request_id).ok() != Some(Kind::Permission) {
+    // What is not a request the console says it ignored; it must never stop the console.
+    if r.agent_id != m.from
+        || m.from.parse::<AgentName>().is_err()
+        || Kind::of(&r.request_id).ok() != Some(Kind::Permission)
+    {
         return Ok(None);
     }
     let perms = Permissions::new(store, team);

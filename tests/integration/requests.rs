@@ -352,3 +352,26 @@ fn the_four_front_ends_print_the_same_verdict_word() {
         );
     }
 }
+
+#[test]
+fn a_request_with_an_id_that_is_no_file_name_is_ignored_and_the_console_goes_on() {
+    let env = Env::with_team(&["coder"]);
+    let mut lead = env.swarm(["lead"]).live();
+    lead.expect("lead console for team t");
+    let bad = json!({"type": "permission_request", "request_id": "../../config", "agent_id": "coder",
+        "tool_name": "Bash", "input": {}});
+    env.swarm([
+        "send",
+        "--from",
+        "coder",
+        "--to",
+        "team-lead",
+        &bad.to_string(),
+    ])
+    .ok();
+    lead.expect("coder sent permission_request (ignored)");
+    // Still answering: the next real request is asked.
+    let id = request(&env, "coder", "make");
+    lead.expect(&format!("answer y to approve {id}"));
+    assert_eq!(lead.wait(Duration::from_millis(200)), None, "still running");
+}

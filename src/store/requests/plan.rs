@@ -54,7 +54,7 @@ pub(crate) struct PlanRecord {
 }
 
 impl PlanRecord {
-    /// The waiting plan `m` carries, if it is one its sender made for itself.
+    /// The waiting plan `m` carries, if it is one its sender (a valid name) made for itself.
     pub(crate) fn of_message(m: &InboxMessage, team: &TeamName) -> Option<PlanRecord> {
         let Payload::Protocol(p) = m.payload() else {
             return None;
@@ -62,7 +62,8 @@ impl PlanRecord {
         let Protocol::PlanApprovalRequest(r) = *p else {
             return None;
         };
-        (r.from == m.from && Kind::of(&r.request_id).ok() == Some(Kind::Plan))
+        let own = r.from == m.from && r.from.parse::<AgentName>().is_ok();
+        (own && Kind::of(&r.request_id).ok() == Some(Kind::Plan))
             .then(|| PlanRecord::pending(r, team))
     }
 

@@ -1,7 +1,7 @@
 //! Carrying out what a key asked for, through the code the rest of swarm uses for it: a
 //! message through the mailbox as the lead (so it is signed as every lead entry is), a decision
-//! through `store::requests::decide`, a shutdown through `lifecycle::shutdown` (the one handshake),
-//! and attaching through `swarm attach` itself.
+//! through `store::requests::decide`, a shutdown through `lifecycle::shutdown` (the one
+//! handshake), and attaching through `swarm attach` itself.
 //!
 //! Each returns the line to show under the dashboard; nothing a person does here ends the
 //! dashboard with an error. Acting as the lead needs the lead's side: from a teammate's shell

@@ -358,8 +358,8 @@ fn a_request_with_an_id_that_is_no_file_name_is_ignored_and_the_console_goes_on(
     let env = Env::with_team(&["coder"]);
     let mut lead = env.swarm(["lead"]).live();
     lead.expect("lead console for team t");
-    let bad = json!({"type": "permission_request", "request_id": "../../config", "agent_id": "coder",
-        "tool_name": "Bash", "input": {}});
+    let bad = json!({"type": "permission_request", "request_id": "../../config",
+        "agent_id": "coder", "tool_name": "Bash", "input": {}});
     env.swarm([
         "send",
         "--from",

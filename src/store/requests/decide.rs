@@ -254,10 +254,9 @@ mod tests {
             &Decider::Lead,
         )
         .unwrap_err();
-        assert!(
-            matches!(&err, Error::AlreadyDecided { verdict: "approved", by, .. } if by == "team-lead"),
-            "{err}"
-        );
+        let first = matches!(&err, Error::AlreadyDecided { verdict: "approved", by, .. }
+            if by == "team-lead");
+        assert!(first, "{err}");
         assert_eq!(err.exit_code(), 2);
         assert!(!perms.pending_path(&record.id).exists());
         assert_eq!(

@@ -172,10 +172,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> Error {
+    pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io {
             action,
@@ -184,7 +181,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn usage(msg: impl Into<String>) -> Error {
+    pub fn usage(msg: impl Into<String>) -> Error {
         Error::Usage(msg.into())
     }
 }

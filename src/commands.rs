@@ -3,8 +3,8 @@
 pub(crate) mod cli;
 pub(crate) mod completions;
 mod current;
-mod debug;
-mod debug_runtime;
+#[cfg(feature = "seams")]
+pub(crate) mod debug;
 mod demo;
 mod done;
 mod down;
@@ -121,8 +121,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
         Command::Logs { name, follow } => logs::logs(&ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
+        #[cfg(feature = "seams")]
         Command::Debug(cmd) => debug::run(&ctx, cmd),
-        Command::Bench(args) => crate::bench::run(args, ctx.json).map(|()| 0),
     }
 }
 

@@ -181,10 +181,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> Error {
+    pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io {
             action,
@@ -193,7 +190,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn usage(msg: impl Into<String>) -> Error {
+    pub fn usage(msg: impl Into<String>) -> Error {
         Error::Usage(msg.into())
     }
 }

@@ -10,15 +10,16 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::store::names::{AgentName, TeamName};
 
+#[cfg(feature = "seams")]
 mod debug;
 mod launch;
 mod lifecycle;
 mod store;
 mod view;
 
-pub(crate) use crate::bench::BenchArgs;
 pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
-pub(crate) use debug::{DebugAppendArgs, DebugCommand, DebugRuntimeCommand};
+#[cfg(feature = "seams")]
+pub(crate) use debug::{DebugAppendArgs, DebugCommand};
 pub(crate) use launch::{DemoArgs, LaunchArgs};
 pub(crate) use lifecycle::{DownArgs, PruneArgs, RestartArgs};
 pub(crate) use store::{
@@ -221,13 +222,10 @@ pub(crate) enum Command {
     /// Example: swarm man --dir ~/.local/share/man/man1
     Man(ManArgs),
 
-    /// Tools for tests and debugging; not a stable interface.
+    /// Seams for the fault suite (built with the `seams` feature only); not a stable interface.
+    #[cfg(feature = "seams")]
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
-
-    /// Run the store benchmarks against Claude Code baselines and print tables (scripts/bench).
-    #[command(hide = true)]
-    Bench(BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]

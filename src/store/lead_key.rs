@@ -49,7 +49,7 @@ pub struct LeadKey {
 }
 
 impl LeadKey {
-    /// A key from a fixed seed: the known-vector test and `swarm debug sign`.
+    /// A key from its seed: as read from the key file, or fixed in the known-vector test.
     pub fn from_seed(seed: [u8; 32], created_ms: u64) -> LeadKey {
         LeadKey {
             key: SigningKey::from_bytes(&seed),

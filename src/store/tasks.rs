@@ -19,7 +19,7 @@ use std::fs;
 
 use serde_json::Map;
 
-pub(crate) use index::TaskIndex;
+pub use index::TaskIndex;
 pub use task::{NewTask, Task, TaskOutcome, TaskPatch, TaskStatus, SWARM_FAILED};
 
 use crate::error::{Error, Result};

@@ -4,7 +4,6 @@
 mod support;
 
 mod autonomous;
-mod bench;
 mod claude_teams;
 mod completions;
 mod demo;

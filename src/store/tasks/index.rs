@@ -68,7 +68,7 @@ impl Stamp {
 pub(crate) type Report<'r> = &'r mut dyn FnMut(&Task) -> Result<()>;
 
 /// A team's task list, in memory, kept up to date from file events.
-pub(crate) struct TaskIndex {
+pub struct TaskIndex {
     store: Store,
     team: TeamName,
     hints: Hints,
@@ -90,7 +90,7 @@ struct State {
 
 impl TaskIndex {
     /// Loads `team`'s task list and starts following it.
-    pub(crate) fn open(store: &Store, team: &TeamName) -> Result<TaskIndex> {
+    pub fn open(store: &Store, team: &TeamName) -> Result<TaskIndex> {
         let dir = store.tasks_dir(team);
         fsio::ensure_dir(&dir)?;
         // The watch comes before the first scan, so nothing written in between is missed.
@@ -135,6 +135,7 @@ impl TaskIndex {
     }
 
     /// Tasks anyone may claim now (as `TaskList::available` says), lowest id first.
+    #[cfg(feature = "seams")]
     pub(crate) fn available(&mut self) -> Result<Vec<Task>> {
         self.refresh()?;
         Ok(self
@@ -162,7 +163,7 @@ impl TaskIndex {
     /// three fsyncs per task, where a claim followed by an update takes three (two) and four: the
     /// completion's rename is made durable by the next claim's directory sync (or when nothing
     /// is left to claim, or the index is dropped), before anything more is reported.
-    pub(crate) fn claim_and_complete(
+    pub fn claim_and_complete(
         &mut self,
         agent: &AgentName,
         busy_check: bool,

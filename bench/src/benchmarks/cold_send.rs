@@ -7,10 +7,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use super::harness::Bench;
-use super::report::{fmt_ms, fmt_ratio, Section, Table};
-use super::stats::{ms, quantile, sorted};
-use crate::error::{Error, Result};
+use swarm::{Error, Result};
+
+use crate::harness::Bench;
+use crate::report::{fmt_ms, fmt_ratio, Section, Table};
+use crate::stats::{ms, quantile, sorted};
 
 /// Wall time of a cold `swarm send` process, against spawning `/bin/true`.
 pub(crate) fn cold_send(b: &Bench) -> Result<Section> {

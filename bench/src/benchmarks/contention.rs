@@ -1,6 +1,6 @@
 //! Benchmark 2, contention: 16 writer processes appending 500 messages each into one inbox:
-//! swarm's group commit, swarm's append from before it (one locked rewrite per message, kept as
-//! `debug append --baseline`), and Claude Code's `mkdir` lock that gives up after 11 tries, all
+//! swarm's group commit, swarm's append from before it (one locked rewrite per message, kept in
+//! `baseline.rs`), and Claude Code's `mkdir` lock that gives up after 11 tries, all
 //! in one run. Then the realistic case, the two swarm appends again while a reader (`swarm inbox
 //! --follow --mark-read`) marks messages delivered as they arrive. It counts what the claims
 //! are about (sends that failed, messages lost after their ack, duplicates, torn reads seen by
@@ -16,12 +16,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::claude_code;
-use super::harness::{load_1m, Bench};
-use super::report::{fmt_int, fmt_ratio, Section, Table};
-use super::worker::{spawn, writer_seq, Impl, Worker};
-use crate::error::Result;
-use crate::store::paths::Store;
+use swarm::{claude_code, Result, Store};
+
+use crate::harness::{load_1m, Bench};
+use crate::report::{fmt_int, fmt_ratio, Section, Table};
+use crate::worker::{spawn, writer_seq, Impl, Worker};
 
 /// The texts of an inbox file's entries, read the way Claude Code reads (no lock), and of its
 /// archive (where a reader's delivered messages go).
@@ -81,7 +80,7 @@ impl Reader {
     }
 }
 
-/// Acknowledged and failed sequence numbers per writer, from `debug append` output.
+/// Acknowledged and failed sequence numbers per writer, from `worker append` output.
 #[derive(Default)]
 struct Acks {
     acked: BTreeMap<String, Vec<u64>>,
@@ -193,7 +192,7 @@ fn run(b: &Bench, imp: Impl, reader: bool, writers: u64, per: u64) -> Result<Con
     let children = (0..writers)
         .map(|w| {
             spawn(
-                b.swarm(&store)
+                b.worker(&store)
                     .args(imp.args())
                     .args(["--to", "coder"])
                     .args(["--count", &per.to_string(), "--writer", &format!("w{w}")])
@@ -239,7 +238,7 @@ pub(crate) fn contention(b: &Bench) -> Result<Section> {
         (Impl::Swarm, true),
     ] {
         eprintln!(
-            "swarm bench: contention, {}{}",
+            "swarm-bench: contention, {}{}",
             imp.name(),
             if reader { ", with a reader" } else { "" }
         );
@@ -290,7 +289,7 @@ pub(crate) fn contention(b: &Bench) -> Result<Section> {
         ),
         table,
         notes: vec![
-            "Each writer is one process appending in a loop: `swarm debug append` = `Mailbox::send`, as `swarm send` does (the group commit: a sender that meets a busy lock spools its entry and the holder takes every spooled entry in with one rewrite and one fsync); `debug append --baseline` = swarm's append before the group commit (each message its own locked rewrite and fsync); `debug cc-append` = Claude Code's append.".into(),
+            "Each writer is one process appending in a loop (`swarm-bench worker append --impl IMPL`): `swarm` = `Mailbox::send`, as `swarm send` does (the group commit: a sender that meets a busy lock spools its entry and the holder takes every spooled entry in with one rewrite and one fsync); `before-group-commit` = swarm's append before the group commit (each message its own locked rewrite and fsync); `claude-code` = Claude Code's append.".into(),
             "Without a reader nobody reads the inbox, so it grows to every message and each rewrite copies all of it. With a reader, `swarm inbox --follow --mark-read` marks messages delivered as they arrive (the realistic case): the live file stays small (delivered messages beyond 100 move to the archive), and the reader takes the same lock.".into(),
             "A failed send is Claude Code giving up after 11 lock attempts (about 0.66 s of backoff); the message is dropped and the sender told. swarm waits instead (30 s limit). Lost after ack: acknowledged, yet absent from the final file and its archive.".into(),
             "Torn reads: a reader thread read the file every 2 ms during the run; a read that does not parse is what a Claude Code poller treats as an empty inbox.".into(),

@@ -1,24 +1,25 @@
-//! What every benchmark needs: the `swarm` binary to re-run, a scratch directory that is gone
-//! afterwards, the sizes (`--quick` or full), jitter, and a fresh store per case.
+//! What every benchmark needs: the `swarm` binary to run and this one to re-run as workers, a
+//! scratch directory that is gone afterwards, the sizes (`--quick` or full), jitter, and a fresh
+//! store per case.
 //!
 //! Each case gets its own store under the scratch directory so no benchmark sees another's files,
-//! and every worker is started through [`Bench::swarm`], which strips the caller's session
-//! variables: a bench run inside a team must not send into that team.
+//! and every process is started through [`Bench::swarm`] or [`Bench::worker`], which strip the
+//! caller's session variables: a bench run inside a team must not send into that team.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::rng::Jitter;
-use super::BenchArgs;
-use crate::error::{Error, Result};
-use crate::store::fsio;
-use crate::store::names::{AgentName, TeamName};
-use crate::store::paths::Store;
-use crate::store::roster::{Member, Roster};
+use swarm::{fsio, AgentName, Error, Member, Result, Roster, Store, TeamName};
 
-/// The binary to re-run, a scratch directory, the sizes.
+use crate::cli::StoreArgs;
+use crate::rng::Jitter;
+
+/// The binaries to run, a scratch directory, the sizes.
 pub(crate) struct Bench {
-    exe: PathBuf,
+    /// The `swarm` binary measured.
+    swarm: PathBuf,
+    /// This executable, re-run for `swarm-bench worker ...`.
+    me: PathBuf,
     scratch: Scratch,
     quick: bool,
     rng: Jitter,
@@ -34,8 +35,9 @@ impl Drop for Scratch {
 }
 
 impl Bench {
-    pub(crate) fn new(args: &BenchArgs) -> Result<Bench> {
-        let exe = std::env::current_exe().map_err(Error::io("find", "the swarm executable"))?;
+    pub(crate) fn new(args: &StoreArgs, swarm: PathBuf) -> Result<Bench> {
+        let me =
+            std::env::current_exe().map_err(Error::io("find", "the swarm-bench executable"))?;
         let base = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
         let dir = base.join(format!("swarm-bench-{}", std::process::id()));
         fsio::ensure_dir(&dir)?;
@@ -43,16 +45,17 @@ impl Bench {
         // state dir (every worker inherits this).
         std::env::set_var("XDG_STATE_HOME", dir.join("state"));
         Ok(Bench {
-            exe,
+            swarm,
+            me,
             scratch: Scratch(dir),
             quick: args.quick,
             rng: Jitter::seeded(),
         })
     }
 
-    /// The running `swarm` executable, which every worker re-runs.
+    /// The `swarm` executable measured.
     pub(crate) fn exe(&self) -> &Path {
-        &self.exe
+        &self.swarm
     }
 
     /// `full` normally, `quick` with `--quick`.
@@ -86,11 +89,21 @@ impl Bench {
         Ok((store, team))
     }
 
-    /// `swarm --root R --team bench` with the caller's session variables removed. Its stderr is
+    /// `swarm --root R --team bench`, for what a user or an agent would run.
+    pub(crate) fn swarm(&self, store: &Store) -> Command {
+        self.command(&self.swarm, store)
+    }
+
+    /// `swarm-bench --root R --team bench`, for `worker ...`.
+    pub(crate) fn worker(&self, store: &Store) -> Command {
+        self.command(&self.me, store)
+    }
+
+    /// `exe --root R --team bench` with the caller's session variables removed. Its stderr is
     /// captured (a contended writer says "waiting for lock" now and then) and shown only if the
     /// worker fails.
-    pub(crate) fn swarm(&self, store: &Store) -> Command {
-        let mut cmd = Command::new(&self.exe);
+    fn command(&self, exe: &Path, store: &Store) -> Command {
+        let mut cmd = Command::new(exe);
         for var in [
             "SWARM_ROOT",
             "SWARM_TEAM",

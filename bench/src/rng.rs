@@ -1,11 +1,11 @@
 //! A xorshift generator for the benchmarks' jitter: random gaps between sends and random
 //! phases for pollers, so a poll loop's phase relative to the messages is uniformly
 //! distributed. Not for anything that needs real randomness; it only has to differ per run,
-//! and `swarm bench` and `swarm debug runtime latency` share it so both jitter the same way.
+//! and `swarm-bench store` and `swarm-bench runtime latency` share it so both jitter the same way.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::store::fsio;
+use swarm::fsio;
 
 /// The generator's state; atomic so a shared `&Bench` can draw from it.
 pub(crate) struct Jitter(AtomicU64);

@@ -1,14 +1,30 @@
 //! The worker processes a benchmark starts, and the line protocol they speak.
 //!
-//! Every worker is a separate `swarm` process (`swarm debug append`, `debug cc-append`, `debug
-//! claim-loop`, `swarm send`, ...), because the claims are about processes. A [`Worker`] is
-//! killed and reaped when dropped, so a benchmark that fails halfway leaves nothing running.
-//! The message texts the appending workers write ([`message_text`]) and the parse the driver
-//! reads them back with ([`writer_seq`]) live here together, so the two ends cannot drift.
+//! Every worker is a separate process (`swarm-bench worker append`, `worker claim-loop`, `swarm
+//! send`, ...), because the claims are about processes. A [`Worker`] is killed and reaped when
+//! dropped, so a benchmark that fails halfway leaves nothing running. Both ends live here
+//! together so they cannot drift: the driver's side ([`spawn`], the texts the appending workers
+//! write and [`writer_seq`] that reads them back) and, in `worker/`, what the worker processes
+//! run.
+
+mod append;
+mod claim_loop;
 
 use std::process::{Child, Command};
 
-use crate::error::{Error, Result};
+use swarm::{Error, Result};
+
+use crate::cli::WorkerCommand;
+use crate::Target;
+
+/// Runs one worker process's loop.
+pub(crate) fn run(target: &Target, cmd: WorkerCommand) -> Result<i32> {
+    match cmd {
+        WorkerCommand::Append(args) => append::run(target, &args),
+        WorkerCommand::ClaimLoop(args) => claim_loop::run(target, &args),
+    }
+    .map(|()| 0)
+}
 
 /// A worker process. Dropped before [`Worker::finish`] (a benchmark that fails halfway), it is
 /// killed and reaped, so nothing is left running.
@@ -62,10 +78,11 @@ pub(crate) fn spawn(cmd: &mut Command) -> Result<Worker> {
 }
 
 /// Which append a writer process runs: swarm's group commit, swarm's append from before it
-/// (the baseline kept for exactly this), or the Claude Code re-implementation.
-#[derive(Clone, Copy, PartialEq)]
+/// (the baseline kept for exactly this, `baseline.rs`), or the Claude Code re-implementation.
+#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
 pub(crate) enum Impl {
     Swarm,
+    #[value(name = "before-group-commit")]
     SwarmBaseline,
     ClaudeCode,
 }
@@ -88,17 +105,17 @@ impl Impl {
         }
     }
 
-    /// The `swarm debug` arguments that append this way.
+    /// The `swarm-bench` arguments that append this way.
     pub(crate) fn args(self) -> &'static [&'static str] {
         match self {
-            Impl::Swarm => &["debug", "append"],
-            Impl::SwarmBaseline => &["debug", "append", "--baseline"],
-            Impl::ClaudeCode => &["debug", "cc-append"],
+            Impl::Swarm => &["worker", "append", "--impl", "swarm"],
+            Impl::SwarmBaseline => &["worker", "append", "--impl", "before-group-commit"],
+            Impl::ClaudeCode => &["worker", "append", "--impl", "claude-code"],
         }
     }
 }
 
-/// The text of message `seq` from `writer`, as `swarm debug append` writes it.
+/// The text of message `seq` from `writer`, as `worker append` writes it.
 pub(crate) fn message_text(writer: &str, seq: u64) -> String {
     format!("{writer}:{seq}")
 }
@@ -117,5 +134,22 @@ mod tests {
     fn message_texts_parse_back() {
         assert_eq!(writer_seq(&message_text("w3", 42)), Some(("w3".into(), 42)));
         assert_eq!(writer_seq("no sequence"), None);
+    }
+
+    #[test]
+    fn each_implementation_is_named_on_the_worker_command_line() {
+        use crate::cli::{Cli, Command};
+        use clap::Parser;
+        for imp in [Impl::Swarm, Impl::SwarmBaseline, Impl::ClaudeCode] {
+            let argv = ["swarm-bench"]
+                .iter()
+                .chain(imp.args())
+                .chain(&["--to", "coder"]);
+            let cli = Cli::try_parse_from(argv).unwrap();
+            assert!(
+                matches!(&cli.command, Command::Worker(WorkerCommand::Append(a)) if a.imp == imp),
+                "{imp:?}: {cli:?}"
+            );
+        }
     }
 }

@@ -8,14 +8,11 @@ use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::harness::{load_1m, Bench};
-use super::report::{fmt_int, fmt_ratio, Section, Table};
-use super::worker::spawn;
-use crate::error::{Error, Result};
-use crate::store::fsio;
-use crate::store::names::{TaskId, TeamName};
-use crate::store::paths::Store;
-use crate::store::tasks::{Task, TaskStatus};
+use swarm::{fsio, Error, Result, Store, Task, TaskId, TaskStatus, TeamName};
+
+use crate::harness::{load_1m, Bench};
+use crate::report::{fmt_int, fmt_ratio, Section, Table};
+use crate::worker::spawn;
 
 fn seed_tasks(store: &Store, team: &TeamName, n: u64) -> Result<()> {
     let dir = store.tasks_dir(team);
@@ -61,7 +58,7 @@ impl Run {
     }
 }
 
-/// `claimers` processes of `swarm debug claim-loop` over `tasks` fresh tasks, each stopping after
+/// `claimers` processes of `swarm-bench worker claim-loop` over `tasks` fresh tasks, each stopping after
 /// `claims` in all (only a single claimer is stopped early).
 fn run(b: &Bench, name: &str, tasks: u64, case: (u64, bool, bool, u64)) -> Result<Run> {
     let (claimers, busy_check, baseline, claims) = case;
@@ -71,8 +68,8 @@ fn run(b: &Bench, name: &str, tasks: u64, case: (u64, bool, bool, u64)) -> Resul
     let started = Instant::now();
     let children = (0..claimers)
         .map(|c| {
-            let mut cmd = b.swarm(&store);
-            cmd.args(["debug", "claim-loop", "--agent", &format!("c{c}")])
+            let mut cmd = b.worker(&store);
+            cmd.args(["worker", "claim-loop", "--agent", &format!("c{c}")])
                 .stdout(Stdio::piped());
             if !busy_check {
                 cmd.arg("--no-busy-check");
@@ -191,7 +188,7 @@ pub(crate) fn claims(b: &Bench) -> Result<Section> {
         title: format!("4. Claims: claimer processes over {} tasks", fmt_int(tasks)),
         table,
         notes: vec![
-            "Each claimer is `swarm debug claim-loop`: claim the next available task, print its id, mark it completed, repeat until nothing is available. `index` is the task index of long-lived claimers (store/tasks/index.rs): tasks kept in memory, only files named by file events re-read, candidates tried with a hint try-lock, every claim decided on the file under the task's lock, the completion written under the claim's locks. `today (--baseline)` is `TaskList::claim_next` followed by `swarm task update`, the path before the index, measured in the same run. Exactly once: every task id printed by exactly one claimer, and its file completed and owned by that claimer.".into(),
+            "Each claimer is `swarm-bench worker claim-loop`: claim the next available task, print its id, mark it completed, repeat until nothing is available. `index` is the task index of long-lived claimers (store/tasks/index.rs): tasks kept in memory, only files named by file events re-read, candidates tried with a hint try-lock, every claim decided on the file under the task's lock, the completion written under the claim's locks. `today (--baseline)` is `TaskList::claim_next` followed by `swarm task update`, the path before the index, measured in the same run. Exactly once: every task id printed by exactly one claimer, and its file completed and owned by that claimer.".into(),
             format!("Today's single claimer stops after {} claims: with the busy check each claim reads every task file, so its rate depends on the list's size, not on progress. The indexed runs claim all {} tasks, loading the list included.", fmt_int(single), fmt_int(tasks)),
             "With the busy check (the default, as in Claude Code) every claim holds the list lock, so claims serialize whatever the number of claimers: today over a read of every task file and two fsyncs, with the index over the drained events, the task lock and one fsync (the directory sync and the completion come after it is released). Without it, claimers contend only per task. Per claim and completion the index takes two lock cycles (one without the busy check) and three fsyncs, today's path three (two) and four.".into(),
         ],

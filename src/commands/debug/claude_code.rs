@@ -1,4 +1,5 @@
-//! Claude Code's inbox append, re-implemented as the benchmarks' baseline.
+//! Claude Code's inbox append, re-implemented: the other writer the fault suite races swarm's
+//! against (`swarm debug cc-append`), and the benchmarks' baseline (`bench/`).
 //!
 //! Claude Code (2.1.x) locks an inbox with `proper-lockfile`: `mkdir F.lock`; an existing lock
 //! older than 10 s is stale, removed, and the mkdir tried once more; otherwise the attempt fails
@@ -6,8 +7,9 @@
 //! gives up and the send fails. Holding the lock it reads the whole array (a file that does not
 //! parse reads as empty), pushes the message and rewrites the file in place with
 //! `writeFileSync` (truncate, write, no fsync), then removes the lock directory. This module
-//! does exactly that, so a benchmark can put the two implementations side by side on the same
-//! machine in the same run. It is never used outside `swarm bench` and `swarm debug cc-append`.
+//! does exactly that, so a test can interleave the two implementations on one inbox and a
+//! benchmark can put them side by side on the same machine in the same run. It is built only
+//! with the `seams` feature, like the rest of `swarm debug`.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, ErrorKind, Write};
@@ -95,7 +97,7 @@ fn try_mkdir(dir: &Path, check_stale: bool) -> io::Result<bool> {
 
 /// Appends `message` the Claude Code way. `Ok(false)`: the lock was not had in 11 tries and
 /// the message was dropped (Claude Code reports the send as failed).
-pub(crate) fn append(inbox: &Path, message: &InboxMessage) -> io::Result<bool> {
+pub fn append(inbox: &Path, message: &InboxMessage) -> io::Result<bool> {
     match OpenOptions::new().write(true).create_new(true).open(inbox) {
         Ok(mut f) => f.write_all(b"[]")?,
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
@@ -113,7 +115,7 @@ pub(crate) fn append(inbox: &Path, message: &InboxMessage) -> io::Result<bool> {
 
 /// Claude Code's `readMailbox`: the parsed array, or empty when the file is missing or does not
 /// parse (which is how a torn read turns into a lost inbox on the next write).
-pub(crate) fn read(inbox: &Path) -> Vec<Value> {
+pub fn read(inbox: &Path) -> Vec<Value> {
     fs::read(inbox)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())

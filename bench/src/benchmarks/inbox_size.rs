@@ -7,15 +7,12 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use super::claude_code;
-use super::harness::Bench;
-use super::report::{fmt_int, fmt_ms, fmt_ratio, Section, Table};
-use super::stats::{quantile, sorted};
-use super::worker::{spawn, Impl};
-use crate::error::{Error, Result};
-use crate::store::fsio;
-use crate::store::mailbox::{InboxMessage, KEEP_DELIVERED};
-use crate::store::names::AgentName;
+use swarm::{claude_code, fsio, AgentName, Error, InboxMessage, Result, KEEP_DELIVERED};
+
+use crate::harness::Bench;
+use crate::report::{fmt_int, fmt_ms, fmt_ratio, Section, Table};
+use crate::stats::{quantile, sorted};
+use crate::worker::{spawn, Impl};
 
 fn seed_inbox(path: &Path, count: u64, delivered: bool) -> Result<()> {
     let messages: Vec<InboxMessage> = (0..count)
@@ -50,7 +47,7 @@ pub(crate) fn inbox_size(b: &Bench) -> Result<Section> {
         let inbox = store.inbox_path(&team, &coder);
         seed_inbox(&inbox, present, delivered)?;
         let child = spawn(
-            b.swarm(&store)
+            b.worker(&store)
                 .args(imp.args())
                 .args(["--to", "coder", "--timings"])
                 .args(["--count", &appends.to_string()])

@@ -1,4 +1,4 @@
-//! `swarm debug runtime ...`: hidden seams for the runtime benchmarks (`scripts/bench-runtime`).
+//! `swarm-bench runtime ...`: the seams of the runtime benchmarks (`scripts/bench-runtime`).
 //!
 //! The benchmarks time things that happen between separate processes: a `swarm send` process
 //! and the teammate runtime (or a poll loop) that notices the message, a `swarm launch` and the
@@ -8,6 +8,7 @@
 //! baseline: Claude Code's fixed-interval inbox poll. Not a stable interface.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,27 +16,35 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::Context;
-use crate::bench::rng::Jitter;
-use crate::bench::stats::{self, quantile, sorted};
-use crate::commands::cli::DebugRuntimeCommand;
-use crate::error::{Error, Result};
-use crate::output;
-use crate::store::fsio;
-use crate::store::liveness::{self, Liveness};
-use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::{AgentName, TeamName};
-use crate::store::paths::Store;
-use crate::store::protocol::{Payload, Protocol};
-use crate::store::roster::Roster;
-use crate::store::watcher::DirWatcher;
+use swarm::liveness::{self, Liveness};
+use swarm::{
+    fsio, output, AgentName, DirWatcher, Error, InboxMessage, Mailbox, Payload, Protocol, Result,
+    Roster, Store, TeamName,
+};
+
+use crate::cli::RuntimeCommand;
+use crate::rng::Jitter;
+use crate::stats::{self, quantile, sorted};
+use crate::Target;
 
 /// How long one message may take before the measurement gives up.
 const MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub(crate) fn run(ctx: &Context, cmd: DebugRuntimeCommand) -> Result<i32> {
+/// What a runtime seam acts on: the team, and the `swarm` binary whose `send` it times.
+struct Ctx<'a> {
+    store: &'a Store,
+    team: &'a TeamName,
+    swarm: &'a Path,
+}
+
+pub(crate) fn run(target: &Target, swarm: &Path, cmd: RuntimeCommand) -> Result<i32> {
+    let ctx = &Ctx {
+        store: &target.store,
+        team: &target.team,
+        swarm,
+    };
     match cmd {
-        DebugRuntimeCommand::Latency {
+        RuntimeCommand::Latency {
             to,
             count,
             stream,
@@ -48,10 +57,10 @@ pub(crate) fn run(ctx: &Context, cmd: DebugRuntimeCommand) -> Result<i32> {
             let gaps = (min_gap_ms, max_gap_ms);
             latency(ctx, &to, count, stream.then_some(gaps)).map(|()| 0)
         }
-        DebugRuntimeCommand::PollInbox { agent, interval_ms } => {
+        RuntimeCommand::PollInbox { agent, interval_ms } => {
             poll_inbox(ctx, &agent, Duration::from_millis(interval_ms))
         }
-        DebugRuntimeCommand::WaitAlive {
+        RuntimeCommand::WaitAlive {
             count,
             since_ms,
             timeout,
@@ -111,9 +120,9 @@ struct LatencyReport {
 }
 
 /// Runs `swarm send --to NAME TEXT` as its own process, as a user or an agent would.
-fn send(ctx: &Context, team: &TeamName, to: &AgentName, text: &str) -> Result<()> {
-    let exe = std::env::current_exe().map_err(Error::io("find", "the swarm executable"))?;
-    let status = Command::new(&exe)
+fn send(ctx: &Ctx, team: &TeamName, to: &AgentName, text: &str) -> Result<()> {
+    let exe = ctx.swarm;
+    let status = Command::new(exe)
         .arg("--root")
         .arg(ctx.store.root())
         .args([
@@ -128,7 +137,7 @@ fn send(ctx: &Context, team: &TeamName, to: &AgentName, text: &str) -> Result<()
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .status()
-        .map_err(Error::io("run", &exe))?;
+        .map_err(Error::io("run", exe))?;
     if !status.success() {
         return Err(Error::Backend(format!("swarm send exited with {status}")));
     }
@@ -145,30 +154,30 @@ fn read_texts(mailbox: &Mailbox<'_>, agent: &AgentName) -> Result<Vec<String>> {
         .collect())
 }
 
-fn latency(ctx: &Context, to: &AgentName, count: usize, stream: Option<(u64, u64)>) -> Result<()> {
-    let team = ctx.existing_team()?;
-    Roster::new(&ctx.store, &team).require_member(to.as_str())?;
-    let dir = ctx.store.inboxes_dir(&team);
+fn latency(ctx: &Ctx, to: &AgentName, count: usize, stream: Option<(u64, u64)>) -> Result<()> {
+    let team = ctx.team;
+    Roster::new(ctx.store, team).require_member(to.as_str())?;
+    let dir = ctx.store.inboxes_dir(team);
     fsio::ensure_dir(&dir)?;
     // A `$ ` command, so a shell-agent teammate runs it; the comment makes each one unique.
     let tag = fsio::now_ms();
     let text = |i: usize| format!("$ true # latency {tag} {i}");
     let report = match stream {
-        None => sequential(ctx, &team, to, count, &text)?,
-        Some(gaps) => streamed(ctx, &team, to, count, gaps, &text)?,
+        None => sequential(ctx, team, to, count, &text)?,
+        Some(gaps) => streamed(ctx, team, to, count, gaps, &text)?,
     };
     output::json(&report)
 }
 
 /// One message at a time; the next goes after the runtime reported the previous turn done.
 fn sequential(
-    ctx: &Context,
+    ctx: &Ctx,
     team: &TeamName,
     to: &AgentName,
     count: usize,
     text: &dyn Fn(usize) -> String,
 ) -> Result<LatencyReport> {
-    let mailbox = Mailbox::new(&ctx.store, team);
+    let mailbox = Mailbox::new(ctx.store, team);
     let lead = AgentName::lead();
     let watcher = DirWatcher::new(&ctx.store.inboxes_dir(team))?;
     let (mut delivered, mut idle, mut sends) = (vec![], vec![], vec![]);
@@ -232,7 +241,7 @@ fn mark_idle_seen(mailbox: &Mailbox<'_>, lead: &AgentName, from: &AgentName) -> 
 
 /// Messages at random gaps without waiting for answers; a watcher thread notes when each is read.
 fn streamed(
-    ctx: &Context,
+    ctx: &Ctx,
     team: &TeamName,
     to: &AgentName,
     count: usize,
@@ -305,9 +314,8 @@ fn streamed(
 }
 
 /// Claude Code's loop: sleep, read the whole inbox, take what is unread (here: mark it read).
-fn poll_inbox(ctx: &Context, agent: &AgentName, interval: Duration) -> Result<i32> {
-    let team = ctx.existing_team()?;
-    let mailbox = Mailbox::new(&ctx.store, &team);
+fn poll_inbox(ctx: &Ctx, agent: &AgentName, interval: Duration) -> Result<i32> {
+    let mailbox = Mailbox::new(ctx.store, ctx.team);
     loop {
         std::thread::sleep(interval);
         let unread: Vec<String> = mailbox
@@ -319,15 +327,15 @@ fn poll_inbox(ctx: &Context, agent: &AgentName, interval: Duration) -> Result<i3
     }
 }
 
-fn wait_alive(ctx: &Context, count: usize, since_ms: u64, timeout: Duration) -> Result<()> {
-    let team = ctx.existing_team()?;
-    let roster = Roster::new(&ctx.store, &team);
+fn wait_alive(ctx: &Ctx, count: usize, since_ms: u64, timeout: Duration) -> Result<()> {
+    let (store, team) = (ctx.store, ctx.team);
+    let roster = Roster::new(store, team);
     let deadline = Instant::now() + timeout;
     loop {
         let config = roster.load()?;
         let mut alive = 0;
         for m in config.teammates() {
-            if liveness::probe(&ctx.store, &team, &m.name.parse()?)? == Liveness::Alive {
+            if liveness::probe(store, team, &m.name.parse()?)? == Liveness::Alive {
                 alive += 1;
             }
         }

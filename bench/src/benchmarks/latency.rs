@@ -13,13 +13,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::claude_code;
-use super::harness::Bench;
-use super::report::{fmt_ms, fmt_ratio, Section, Table};
-use super::stats::{ms, quantile, sorted};
-use super::worker::spawn;
-use crate::error::{Error, Result};
-use crate::store::names::AgentName;
+use swarm::{claude_code, AgentName, Error, Result};
+
+use crate::harness::Bench;
+use crate::report::{fmt_ms, fmt_ratio, Section, Table};
+use crate::stats::{ms, quantile, sorted};
+use crate::worker::spawn;
 
 /// Shared record of when a receiver first saw each message.
 type Seen = Arc<Mutex<HashMap<u64, Instant>>>;

@@ -1,5 +1,5 @@
 //! Nearest-rank quantiles over millisecond samples: the one definition behind every p50 and p99
-//! that `swarm bench` prints and `swarm debug runtime latency` reports, so a percentile means
+//! that `swarm-bench store` prints and `swarm-bench runtime latency` reports, so a percentile means
 //! the same thing in BENCHMARKS.md and in BENCHMARKS-runtime.md.
 
 use std::time::Duration;

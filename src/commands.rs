@@ -12,6 +12,7 @@ mod identity;
 mod launch;
 mod logs;
 mod man;
+mod memory;
 mod message;
 mod ops;
 mod permission;
@@ -85,6 +86,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Inbox(args) => message::inbox(&ctx, args).map(|()| 0),
         Command::Task(cmd) => task::run(&ctx, cmd).map(|()| 0),
         Command::Permission(cmd) => permission::run(&ctx, cmd),
+        Command::Memory(cmd) => memory::run(&ctx, cmd).map(|()| 0),
         Command::Teammate(args) => teammate::run(&ctx, args),
         Command::Hook(cmd) => teammate::hook(&ctx, cmd),
         Command::Demo(args) => demo(&ctx, args),

@@ -67,6 +67,12 @@ pub enum Error {
         by: String,
     },
 
+    #[error("refusing team memory topic {name:?}: {reason}; a topic name is a relative path inside the team memory directory, like `build` or `ci/flaky-tests`")]
+    UnsafeMemoryName { name: String, reason: String },
+
+    #[error("team memory has no topic {name:?} in {}; `swarm memory list` shows the topics", dir.display())]
+    NoSuchTopic { name: String, dir: PathBuf },
+
     #[error("message is {size} bytes, over the {limit} byte limit; put large content in a file and send its path")]
     MessageTooLarge { size: usize, limit: usize },
 
@@ -171,6 +177,8 @@ impl Error {
             | Error::NoSuchRequest(_)
             | Error::AlreadyDecided { .. }
             | Error::MessageTooLarge { .. }
+            | Error::UnsafeMemoryName { .. }
+            | Error::NoSuchTopic { .. }
             | Error::NotARegularFile { .. }
             | Error::InsecureDir { .. }
             | Error::NotOwned { .. }

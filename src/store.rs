@@ -16,6 +16,7 @@ pub mod lead_key;
 pub mod liveness;
 pub mod lock;
 pub mod mailbox;
+pub mod memory;
 pub mod names;
 pub mod paths;
 pub mod protocol;

@@ -14,6 +14,7 @@ use crate::store::names::{AgentName, TeamName};
 mod debug;
 mod launch;
 mod lifecycle;
+mod memory;
 mod store;
 mod view;
 
@@ -22,6 +23,7 @@ pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
 pub(crate) use debug::{DebugAppendArgs, DebugCommand};
 pub(crate) use launch::{DemoArgs, LaunchArgs};
 pub(crate) use lifecycle::{DownArgs, PruneArgs, RestartArgs};
+pub(crate) use memory::{MemoryAt, MemoryCommand, MemoryWriteArgs};
 pub(crate) use store::{
     DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,
 };
@@ -196,6 +198,11 @@ pub(crate) enum Command {
     /// Ask the lead for permission, and decide permission requests and plans as the lead.
     #[command(subcommand)]
     Permission(PermissionCommand),
+
+    /// The team memory every member shares: one Markdown file per topic and MEMORY.md, their
+    /// index, in Claude Code's layout (<root>/projects/<project>/memory/team/).
+    #[command(subcommand)]
+    Memory(MemoryCommand),
 
     /// Run one teammate: the process inside a pane that gives an agent CLI (or the built-in
     /// shell agent) the team protocol. Started by `swarm launch`; can be run by hand.

@@ -11,8 +11,9 @@
 //! a crash costs at most the next write's repair. Names pass [`safety`] before they become
 //! paths, so no name reaches a file outside the team directory. The project key is [`key`]'s.
 //!
-//! `SWARM_MEMORY_FAULT` is a hook for the fault tests: `no-lock` skips the lock (the negative
-//! control that must lose index lines), `exit-between-steps` ends the process after the topic
+//! `SWARM_MEMORY_FAULT` is a hook for the fault tests: `no-lock` writes the index the way a
+//! writer without the lock does (read it, add the line, write it back: no lock, no repair), the
+//! negative control that must lose lines; `exit-between-steps` ends the process after the topic
 //! file is written and before the index is.
 
 mod key;
@@ -162,16 +163,24 @@ impl TeamMemory {
         let written_at = timestamp_now();
         let file = render_topic(&name, &description, author, &written_at, text);
         fsio::ensure_dir(path.parent().unwrap_or(&self.dir))?;
+        let topic = Topic {
+            indexed: true,
+            ..topic_of(&name, &path, &file)
+        };
+        if fault() == Some(Fault::NoLock) {
+            fsio::write_atomic(&path, file.as_bytes())?;
+            let mut index = self.index()?.unwrap_or_default();
+            index.push_str(&index_line(&topic, &self.relative_file(&path)));
+            index.push('\n');
+            return fsio::write_atomic(&self.index_path(), index.as_bytes()).map(|()| topic);
+        }
         let _lock = self.lock()?;
         fsio::write_atomic(&path, file.as_bytes())?;
         if fault() == Some(Fault::ExitBetweenSteps) {
             std::process::exit(70);
         }
         self.reindex()?;
-        Ok(Topic {
-            indexed: true,
-            ..topic_of(&name, &path, &file)
-        })
+        Ok(topic)
     }
 
     /// Deletes topic `name`: the file, then its index line.
@@ -238,12 +247,9 @@ impl TeamMemory {
         fsio::write_atomic(&self.index_path(), text.as_bytes())
     }
 
-    fn lock(&self) -> Result<Option<FileLock>> {
+    fn lock(&self) -> Result<FileLock> {
         fsio::ensure_dir(&self.dir)?;
-        if fault() == Some(Fault::NoLock) {
-            return Ok(None);
-        }
-        FileLock::acquire(&self.index_path()).map(Some)
+        FileLock::acquire(&self.index_path())
     }
 
     /// The checked name (the path under the team directory, without `.md`) and the file.

@@ -16,6 +16,7 @@ mod launch;
 mod lead;
 mod lifecycle;
 mod lifecycle_safety;
+mod memory;
 mod requests;
 mod store;
 mod teammate;

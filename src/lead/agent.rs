@@ -189,6 +189,7 @@ impl<'a> LeadAgent<'a> {
         // The request the running turn decides, if it is a decision turn.
         let mut deciding: Option<Request> = None;
         let mut first_done = started_path(store, team).exists();
+        let mut notices = prompt::Notices::default();
         loop {
             console.drain_inbox()?;
             console.questions.forget_decided()?;
@@ -196,7 +197,7 @@ impl<'a> LeadAgent<'a> {
             // Native claude teammates claim nothing themselves: the lead hands tasks out.
             console.dispatch_tasks();
             let handled = console.handled.replace(Vec::new()).unwrap_or_default();
-            pending.extend(handled.iter().filter_map(prompt::block));
+            pending.extend(handled.iter().filter_map(|m| notices.block(m)));
             for m in &handled {
                 let Some(request) = requests::of_message(store, team, m)? else {
                     continue;

@@ -11,7 +11,7 @@
 //! several lines has its later lines indented, so none of them passes for a console line.
 
 use super::dispatch;
-use super::paint::{describe_idle, shown, Paint};
+use super::paint::{shown, Paint};
 use super::questions::Questions;
 use crate::error::{Error, Result};
 use crate::lifecycle;
@@ -162,7 +162,14 @@ impl<'a> Console<'a> {
                 say(&format!("{summary}: {text}"));
             }
             Payload::Protocol(p) => match *p {
-                Protocol::IdleNotification(n) => say(&format!(" {}", describe_idle(&n))),
+                Protocol::IdleNotification(n) => say(&format!(" {}", n.describe())),
+                // Frames that report a teammate's own work count only from that teammate.
+                Protocol::TaskCompleted(ref c) if c.from.as_deref().is_none_or(|f| f == m.from) => {
+                    say(&format!(" {}", p.describe().unwrap_or_default()))
+                }
+                Protocol::TeammateTerminated(_) => {
+                    say(&format!(" {}", p.describe().unwrap_or_default()))
+                }
                 Protocol::ShutdownApproved(a)
                     if a.from == m.from && self.asked(&m.from, &a.request_id)? =>
                 {

@@ -1,13 +1,15 @@
 //! The last line a member printed: the tail of an in-process teammate's log, or the bottom of
 //! a tmux teammate's pane. `None` when there is no output swarm can read (iTerm2, a pane that
 //! is gone, nothing printed yet), and the dashboard shows the member's last message instead,
-//! cut to its first line the same way.
+//! cut to its first line the same way (a lifecycle frame as its sentence).
 
 use std::io::{Read, Seek, SeekFrom};
 
 use crate::backend::{for_member, BackendKind};
+use crate::store::mailbox::InboxMessage;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
+use crate::store::protocol::Payload;
 use crate::store::roster::Member;
 
 /// How much of a log's end is read to find its last line.
@@ -41,6 +43,17 @@ fn tail(path: &std::path::Path) -> Option<String> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A message as one cell: a lifecycle frame as its sentence (`finished task #3 (resolved)`,
+/// `completed task #3 (Add tests)`), anything else as its summary or first line.
+pub(crate) fn message_line(msg: &InboxMessage) -> String {
+    if let Payload::Protocol(p) = msg.payload() {
+        if let Some(sentence) = p.describe() {
+            return sentence;
+        }
+    }
+    first_line(msg.summary.as_deref().unwrap_or(&msg.text))
 }
 
 /// The first non-empty line of `text`, for a one-line cell (a message, a plan).

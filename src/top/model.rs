@@ -17,7 +17,7 @@ use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
 use crate::store::tasks::{Task, TaskList, TaskStatus};
 
-use super::last_line::{first_line, last_line};
+use super::last_line::{last_line, message_line};
 use crate::store::requests::{self, Request};
 
 /// One reading of the team.
@@ -151,7 +151,7 @@ impl Model {
                         .iter()
                         .rev()
                         .find(|msg| msg.from == m.name)
-                        .map(|msg| first_line(msg.summary.as_deref().unwrap_or(&msg.text)))
+                        .map(message_line)
                 });
                 MemberRow {
                     name: m.name.clone(),

@@ -7,8 +7,9 @@
 //! what it has finished. These commands are that process. They call the same store functions
 //! the normal commands call and change nothing about them; `append --no-lock` and `claim-loop
 //! --trust-index` exist only to prove the harness can fail, and `cc-append` is Claude Code's own
-//! append (`claude_code.rs`, which the benchmarks in `bench/` race against too). Not a stable
-//! interface.
+//! append (`claude_code.rs`, which the benchmarks in `bench/` race against too). `frame` sends
+//! what only swarm itself may (lifecycle frames), for tests that play a teammate's runtime.
+//! Not a stable interface.
 
 pub mod claude_code;
 
@@ -36,6 +37,17 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             let key = crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)?
                 .ok_or_else(|| Error::usage("a teammate's shell has no lead key"))?;
             output::line(key.verify_key()).map(|()| 0)
+        }
+        DebugCommand::Frame { to, from, text } => {
+            super::identity::check_acting_as(from.as_str(), "--from")?;
+            let team = ctx.existing_team()?;
+            let config = crate::store::roster::Roster::new(&ctx.store, &team).load()?;
+            let color = config
+                .member(from.as_str())
+                .map(|m| m.color_or_default().to_string());
+            let message = InboxMessage::new(from.as_str(), text).with_color(color);
+            Mailbox::new(&ctx.store, &team).append(&to, message)?;
+            Ok(0)
         }
         DebugCommand::Append(args) => append(ctx, args).map(|()| 0),
         DebugCommand::CcAppend(args) => cc_append(ctx, args).map(|()| 0),

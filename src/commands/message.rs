@@ -3,8 +3,8 @@
 //! They let a person or a script talk to a team the way teammates do, by writing to and reading
 //! from inbox files; `inbox --follow` keeps printing as messages arrive, and `--mark-read` marks
 //! only what was printed, by `msg_id`. `send` refuses lifecycle frames as text (idle, task
-//! completed, teammate terminated, task assignment, shutdown rejected), as Claude Code's
-//! SendMessage does: only the process that lived through the event reports it.
+//! completed, teammate terminated), as Claude Code's SendMessage does: only the process that
+//! lived through the event reports it.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -43,8 +43,9 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
     if let Some(frame) = lifecycle_frame(&text) {
         return Err(Error::usage(format!(
             "refusing to send a {frame} frame as message text: message text must not be a \
-             teammate lifecycle/task frame (idle/terminated/task/shutdown JSON), which only \
-             swarm's runtime and lead send for what they lived through; send plain text instead"
+             teammate lifecycle frame (idle_notification, task_completed, teammate_terminated), \
+             which only swarm's runtime sends, for what it lived through; send plain text \
+             instead"
         )));
     }
     // The roster is read once: it says the team exists, who the sender is and that the

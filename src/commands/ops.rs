@@ -23,6 +23,7 @@ use crate::output;
 use crate::output::terminal::visible;
 use crate::store::liveness::Liveness;
 use crate::store::mailbox::Mailbox;
+use crate::store::memory::TeamMemory;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::requests::{self, Kind, Request};
@@ -80,6 +81,11 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         .into_iter()
         .partition(|r| r.kind() == Kind::Permission);
     let quarantined = quarantined(&ctx.store, &team);
+    // A memory that cannot be read is said, not a reason to fail the whole status.
+    let memory = TeamMemory::of_team(&ctx.store, &config).map(|m| {
+        let figures = m.figures().map_err(|e| e.to_string());
+        (m, figures)
+    });
     if ctx.json {
         return output::json(&json!({
             "team": team.as_str(),
@@ -90,6 +96,11 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "pendingPermissions": pending,
             "pendingPlans": plans,
             "quarantined": quarantined,
+            "memory": memory.as_ref().map(|(m, f)| match f {
+                Ok(f) => json!({"dir": m.dir(), "topics": f.topics,
+                    "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
+                Err(e) => json!({"dir": m.dir(), "error": e}),
+            }),
         }));
     }
     output::line(format!("team {}  {}", team, visible(&config.description)))?;
@@ -151,6 +162,13 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     }
     if led_by_claude {
         output::line(lifecycle::claude_led_notice(&team))?;
+    }
+    if let Some((_, figures)) = &memory {
+        let text = match figures {
+            Ok(f) => f.text(),
+            Err(e) => format!("unreadable: {e}"),
+        };
+        output::line(format!("team memory: {}", visible(&text)))?;
     }
     for (title, waiting) in [("pending permissions", &pending), ("pending plans", &plans)] {
         if waiting.is_empty() {

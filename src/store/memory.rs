@@ -31,6 +31,7 @@ use crate::store::fsio;
 use crate::store::lock::FileLock;
 use crate::store::paths::Store;
 use crate::store::protocol::{format_timestamp, parse_timestamp, timestamp_now};
+use crate::store::roster::TeamConfig;
 pub(crate) use safety::INDEX;
 
 /// Topic files deeper than this are not looked for (a guard against a pathological tree).
@@ -74,7 +75,38 @@ pub(crate) struct Figures {
     pub(crate) last_write_at: Option<String>,
 }
 
+impl Figures {
+    /// `3 topics, last written by coder at 2026-01-01T00:00:00.000Z`, or `no topics`.
+    pub(crate) fn text(&self) -> String {
+        if self.topics == 0 {
+            return "no topics".to_string();
+        }
+        let mut s = format!(
+            "{} topic{}",
+            self.topics,
+            if self.topics == 1 { "" } else { "s" }
+        );
+        if let Some(at) = &self.last_write_at {
+            let by = self
+                .last_write_by
+                .as_deref()
+                .unwrap_or("someone outside swarm");
+            s.push_str(&format!(", last written by {by} at {at}"));
+        }
+        s
+    }
+}
+
 impl TeamMemory {
+    /// The team memory `swarm status` and `swarm top` report for a team: its lead's project
+    /// (the launch's directory); `None` when the roster records none.
+    pub(crate) fn of_team(store: &Store, config: &TeamConfig) -> Option<TeamMemory> {
+        let lead = config.members.iter().find(|m| m.is_lead())?;
+        let cwd = Path::new(&lead.cwd);
+        cwd.is_absolute()
+            .then(|| TeamMemory::for_project(store, cwd))
+    }
+
     /// The team memory of the project `dir` belongs to (see [`key::project_base`]).
     pub(crate) fn for_project(store: &Store, dir: &Path) -> TeamMemory {
         let project = key::project_base(dir);

@@ -317,19 +317,17 @@ pub struct TeammateTerminated {
     pub extra: Map<String, Value>,
 }
 
-/// The frames a model must not send as message text: Claude Code's SendMessage refuses them
-/// ("message text must not be a teammate lifecycle/task frame"), since only the runtime that
-/// lived through the event may report it.
-pub const LIFECYCLE_FRAMES: &[&str] = &[
-    "idle_notification",
-    "teammate_terminated",
-    "task_assignment",
-    "task_completed",
-    "shutdown_rejected",
-];
+/// The frames `swarm send` refuses as message text, since only the runtime that lived through
+/// the event may report it. Claude Code's SendMessage refuses these and also `task_assignment`
+/// and `shutdown_rejected` ("message text must not be a teammate lifecycle/task frame"); swarm
+/// lets those two through, because a lead script assigns tasks and a teammate that is not
+/// swarm's runtime declines a shutdown with `swarm send`, and their receivers check who sent
+/// them (a lead signature, a request id).
+pub const LIFECYCLE_FRAMES: &[&str] =
+    &["idle_notification", "teammate_terminated", "task_completed"];
 
 /// The lifecycle frame type `text` is, if it is a JSON object whose `type` is one of
-/// [`LIFECYCLE_FRAMES`] (whatever its other fields, as Claude Code checks it).
+/// [`LIFECYCLE_FRAMES`], whatever its other fields (as Claude Code checks it).
 pub fn lifecycle_frame(text: &str) -> Option<&'static str> {
     let value: Value = serde_json::from_str(text.trim()).ok()?;
     let kind = value.as_object()?.get("type")?.as_str()?;

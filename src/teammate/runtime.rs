@@ -8,11 +8,13 @@
 //! is no shared mutable state beyond the running turn's process group. The loop's steps live in
 //! the files below: `inbox` (protocol messages), `turns` (choosing and starting turns), `claim`
 //! (tasks), `report` (idle notifications and plans), `membership` (is this still our team and
-//! our roster entry), `stop` (shutdown, signals, leaving, failures).
+//! our roster entry), `memory` (the team memory in prompts), `stop` (shutdown, signals,
+//! leaving, failures).
 
 mod claim;
 mod inbox;
 mod membership;
+mod memory;
 mod report;
 mod stop;
 mod turns;
@@ -35,6 +37,7 @@ use crate::process::signals::Signals;
 use crate::store::fsio;
 use crate::store::liveness::AliveLock;
 use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::memory::TeamMemory;
 use crate::store::names::TaskId;
 use crate::store::roster::Roster;
 use crate::store::tasks::{TaskIndex, TaskList};
@@ -153,6 +156,8 @@ struct Runtime {
     /// A task completion whose idle notification a `TeammateIdle` hook held back: the next
     /// notification carries it, so the lead still hears of it.
     held_completion: Option<(String, String)>,
+    /// The team memory, and what of it the agent has seen.
+    memory: memory::MemoryNotes,
 }
 
 impl Runtime {
@@ -168,6 +173,7 @@ impl Runtime {
             index,
             pane: Pane::new(cfg.name.as_str(), &cfg.color),
             launch: cfg.launch(),
+            memory: memory::MemoryNotes::new(TeamMemory::for_project(&cfg.store, &cfg.cwd)),
             plan: PlanState::at_start(cfg.plan_mode_required),
             cfg,
             tx,

@@ -72,6 +72,20 @@ fn facts(model: &Model) -> BTreeMap<String, Fact> {
                 "failed": model.progress.failed}),
         },
     );
+    if let (Some(memory), Some(text)) = (&model.memory, model.memory_text()) {
+        let json = match memory {
+            Ok(f) => json!({"kind": "memory", "topics": f.topics,
+                "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
+            Err(e) => json!({"kind": "memory", "error": e}),
+        };
+        out.insert(
+            "memory".into(),
+            Fact {
+                text: format!("team memory: {}", visible(&text)),
+                json,
+            },
+        );
+    }
     for r in &model.requests {
         out.insert(
             format!("request {}", r.id()),

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::lifecycle;
 use crate::store::liveness::Liveness;
 use crate::store::mailbox::Mailbox;
+use crate::store::memory::{Figures, TeamMemory};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
@@ -29,6 +30,8 @@ pub(crate) struct Model {
     pub(crate) tasks: Vec<TaskRow>,
     pub(crate) progress: Progress,
     pub(crate) requests: Vec<Request>,
+    /// The team memory's figures (`swarm memory`), or why they cannot be read.
+    pub(crate) memory: Option<std::result::Result<Figures, String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +127,14 @@ impl Progress {
 }
 
 impl Model {
+    /// The team memory line: `3 topics, last written by coder at ...`.
+    pub(crate) fn memory_text(&self) -> Option<String> {
+        self.memory.as_ref().map(|m| match m {
+            Ok(f) => f.text(),
+            Err(e) => format!("unreadable: {e}"),
+        })
+    }
+
     /// Reads the roster, the members' health, the tasks and the open requests; with
     /// `last_lines`, also each member's last line of output (which asks tmux for tmux panes).
     pub(crate) fn load(store: &Store, team: &TeamName, last_lines: bool) -> Result<Model> {
@@ -177,6 +188,8 @@ impl Model {
             progress: progress(&rows),
             tasks: rows,
             requests: requests::pending_in(store, team, &lead_inbox)?,
+            memory: TeamMemory::of_team(store, &config)
+                .map(|m| m.figures().map_err(|e| e.to_string())),
         })
     }
 }

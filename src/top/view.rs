@@ -36,6 +36,13 @@ pub(crate) fn draw(frame: &mut Frame, model: &Model, ui: &Ui) {
                 Style::new().add_modifier(Modifier::BOLD),
             ),
             Span::raw(visible(&model.description).into_owned()),
+            Span::styled(
+                model
+                    .memory_text()
+                    .map(|m| format!("  team memory: {}", visible(&m)))
+                    .unwrap_or_default(),
+                Style::new().fg(Color::DarkGray),
+            ),
         ])),
         title,
     );

@@ -41,6 +41,21 @@ pub(crate) enum DebugCommand {
         trust_index: bool,
     },
 
+    /// Append TEXT to NAME's inbox from --from as swarm's own runtime and lead do, lifecycle
+    /// frames (which `swarm send` refuses) included: for tests that play a teammate's runtime.
+    Frame {
+        #[arg(long, value_name = "NAME")]
+        to: AgentName,
+        #[arg(
+            long,
+            env = "SWARM_AGENT_NAME",
+            default_value = "team-lead",
+            value_name = "NAME"
+        )]
+        from: AgentName,
+        text: String,
+    },
+
     /// Print the team's `--lead-verify-key` value (making the lead key if it has none), for
     /// tests that start `swarm teammate` by hand.
     LeadVerifyKey,

@@ -66,11 +66,17 @@ impl Runtime {
         messages: Vec<InboxMessage>,
         deliver: &[InboxMessage],
     ) -> Result<bool> {
+        let first = self.turns == 0;
+        let guide = first.then(|| appendix(self.cfg.name.as_str(), self.cfg.team.as_str()));
+        let memory = self.memory_note(first);
+        let appendix = match (guide, memory) {
+            (Some(guide), Some(memory)) => Some(format!("{guide}\n\n{memory}")),
+            (guide, memory) => guide.or(memory),
+        };
         let turn = Turn {
             kind,
             messages,
-            appendix: (self.turns == 0)
-                .then(|| appendix(self.cfg.name.as_str(), self.cfg.team.as_str())),
+            appendix,
         };
         match &turn.kind {
             TurnKind::Task(t) => self

@@ -64,3 +64,28 @@ pub(crate) fn first_line(text: &str) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::protocol::{Protocol, TaskCompleted, TeammateTerminated};
+
+    #[test]
+    fn a_lifecycle_frame_is_shown_as_its_sentence() {
+        let done = Protocol::TaskCompleted(TaskCompleted::new("a", "3", "Add tests"));
+        assert_eq!(
+            message_line(&InboxMessage::protocol("a", &done)),
+            "completed task #3 (Add tests)"
+        );
+        let gone = Protocol::TeammateTerminated(TeammateTerminated {
+            message: "a has shut down.".into(),
+            extra: Default::default(),
+        });
+        assert_eq!(
+            message_line(&InboxMessage::protocol("system", &gone)),
+            "terminated: a has shut down."
+        );
+        let text = InboxMessage::new("a", "line one\nline two").with_summary(None);
+        assert_eq!(message_line(&text), "line one");
+    }
+}

@@ -355,3 +355,50 @@ fn a_writer_that_dies_between_the_steps_leaves_a_topic_the_next_write_indexes() 
          - [orphan](orphan.md) — left behind\n"
     );
 }
+
+#[test]
+fn status_and_top_show_the_topic_count_and_the_last_write() {
+    let (env, project) = team_in("p");
+    env.add_member("t", "coder");
+    let status = env.swarm(["status"]).ok().stdout;
+    assert!(status.contains("team memory: no topics\n"), "{status}");
+    env.swarm(["memory", "write", "build", "x", "--description", "d"])
+        .ok();
+    // coder's roster cwd is `/`, another project: name this one.
+    let dir = project.display().to_string();
+    env.swarm([
+        "memory",
+        "write",
+        "ci",
+        "y",
+        "--description",
+        "d",
+        "--from",
+        "coder",
+        "--project",
+        &dir,
+    ])
+    .ok();
+    let ci = env.swarm(["--json", "memory", "show", "ci"]).ok().json();
+    let at = ci["writtenAt"].as_str().unwrap().to_string();
+    let status = env.swarm(["status"]).ok().stdout;
+    assert!(
+        status.contains(&format!(
+            "team memory: 2 topics, last written by coder at {at}\n"
+        )),
+        "{status}"
+    );
+    let json = env.swarm(["--json", "status"]).ok().json();
+    assert_eq!(json["memory"]["topics"], 2);
+    assert_eq!(json["memory"]["lastWriteBy"], "coder");
+    assert_eq!(json["memory"]["lastWriteAt"], at.as_str());
+    assert_eq!(
+        json["memory"]["dir"],
+        team_dir(&env, &project).display().to_string()
+    );
+    // `swarm top` without a terminal prints the same figures as a line.
+    let mut top = env.swarm(["top"]).live();
+    top.expect(&format!(
+        "team memory: 2 topics, last written by coder at {at}"
+    ));
+}

@@ -7,6 +7,7 @@ mod damaged;
 mod escaping;
 mod forgery;
 mod lifecycle;
+mod memory;
 mod permissions;
 mod shutdown;
 mod startup;

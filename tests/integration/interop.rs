@@ -11,6 +11,7 @@
 
 mod dispatch;
 mod fake_api;
+mod memory;
 mod messages;
 mod permissions;
 mod plans;
@@ -108,15 +109,25 @@ struct Team {
 impl Team {
     /// Starts the fake API with `script` and launches `coder` against it.
     fn launch(launch: Launch, script: impl Fn(&Turn) -> Reply + Send + Sync + 'static) -> Team {
+        Team::launch_in(launch, "work", |_, _| {}, script)
+    }
+
+    /// [`Team::launch`] with the work directory named `work` under the root, and `setup` run
+    /// on it before anything starts.
+    fn launch_in(
+        launch: Launch,
+        work: &str,
+        setup: impl FnOnce(&Env, &Path),
+        script: impl Fn(&Turn) -> Reply + Send + Sync + 'static,
+    ) -> Team {
         let claude = claude_bin();
         let api = FakeApi::start(script);
         let env = Env::new();
         let tmux = Tmux::new();
-        let work = env.root().join("work").canonicalize().unwrap_or_else(|_| {
-            std::fs::create_dir_all(env.root().join("work")).unwrap();
-            env.root().join("work").canonicalize().unwrap()
-        });
+        std::fs::create_dir_all(env.root().join(work)).unwrap();
+        let work = env.root().join(work).canonicalize().unwrap();
         seed_claude_config(env.root(), &work);
+        setup(&env, &work);
         let file = env.path("team.json");
         std::fs::write(
             &file,

@@ -226,6 +226,7 @@ mod tests {
             tasks: vec![],
             progress: Progress::default(),
             requests: vec![],
+            memory: None,
         }
     }
 

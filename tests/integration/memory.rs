@@ -285,6 +285,10 @@ fn sixteen_writers_at_once_lose_no_index_line() {
         let (lines, files) = race(Some("no-lock"), 16, 10);
         assert_eq!(files, 160);
         if lines.len() < files {
+            eprintln!(
+                "memory race: without the lock {} of {files} index lines were lost",
+                files - lines.len()
+            );
             lost_without_lock = Some(files - lines.len());
             break;
         }

@@ -11,7 +11,7 @@
 //! a crash costs at most the next write's repair. Names pass [`safety`] before they become
 //! paths, so no name reaches a file outside the team directory. The project key is [`key`]'s.
 //!
-//! `SWARM_MEMORY_FAULT` is a hook for the fault tests: `no-lock` writes the index the way a
+//! `SWARM_MEMORY_FAULT` is a hook for the fault tests (with the `seams` feature only): `no-lock` writes the index the way a
 //! writer without the lock does (read it, add the line, write it back: no lock, no repair), the
 //! negative control that must lose lines; `exit-between-steps` ends the process after the topic
 //! file is written and before the index is.
@@ -351,7 +351,11 @@ enum Fault {
     ExitBetweenSteps,
 }
 
+/// Only with the `seams` feature (the tests'): an installed swarm ignores the variable.
 fn fault() -> Option<Fault> {
+    if !cfg!(feature = "seams") {
+        return None;
+    }
     match std::env::var("SWARM_MEMORY_FAULT").as_deref() {
         Ok("no-lock") => Some(Fault::NoLock),
         Ok("exit-between-steps") => Some(Fault::ExitBetweenSteps),

@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::{json, Value};
 
 use super::fake_api::{Reply, Turn};
+use super::versions::each_claude;
 use super::{Launch, Team};
 use crate::support::*;
 
@@ -168,42 +169,45 @@ fn script(turn: &Turn) -> Reply {
 
 #[test]
 fn an_idle_claude_teammate_gets_each_task_from_the_lead_console_and_completes_it() {
-    let team = Team::launch(
-        Launch {
-            tasks: &["First job", "Second job"],
-            ..Launch::new(PROMPT)
-        },
-        script,
-    );
-    team.await_lead("idle_notification");
-    team.eventually("coder idle in the roster", || {
-        (team.roster_member("coder")["isActive"] == false).then_some(())
-    });
-    // Idle with two tasks pending, it claims nothing by itself.
-    assert!(team.task("1")["owner"].is_null() && team.task("2")["owner"].is_null());
+    each_claude(|claude| {
+        let team = Team::launch(
+            claude,
+            Launch {
+                tasks: &["First job", "Second job"],
+                ..Launch::new(PROMPT)
+            },
+            script,
+        );
+        team.await_lead("idle_notification");
+        team.eventually("coder idle in the roster", || {
+            (team.roster_member("coder")["isActive"] == false).then_some(())
+        });
+        // Idle with two tasks pending, it claims nothing by itself.
+        assert!(team.task("1")["owner"].is_null() && team.task("2")["owner"].is_null());
 
-    let mut lead = team.swarm(["lead", "--team", "t"]).live();
-    lead.expect("assigned task #1 (First job) to coder");
-    team.eventually("task 1 completed", || {
-        (team.task("1")["status"] == "completed").then_some(())
-    });
-    team.eventually("task 2 completed", || {
-        (team.task("2")["status"] == "completed").then_some(())
-    });
-    lead.expect("assigned task #2 (Second job) to coder");
-    assert_eq!(team.task("1")["owner"], "coder");
-    assert_eq!(team.task("2")["owner"], "coder");
+        let mut lead = team.swarm(["lead", "--team", "t"]).live();
+        lead.expect("assigned task #1 (First job) to coder");
+        team.eventually("task 1 completed", || {
+            (team.task("1")["status"] == "completed").then_some(())
+        });
+        team.eventually("task 2 completed", || {
+            (team.task("2")["status"] == "completed").then_some(())
+        });
+        lead.expect("assigned task #2 (Second job) to coder");
+        assert_eq!(team.task("1")["owner"], "coder");
+        assert_eq!(team.task("2")["owner"], "coder");
 
-    // What the model was shown: one assignment per task, the second after the first was done.
-    let last = team.api.turns().last().cloned().unwrap();
-    let shown = last["messages"].to_string();
-    for id in ["1", "2"] {
-        let needle = format!(r#"\"type\":\"task_assignment\",\"taskId\":\"{id}\""#);
-        assert_eq!(shown.matches(&needle).count(), 1, "task {id} once: {shown}");
-    }
-    let first_done = shown.find("toolu_done_1").unwrap();
-    let second = shown
-        .find(r#"\"type\":\"task_assignment\",\"taskId\":\"2\""#)
-        .unwrap();
-    assert!(first_done < second, "task 2 came only once task 1 was done");
+        // What the model was shown: one assignment per task, the second after the first was done.
+        let last = team.api.turns().last().cloned().unwrap();
+        let shown = last["messages"].to_string();
+        for id in ["1", "2"] {
+            let needle = format!(r#"\"type\":\"task_assignment\",\"taskId\":\"{id}\""#);
+            assert_eq!(shown.matches(&needle).count(), 1, "task {id} once: {shown}");
+        }
+        let first_done = shown.find("toolu_done_1").unwrap();
+        let second = shown
+            .find(r#"\"type\":\"task_assignment\",\"taskId\":\"2\""#)
+            .unwrap();
+        assert!(first_done < second, "task 2 came only once task 1 was done");
+    });
 }

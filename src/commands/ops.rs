@@ -214,6 +214,7 @@ fn describe_state(
         p @ PaneState::Dead { .. } => p.to_string(),
         PaneState::Gone => "dead (pane gone)".into(),
         PaneState::Alive { .. } => "alive".into(),
+        p @ PaneState::InsideLead => p.to_string(),
         PaneState::Unknown => match h.liveness {
             Liveness::Alive => "alive".into(),
             Liveness::Dead => "dead".into(),

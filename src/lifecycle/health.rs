@@ -4,8 +4,9 @@
 //! or its pane is dead; either alone can lag (a pane kept by remain-on-exit, a lock not yet
 //! released), so `swarm status`, `swarm shutdown` and the lead console all ask here. It is alive
 //! when its runtime holds its lock or its pane or recorded process runs, and otherwise
-//! unknown: a pane on a tmux server nobody recorded (a Claude Code lead's rosters never say), a
-//! member with no pid, is never called dead, so nothing acts on a guess. The roster's `isActive`
+//! unknown: a pane on a tmux server nobody recorded (a Claude Code lead's rosters never say)
+//! that no pane of swarm's server is found to run, a member with no pid, is never called dead,
+//! so nothing acts on a guess. The roster's `isActive`
 //! plays no part: to Claude Code it means busy, and it is `false` whenever a teammate is idle.
 //!
 //! A team a Claude Code lead made records its lead process in `leadProcess`; [`lead_health`]
@@ -14,7 +15,7 @@
 
 use serde::Serialize;
 
-use crate::backend::{for_member, BackendKind, PaneState};
+use crate::backend::{for_member, PaneState};
 use crate::error::Result;
 use crate::process::pid::PidRecord;
 use crate::store::liveness::{self, Liveness};
@@ -67,19 +68,11 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
 }
 
 /// Whether swarm can positively identify what runs `member`, so stopping it stops that and
-/// nothing else: a tmux pane on the server recorded for it (the backend then checks the pane's
-/// marks), or a recorded pid. A tmux pane id with no server (Claude Code's rosters never say
-/// which) and an in-process member without a pid (Claude Code's own) are not; a member with no
-/// pane at all has nothing to stop.
+/// nothing else ([`crate::backend::MemberBackend::identifiable`]): a tmux pane id with no
+/// server whose process is not found and an in-process member without a pid (Claude Code's
+/// own) are not; a member with no pane at all has nothing to stop.
 pub fn identifiable(store: &Store, team: &TeamName, member: &Member) -> bool {
-    match for_member(store, team, member) {
-        None => true,
-        Some(b) => match b.kind() {
-            BackendKind::Tmux => b.tmux().is_some(),
-            BackendKind::InProcess => PidRecord::of_member(member).is_some(),
-            BackendKind::Iterm2 => true,
-        },
-    }
+    for_member(store, team, member).is_none_or(|b| b.identifiable())
 }
 
 /// A Claude Code lead's process, as far as this machine can tell.

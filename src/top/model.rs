@@ -214,6 +214,7 @@ fn state_of(store: &Store, team: &TeamName, m: &Member) -> State {
         PaneState::Gone => State::Dead("pane gone".into()),
         _ if health.dead => State::Dead("process gone".into()),
         PaneState::Alive { .. } => State::Alive,
+        PaneState::InsideLead => State::Unknown("inside the lead".into()),
         PaneState::Unknown => match health.liveness {
             Liveness::Alive => State::Alive,
             _ => State::Unknown(String::new()),

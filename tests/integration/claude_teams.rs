@@ -247,6 +247,48 @@ fn swarm_does_not_speak_as_a_claude_lead_nor_touch_a_pane_on_a_guessed_server() 
     assert_eq!(tasks.as_array().unwrap().len(), 2, "{tasks}");
 }
 
+/// A teammate Claude Code runs inside its own process (roster pane `in-process`, issue 25 item
+/// 1) has nothing swarm can look at: it stays unknown, said so, and is never stopped.
+#[test]
+fn a_teammate_inside_the_claude_lead_is_unknown_inside_the_lead_and_never_stopped() {
+    let env = Env::new();
+    claude_team(&env);
+    patch_roster(&env, |c| {
+        let mut helper = c["members"][1].clone();
+        helper["agentId"] = json!(format!("helper@{TEAM}"));
+        helper["name"] = json!("helper");
+        helper["tmuxPaneId"] = json!("in-process");
+        helper["backendType"] = json!("in-process");
+        c["members"].as_array_mut().unwrap().push(helper);
+    });
+    let status = swarm(&env, &["--json", "status"]).ok().json();
+    let helper = state_of(&status, "helper");
+    assert_eq!(helper["state"], "unknown", "{helper}");
+    assert_eq!(helper["pane"]["state"], "inside_lead", "{helper}");
+    let out = swarm(&env, &["status"]).ok().stdout;
+    let line = out.lines().find(|l| l.trim_start().starts_with("helper"));
+    assert!(
+        line.is_some_and(|l| l.contains("unknown (inside the lead), idle")),
+        "{out}"
+    );
+    // The fixture's own pane teammates stay plain unknown: no server, nothing found.
+    assert_eq!(state_of(&status, "researcher")["pane"]["state"], "unknown");
+
+    let before = std::fs::read(config_path(&env)).unwrap();
+    let out = swarm(&env, &["shutdown", "--force", "helper", "--timeout", "1"]).code(1);
+    assert!(
+        out.stdout.contains("not stopped: swarm cannot identify"),
+        "{}",
+        out.stdout
+    );
+    swarm(&env, &["kill", "helper"]).refused("swarm cannot identify helper's pane or process");
+    assert_eq!(
+        std::fs::read(config_path(&env)).unwrap(),
+        before,
+        "retired anyway"
+    );
+}
+
 #[test]
 fn rewriting_a_claude_roster_changes_only_what_changed() {
     let env = Env::new();

@@ -8,6 +8,7 @@
 //! kills its panes' processes by pid and its tmux server by socket; a failing scenario prints
 //! the pane and what the binary sent to the API.
 
+mod claude_led;
 mod dispatch;
 mod fake_api;
 mod memory;

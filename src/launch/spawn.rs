@@ -13,7 +13,9 @@
 //!
 //! A teammate started again (`swarm up`, `swarm restart`: on the roster, not running) keeps its
 //! entry and inbox: its old pane or process is closed and the entry replaced instead of added,
-//! it gets no first message, and a rollback only marks it not running. Tasks are seeded once:
+//! it gets no first message, the lead entries it never read are signed afresh (a claude
+//! teammate believes none more than 120 s older than its start; `store/mailbox/restamp.rs`),
+//! and a rollback only marks it not running. Tasks are seeded once:
 //! one whose key is already in the list is not created again.
 
 use std::collections::HashMap;
@@ -26,6 +28,7 @@ use crate::backend::pane::{NewPane, Opened, Started};
 use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec};
 use crate::error::{Error, Result};
 use crate::store::colour::LEAD_COLOR;
+use crate::store::lead_key::LeadKey;
 use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{TaskId, LEAD};
@@ -175,6 +178,12 @@ impl Prepared {
                     let message = InboxMessage::new(LEAD, t.prompt.clone())
                         .with_color(Some(LEAD_COLOR.into()));
                     mailbox.append(&t.name, message)?;
+                }
+                // Started again, it must still believe what the lead sent it and it never read.
+                if t.previous.is_some() {
+                    if let Some(key) = LeadKey::for_caller(store, &self.team)? {
+                        mailbox.restamp_for_restart(&t.name, &key)?;
+                    }
                 }
                 Ok::<_, Error>(())
             })();

@@ -10,6 +10,7 @@
 
 mod commit;
 mod file;
+mod restamp;
 mod sidecar;
 mod spool;
 

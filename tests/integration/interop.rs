@@ -15,6 +15,7 @@ mod memory;
 mod messages;
 mod permissions;
 mod plans;
+mod restart;
 mod tasks;
 mod versions;
 

@@ -130,45 +130,53 @@ fn listed(team: &Team, id: &str) -> serde_json::Value {
 
 #[test]
 fn a_plan_rejected_then_approved_from_the_cli_keeps_the_teammates_launch_mode() {
-    let team = Team::launch(
-        Launch {
-            mode: "acceptEdits",
-            plan_mode_required: true,
-            ..Launch::new(PROMPT)
-        },
-        script,
-    );
-    let request = team.await_lead("plan_approval_request");
-    let id = request["requestId"].as_str().unwrap();
-    assert_eq!(listed(&team, id)["planContent"], PLAN);
-    idle_since(&team, &request);
-    // Claude acts on the lead's answer alone: another decider's name is refused, not sent.
-    team.swarm(["permission", "deny", id, "--by", "operator"])
-        .refused("coder is a claude teammate");
-    team.swarm(["permission", "deny", id, "--feedback", FEEDBACK])
-        .ok();
+    each_claude(|claude| {
+        let team = Team::launch(
+            claude,
+            Launch {
+                mode: "acceptEdits",
+                plan_mode_required: true,
+                ..Launch::new(PROMPT)
+            },
+            script,
+        );
+        let request = team.await_lead("plan_approval_request");
+        let id = request["requestId"].as_str().unwrap();
+        assert_eq!(listed(&team, id)["planContent"], PLAN);
+        idle_since(&team, &request);
+        // Claude acts on the lead's answer alone: another decider's name is refused, not sent.
+        // (Not `refused()`: the live claude takes lock files in the root meanwhile.)
+        let out = team
+            .swarm(["permission", "deny", id, "--by", "operator"])
+            .run_within(super::WAIT);
+        assert_eq!(out.code, 2, "{out:?}");
+        assert!(out.stderr.contains("coder is a claude teammate"), "{out:?}");
+        assert_eq!(listed(&team, id)["planContent"], PLAN, "still pending");
+        team.swarm(["permission", "deny", id, "--feedback", FEEDBACK])
+            .ok();
 
-    let second = team.await_lead_nth("plan_approval_request", 1);
-    let told = team
-        .api
-        .turns()
-        .iter()
-        .map(|body| Turn { body }.last_user_text())
-        .find(|t| t.contains(FEEDBACK))
-        .expect("the model was shown the rejection");
-    assert!(!told.contains("Plan Approved"), "{told}");
+        let second = team.await_lead_nth("plan_approval_request", 1);
+        let told = team
+            .api
+            .turns()
+            .iter()
+            .map(|body| Turn { body }.last_user_text())
+            .find(|t| t.contains(FEEDBACK))
+            .expect("the model was shown the rejection");
+        assert!(!told.contains("Plan Approved"), "{told}");
 
-    let id = second["requestId"].as_str().unwrap();
-    listed(&team, id);
-    idle_since(&team, &second);
-    let out = team.swarm(["permission", "approve", id]).ok();
-    assert!(out.stdout.contains("approved"), "{}", out.stdout);
-    team.eventually("notes.txt written after the approval", || {
-        team.work.join("notes.txt").exists().then_some(())
+        let id = second["requestId"].as_str().unwrap();
+        listed(&team, id);
+        idle_since(&team, &second);
+        let out = team.swarm(["permission", "approve", id]).ok();
+        assert!(out.stdout.contains("approved"), "{}", out.stdout);
+        team.eventually("notes.txt written after the approval", || {
+            team.work.join("notes.txt").exists().then_some(())
+        });
+        assert!(
+            team.protocol("team-lead", "permission_request").is_empty(),
+            "acceptEdits is in force again: the Write asked nobody"
+        );
+        assert_eq!(team.roster_member("coder")["mode"], "acceptEdits");
     });
-    assert!(
-        team.protocol("team-lead", "permission_request").is_empty(),
-        "acceptEdits is in force again: the Write asked nobody"
-    );
-    assert_eq!(team.roster_member("coder")["mode"], "acceptEdits");
 }

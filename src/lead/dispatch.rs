@@ -14,7 +14,10 @@
 //! its own inbox is the only one.
 //!
 //! It is a plain function of the store so the lead console's loop and a future agent-lead
-//! runtime can both call it on every pass.
+//! runtime can both call it on every pass. A lead killed between a claim and its announcement
+//! leaves a record the next pass takes up ([`inflight`]).
+
+mod inflight;
 
 use serde_json::Map;
 
@@ -47,22 +50,26 @@ fn idle_claude(member: &Member) -> bool {
 /// available task, claimed for it and announced with a `task_assignment`. Returns what it
 /// handed out.
 pub(crate) fn dispatch(store: &Store, team: &TeamName) -> Result<Vec<Assigned>> {
+    let mut assigned = inflight::recover(store, team)?;
     let tasks = TaskList::new(store, team);
     // The cheap check first: most passes have nothing to hand out, and then no pane is probed.
     if tasks.available()?.is_empty() {
-        return Ok(vec![]);
+        return Ok(assigned);
     }
     let config = Roster::new(store, team).load()?;
-    let mut assigned = Vec::new();
     for member in config.teammates().filter(|m| idle_claude(m)) {
         if lifecycle::member_health(store, team, member)?.dead {
             continue;
         }
         let to: AgentName = member.name.parse()?;
+        let mut announcing = inflight::Inflight::begin(store, team, &to)?;
         let Some(task) = tasks.claim_next(&to, true)? else {
+            announcing.done()?;
             continue;
         };
+        announcing.claimed(&task.id)?;
         send_assignment(store, team, &to, &task)?;
+        announcing.done()?;
         assigned.push(Assigned { to, task });
     }
     Ok(assigned)

@@ -10,6 +10,7 @@
 
 mod commit;
 mod file;
+mod flush;
 mod restamp;
 mod sidecar;
 mod spool;

@@ -343,8 +343,18 @@ fn a_restarted_claude_teammate_gets_the_same_identity_flags() {
     );
     wait_for_file(&argv);
     let after = std::fs::read_to_string(&argv).unwrap();
+    // Each start stamps `--lead-verify-key <ms>.<key>` anew (issue 25 item 3); the key is the
+    // same.
+    let unstamped = |argv: &str| {
+        let mut words: Vec<String> = argv.lines().map(str::to_string).collect();
+        let at = words.iter().position(|w| w == "--lead-verify-key").unwrap();
+        let (_, key) = words[at + 1].split_once('.').unwrap();
+        words[at + 1] = key.to_string();
+        words
+    };
     assert_eq!(
-        after, before,
+        unstamped(&after),
+        unstamped(&before),
         "the same argv, identity flags and inherited flags alike"
     );
     assert!(after.contains("--agent-color\ngreen\n"), "{after}");

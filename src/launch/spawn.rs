@@ -101,8 +101,12 @@ impl Prepared {
                 return Err(e);
             }
         };
-        if let Some(pane) = &lead_pane {
-            progress(&format!("lead console in pane {pane}"));
+        match &lead_pane {
+            Some(_) if backend.kind() == BackendKind::InProcess => {
+                progress("lead agent started here: its console is on this terminal")
+            }
+            Some(pane) => progress(&format!("lead console in pane {pane}")),
+            None => {}
         }
         for (t, done) in self.teammates.iter().zip(&launched) {
             progress(&self.spawned_line(t, done));
@@ -227,10 +231,13 @@ impl Prepared {
             panes: mut opened,
             error,
         } = backend.open_started(&panes);
-        let lead_pane = match self.lead {
-            Some(_) if opened.is_empty() => None,
-            Some(_) => Some(opened.remove(0).0),
-            None => None,
+        let (lead_pane, lead_pid) = match self.lead {
+            Some(_) if opened.is_empty() => (None, None),
+            Some(_) => {
+                let (pane, started) = opened.remove(0);
+                (Some(pane), started.pid)
+            }
+            None => (None, None),
         };
         if opened.is_empty() {
             if let Some(pane) = &lead_pane {
@@ -244,7 +251,8 @@ impl Prepared {
             .zip(&opened)
             .map(|(t, (pane, started))| launched(t, pane, started))
             .collect();
-        if let Err(e) = self.record(store, backend, lead_pane.as_ref(), &launched) {
+        let lead = lead_pane.as_ref().map(|pane| (pane, lead_pid));
+        if let Err(e) = self.record(store, backend, lead, &launched) {
             for (pane, _) in &opened {
                 let _ = backend.kill(pane);
             }
@@ -256,22 +264,25 @@ impl Prepared {
         Ok((lead_pane, launched, error))
     }
 
-    /// One roster write for every pane opened: the lead's pane and colour, each teammate's
-    /// pane, process and backend fields.
+    /// One roster write for every pane opened: the lead's pane, colour and process (an
+    /// in-process lead agent's), each teammate's pane, process and backend fields.
     fn record(
         &self,
         store: &Store,
         backend: &dyn PaneBackend,
-        lead_pane: Option<&PaneId>,
+        lead: Option<(&PaneId, Option<u32>)>,
         launched: &[LaunchedTeammate],
     ) -> Result<()> {
         let extra = backend.member_extra();
         Roster::new(store, &self.team).update(|config| {
-            if let Some(pane) = lead_pane {
+            if let Some((pane, pid)) = lead {
                 if let Some(m) = config.member_mut(LEAD) {
                     m.tmux_pane_id = pane.to_string();
                     m.color = Some(LEAD_COLOR.into());
                     m.extra.extend(extra.clone());
+                    if let Some(pid) = pid {
+                        crate::process::pid::record_pid(m, pid);
+                    }
                 }
             }
             for done in launched {

@@ -89,7 +89,16 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = shell.id();
-        let words = argv(pid).unwrap();
+        // Until the exec, the child still shows the parent's argv (or none).
+        let words = (0..500)
+            .find_map(|_| {
+                let words = argv(pid).filter(|w| w[0] == "sh");
+                if words.is_none() {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                words
+            })
+            .expect("the shell's argv");
         assert_eq!(words[0], "sh");
         assert_eq!(words[words.len() - 2..], ["--agent-id", "a@t"]);
         assert_eq!(env_var(pid, "SWARM_PROCFS_PROBE").unwrap(), "found");

@@ -258,6 +258,12 @@ impl<'a> LeadAgent<'a> {
                     }
                     TurnEvent::Done(outcome) => {
                         current = None;
+                        if let (Some(session), Some(adapter)) =
+                            (self.session.as_mut(), self.agent.adapter())
+                        {
+                            let (out, err) = (&outcome.output, &outcome.stderr);
+                            session.after_turn(adapter, out, err, store, team, &AgentName::lead())?;
+                        }
                         if let Some(request) = deciding.take() {
                             self.pane.say(match decide::parse_answer(&outcome.output) {
                                 Some((approve, feedback)) => {

@@ -107,9 +107,13 @@ async fn serve(config: Config) -> Result<i32> {
     let index = TaskIndex::open(&config.store, &config.team)?;
     let mut runtime = Runtime::new(config, membership, index, tx, rx);
     if let Some(session) = &session {
+        let id = if session.id.is_empty() {
+            "not named yet (the agent names it on its first turn)"
+        } else {
+            &session.id
+        };
         runtime.pane.say(format!(
-            "conversation {} ({} turn{} so far)",
-            session.id,
+            "conversation {id} ({} turn{} so far)",
             session.turns,
             if session.turns == 1 { "" } else { "s" }
         ));

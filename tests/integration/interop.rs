@@ -13,6 +13,7 @@ mod dispatch;
 mod fake_api;
 mod memory;
 mod messages;
+pub(crate) mod other_clis;
 mod permissions;
 mod plans;
 mod restart;

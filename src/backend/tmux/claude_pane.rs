@@ -6,10 +6,11 @@
 //! lead runs it as `claude --agent-id NAME@TEAM ... --team-name TEAM ...` with the store as its
 //! config directory (`CLAUDE_CONFIG_DIR`, else `$HOME/.claude`). From 2.1.329 the command may
 //! go through `/bin/sh -c` (or a default shell such as fish that forks), so the claude process
-//! is the pane's process or a descendant of it. So on the one server swarm is in (`SWARM_TMUX_SOCKET`,
-//! else `$TMUX`; none outside tmux), the live pane with exactly one such process for this root,
-//! team and member is that member's. Several candidates, or none, identify nothing: nothing acts
-//! on a guess. Killing looks again first, so a pane whose process changed is left alone.
+//! is the pane's process or a descendant of it. So on the one server swarm is in
+//! (`SWARM_TMUX_SOCKET`, else `$TMUX`; none outside tmux), the one live pane running such a
+//! process for this root, team and member is that member's. Several candidates, or none,
+//! identify nothing: nothing acts on a guess. Killing looks again first, so a pane whose process
+//! changed is left alone.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

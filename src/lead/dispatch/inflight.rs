@@ -9,8 +9,8 @@
 //! Every pass first takes up such records whose writer is gone (or is this process, after a
 //! pass that failed part way): unless the inbox holds an assignment of that task from the lead
 //! already, the spool is taken in, and if that did not bring one, the task is announced again,
-//! once; then the record goes. A lead killed in the instant after its assignment landed, and was read, can so cause
-//! one duplicate assignment; never a lost one.
+//! once; then the record goes. A lead killed in the instant after its assignment landed, and
+//! was read, can so cause one duplicate assignment; never a lost one.
 
 use std::path::PathBuf;
 
@@ -147,11 +147,12 @@ fn announce_again(store: &Store, team: &TeamName, record: &Record) -> Result<Opt
         return Ok(None);
     };
     let mailbox = Mailbox::new(store, team);
+    let id = task.id.to_string();
     let announced = || -> Result<bool> {
         Ok(mailbox.read(&to, false)?.iter().any(|m| {
             m.from == LEAD
                 && matches!(m.payload(), Payload::Protocol(p)
-                    if matches!(&*p, Protocol::TaskAssignment(a) if a.task_id == task.id.to_string()))
+                    if matches!(&*p, Protocol::TaskAssignment(a) if a.task_id == id))
         }))
     };
     if announced()? {

@@ -94,6 +94,7 @@ impl Runtime {
                 let outcome = Outcome {
                     success,
                     output: text,
+                    stderr: String::new(),
                     failure,
                 };
                 self.complete(turn, started, outcome)?;
@@ -150,6 +151,11 @@ impl Runtime {
         let Some(current) = self.current.take() else {
             return Ok(());
         };
+        // A CLI that names its own conversation said which one (codex): the next turn resumes it.
+        if let (Some(session), Some(adapter)) = (self.session.as_mut(), self.cfg.agent.adapter()) {
+            let (store, team, name) = (&self.cfg.store, &self.cfg.team, &self.cfg.name);
+            session.after_turn(adapter, &outcome.output, &outcome.stderr, store, team, name)?;
+        }
         if !current.undelivered.is_empty() {
             // The agent never started: the messages stay unread for a later turn.
             self.pane.say(format!(

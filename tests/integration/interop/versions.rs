@@ -70,6 +70,7 @@ fn install(package: &'static str, version: &'static str, bin: &str) -> Installed
         .arg("--version")
         .env("HOME", home.path())
         .env("XDG_CONFIG_HOME", home.path())
+        .env("GEMINI_CLI_NO_RELAUNCH", "1")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
@@ -110,6 +111,13 @@ pub fn claudes() -> Vec<Installed> {
         std::env::var("SWARM_TEST_CLAUDE_ONLY").unwrap_or_default()
     );
     claudes
+}
+
+/// The one listed version of `package` (codex, gemini).
+pub fn only(package: &str) -> Installed {
+    let mut found = installed(package);
+    assert_eq!(found.len(), 1, "versions.txt lists {package} once");
+    found.remove(0)
 }
 
 /// Runs `scenario` against every listed Claude Code, each to its end, then fails naming every

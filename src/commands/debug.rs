@@ -165,7 +165,7 @@ fn claim_loop(ctx: &Context, args: &ClaimLoop) -> Result<()> {
             _ if args.trust_index => claim_without_lock(&ctx.store, &team, snapshot.next(), who)?,
             Some(index) => index.claim_and_complete(who, busy_check, &mut report)?,
             None => {
-                let task = tasks.claim_next(who, busy_check)?;
+                let task = tasks.claim_next_baseline(who, busy_check)?;
                 if let Some(task) = &task {
                     report(task)?;
                     tasks.update(&task.id, completed())?;

@@ -30,7 +30,7 @@ pub enum DebugCommand {
         /// Stop after this many claims.
         #[arg(long, value_name = "N")]
         max: Option<u64>,
-        /// Today's claim path without the task index (`TaskList::claim_next`, then an update),
+        /// The claim path before the task index (`TaskList::claim_next_baseline`, then an update),
         /// the benchmarks' baseline.
         #[arg(long, conflicts_with = "trust_index")]
         baseline: bool,

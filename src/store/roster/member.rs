@@ -156,12 +156,6 @@ impl Member {
         self.extra.get(AGENT_FIELD).and_then(|v| v.as_str())
     }
 
-    /// `busy`, `idle`, or `None` when the roster does not say.
-    pub fn busy_text(&self) -> Option<&'static str> {
-        self.is_active
-            .map(|busy| if busy { "busy" } else { "idle" })
-    }
-
     pub fn color_or_default(&self) -> &str {
         self.color
             .as_deref()

@@ -1,5 +1,9 @@
-//! The task list kept in memory by long-lived processes (the teammate runtime, the claim loop),
-//! so an idle claimer does not open and parse every task file on every look.
+//! The task list kept in memory, and the one way to claim the next task: long-lived claimers
+//! (the teammate runtime, the lead's dispatcher, the claim loop) keep an index so an idle
+//! claimer does not open and parse every task file on every look; a one-shot `swarm task next
+//! --claim` opens one for its single claim, which costs one scan, what any claim of the next
+//! task costs without an index. Which task is available is [`Task::available`], here as
+//! everywhere.
 //!
 //! The files stay the truth (PROTOCOL.md section 8; Claude Code, `swarm task` and hand edits
 //! write them without knowing about any index). The index learns of changes from the file
@@ -134,7 +138,7 @@ impl TaskIndex {
         Ok(self.state.rescan_if_stale(&list)? && self.state.available().next().is_some())
     }
 
-    /// Tasks anyone may claim now (as `TaskList::available` says), lowest id first.
+    /// Tasks anyone may claim now ([`Task::available`]), lowest id first.
     pub(crate) fn available(&mut self) -> Result<Vec<Task>> {
         self.refresh()?;
         Ok(self
@@ -146,8 +150,8 @@ impl TaskIndex {
 
     /// Claims an available task for `agent`, lowest first among those no other indexed claimer
     /// is trying; `None` when there is none (or, with `busy_check`, while `agent` owns another
-    /// unfinished task). The same rules as `TaskList::claim_next`, decided on the file under the
-    /// task's lock; the task is durable on disk before this returns.
+    /// unfinished task). Decided on the file under the task's lock by [`Task::available`]; the
+    /// task is durable on disk before this returns.
     pub(crate) fn claim_next(
         &mut self,
         agent: &AgentName,
@@ -205,10 +209,7 @@ impl TaskIndex {
                     }
                     Err(e) => return Err(e),
                 };
-                let claimable = on_disk.status == TaskStatus::Pending
-                    && on_disk.owner.is_none()
-                    && !on_disk.parked()
-                    && list.unblocked(&on_disk)?;
+                let claimable = on_disk.available(|b| list.finished(b))?;
                 if state.tasks.get(&number).map(|(t, _)| t) != Some(&on_disk) {
                     state.put(on_disk.clone(), Stamp::read(&path)?);
                     state.doubt(&list, number)?;
@@ -366,23 +367,20 @@ impl State {
     fn owns_unfinished(&self, agent: &AgentName) -> bool {
         self.unfinished
             .iter()
-            .any(|id| self.tasks[id].0.owner.as_deref() == Some(agent.as_str()))
+            .any(|id| self.tasks[id].0.unfinished_by(agent.as_str()))
     }
 
-    /// Ids of the tasks anyone may claim: pending, no owner, not parked, every blocker
-    /// completed or gone.
+    /// Ids of the tasks anyone may claim ([`Task::available`]), blockers looked up in the index.
     fn available(&self) -> impl Iterator<Item = u64> + '_ {
-        self.unfinished.iter().copied().filter(|id| {
-            let task = &self.tasks[id].0;
-            task.status == TaskStatus::Pending
-                && task.owner.is_none()
-                && !task.parked()
-                && task.blocked_by.iter().all(|b| {
-                    self.tasks
-                        .get(&b.number())
-                        .is_none_or(|(t, _)| t.status == TaskStatus::Completed)
-                })
-        })
+        let finished = |b: &TaskId| {
+            self.tasks
+                .get(&b.number())
+                .is_none_or(|(t, _)| t.status == TaskStatus::Completed)
+        };
+        self.unfinished
+            .iter()
+            .copied()
+            .filter(move |id| self.tasks[id].0.available_given(finished))
     }
 }
 
@@ -400,7 +398,7 @@ mod tests {
     }
 
     #[test]
-    fn the_index_claims_by_the_rules_of_claim_next_and_skips_a_hinted_task() {
+    fn the_index_claims_the_lowest_available_task_and_skips_a_hinted_one() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let team: TeamName = "t".parse().unwrap();

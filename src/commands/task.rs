@@ -161,7 +161,9 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 require_member(ctx, &team, n)?;
             }
             let next = match (claim, name) {
-                (true, Some(n)) => TaskIndex::open(&ctx.store, &team)?.claim_next(&n, true)?,
+                (true, Some(n)) => {
+                    TaskIndex::open_by_stat(&ctx.store, &team)?.claim_next(&n, true)?
+                }
                 _ => tasks.available()?.into_iter().next(),
             };
             match next {

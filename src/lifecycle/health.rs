@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::backend::{for_member, BackendKind, PaneState};
+use crate::backend::{for_member, BackendKind, MemberBackend, PaneState};
 use crate::error::Result;
 use crate::process::pid::PidRecord;
 use crate::store::liveness::{self, Liveness};
@@ -120,32 +120,30 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
         None => PaneState::Unknown,
     };
     let runs = match (pane, liveness) {
-        (PaneState::Dead { code: Some(c), .. }, _) => Runs::No(Ended::Exit(c)),
-        (
-            PaneState::Dead {
-                signal: Some(s), ..
-            },
-            _,
-        ) => Runs::No(Ended::Signal(s)),
-        (PaneState::Dead { .. }, _) => Runs::No(Ended::ProcessGone),
+        (PaneState::Dead { code, signal }, _) => Runs::No(match (code, signal) {
+            (Some(code), _) => Ended::Exit(code),
+            (None, Some(signal)) => Ended::Signal(signal),
+            (None, None) => Ended::ProcessGone,
+        }),
         (PaneState::Gone, _) => Runs::No(Ended::PaneGone),
         (_, Liveness::Dead) => Runs::No(Ended::RuntimeGone),
         (PaneState::Alive { .. }, _) | (_, Liveness::Alive) => Runs::Yes,
-        (PaneState::Unknown, Liveness::Unknown) => Runs::Unknown(match &backend {
-            Some(b)
-                if b.kind() == BackendKind::Tmux && b.tmux().is_none() && b.pane().is_some() =>
-            {
-                Unsure::NoServer
-            }
-            Some(b) if b.kind() != BackendKind::Tmux => Unsure::NoPid,
-            _ => Unsure::NoPane,
-        }),
+        (PaneState::Unknown, Liveness::Unknown) => Runs::Unknown(unsure(backend.as_ref())),
     };
     Ok(Health {
         liveness,
         pane,
         runs,
     })
+}
+
+/// Why a member with neither a pane state nor a liveness lock cannot be judged.
+fn unsure(backend: Option<&MemberBackend>) -> Unsure {
+    match backend.map(|b| (b.kind(), b.tmux().is_some(), b.pane().is_some())) {
+        Some((BackendKind::Tmux, false, true)) => Unsure::NoServer,
+        Some((BackendKind::InProcess | BackendKind::Iterm2, ..)) => Unsure::NoPid,
+        _ => Unsure::NoPane,
+    }
 }
 
 /// Whether swarm can positively identify what runs `member`, so stopping it stops that and

@@ -186,7 +186,7 @@ impl<'a> TaskList<'a> {
     /// left out, with a warning on stderr.
     pub fn list(&self) -> Result<Vec<Task>> {
         if self.by_stat {
-            return self.list_by_stat();
+            return Ok(self.list_by_stat()?.into_iter().map(|(t, _)| t).collect());
         }
         let mut tasks = Vec::new();
         for id in self.ids()? {

@@ -1,4 +1,6 @@
-//! Claiming tasks: who may take which task, and giving tasks back.
+//! Claiming a named task (`swarm task claim`, a task the lead assigned), listing the available
+//! ones, finishing and giving tasks back. Which task is available is [`Task::available`]; the
+//! next one is claimed through the task index (`TaskIndex::claim_next`).
 //!
 //! A claim sets `owner` and `in_progress` in one atomic write under the task's lock, so two
 //! claimers racing in separate processes can never both win. With the busy check the claimer

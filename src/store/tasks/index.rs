@@ -1,9 +1,9 @@
 //! The task list kept in memory, and the one way to claim the next task: long-lived claimers
 //! (the teammate runtime, the lead's dispatcher, the claim loop) keep an index so an idle
 //! claimer does not open and parse every task file on every look; a one-shot `swarm task next
-//! --claim` opens one for its single claim, which costs one scan, what any claim of the next
-//! task costs without an index. Which task is available is [`Task::available`], here as
-//! everywhere.
+//! --claim` opens one for its single claim, loaded by stat (`by_stat`), so it parses only the
+//! files that changed since a listing last read them. Which task is available is
+//! [`Task::available`], here as everywhere.
 //!
 //! The files stay the truth (PROTOCOL.md section 8; Claude Code, `swarm task` and hand edits
 //! write them without knowing about any index). The index learns of changes from the file
@@ -95,11 +95,30 @@ struct State {
 impl TaskIndex {
     /// Loads `team`'s task list and starts following it.
     pub(crate) fn open(store: &Store, team: &TeamName) -> Result<TaskIndex> {
+        let mut index = TaskIndex::watch(store, team)?;
+        index.refresh()?;
+        Ok(index)
+    }
+
+    /// `open` for a one-shot command: the list is loaded by stat (`by_stat`), so only the
+    /// files that changed since a listing last read them are parsed.
+    pub(crate) fn open_by_stat(store: &Store, team: &TeamName) -> Result<TaskIndex> {
+        let mut index = TaskIndex::watch(store, team)?;
+        for (task, stamp) in TaskList::by_stat(store, team).list_by_stat()? {
+            index.state.put(task, Some(stamp));
+        }
+        index.state.rescan_due = false;
+        index.state.rescanned_at = Instant::now();
+        Ok(index)
+    }
+
+    /// An empty index following `team`'s task directory, due for a rescan.
+    fn watch(store: &Store, team: &TeamName) -> Result<TaskIndex> {
         let dir = store.tasks_dir(team);
         fsio::ensure_dir(&dir)?;
         // The watch comes before the first scan, so nothing written in between is missed.
         let events = Events::watch(&dir)?;
-        let mut index = TaskIndex {
+        Ok(TaskIndex {
             hints: Hints::new(&dir.join(".claiming")),
             store: store.clone(),
             team: team.clone(),
@@ -111,9 +130,7 @@ impl TaskIndex {
                 rescan_due: true,
                 rescanned_at: Instant::now(),
             },
-        };
-        index.refresh()?;
-        Ok(index)
+        })
     }
 
     /// Brings the index up to date with every change that has happened so far.
@@ -395,6 +412,28 @@ mod tests {
             blocked_by: blocked_by.iter().map(|&i| i.clone()).collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn an_index_loaded_by_stat_claims_as_one_loaded_by_a_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let tl = TaskList::new(&store, &team);
+        let coder: AgentName = "coder".parse().unwrap();
+        let a = tl.create(new("a", &[])).unwrap().id;
+        tl.create(new("b", &[&a])).unwrap();
+        let c = tl.create(new("c", &[])).unwrap().id;
+        // A listing by stat first, so the sidecar is there to be loaded from.
+        TaskList::by_stat(&store, &team).list().unwrap();
+        tl.claim(&a, &"other".parse().unwrap(), false).unwrap();
+        let mut index = TaskIndex::open_by_stat(&store, &team).unwrap();
+        assert_eq!(index.claim_next(&coder, true).unwrap().unwrap().id, c);
+        assert!(index.claim_next(&coder, true).unwrap().is_none(), "busy");
+        assert_eq!(
+            index.tasks().collect::<Vec<_>>(),
+            tl.list().unwrap().iter().collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -100,7 +100,7 @@ pub(crate) struct ClaimLoopArgs {
     /// Stop after this many claims.
     #[arg(long, value_name = "N")]
     pub(crate) max: Option<u64>,
-    /// The claim path without the task index (`TaskList::claim_next`, then an update), the
+    /// The claim path without the task index (`TaskList::claim_next_baseline`, then an update), the
     /// baseline; by default the task index of long-lived claimers.
     #[arg(long)]
     pub(crate) baseline: bool,

@@ -63,15 +63,20 @@ impl<'a> Console<'a> {
     /// Every task, by id, as fresh as a scan: from the console's task index, which re-reads
     /// only the files that changed since the last look.
     pub(super) fn tasks(&self) -> Result<Vec<Task>> {
-        let mut slot = self.task_index.borrow_mut();
-        let index = match slot.as_mut() {
-            Some(index) => {
-                index.refresh()?;
-                index
-            }
-            None => slot.insert(TaskIndex::open(self.store, self.team)?),
-        };
+        let mut index = self.task_index()?;
+        index.refresh()?;
         Ok(index.tasks().cloned().collect())
+    }
+
+    /// The console's task index, opened on first use.
+    fn task_index(&self) -> Result<std::cell::RefMut<'_, TaskIndex>> {
+        let mut slot = self.task_index.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(TaskIndex::open(self.store, self.team)?);
+        }
+        Ok(std::cell::RefMut::map(slot, |s| {
+            s.as_mut().expect("opened just above")
+        }))
     }
 
     /// Prints `text` with control characters made visible and later lines indented.
@@ -87,7 +92,10 @@ impl<'a> Console<'a> {
     /// Hands available tasks to idle claude teammates ([`dispatch`]). A failure is reported and
     /// the console goes on: the next pass tries again.
     pub(super) fn dispatch_tasks(&self) {
-        match dispatch::dispatch(self.store, self.team) {
+        let assigned = self
+            .task_index()
+            .and_then(|mut index| dispatch::dispatch(self.store, self.team, &mut index));
+        match assigned {
             Ok(assigned) => {
                 for a in assigned {
                     self.say(&format!(
@@ -210,7 +218,10 @@ impl<'a> Console<'a> {
     pub(super) fn reap_dead(&mut self) -> Result<()> {
         let roster = Roster::new(self.store, self.team);
         for m in roster.load()?.teammates().filter(|m| !m.retired()) {
-            if !lifecycle::member_health(self.store, self.team, m)?.dead {
+            if !lifecycle::member_health(self.store, self.team, m)?
+                .runs
+                .ended()
+            {
                 continue;
             }
             // After seeing this death, not before: its approval is in by now if it sent one.
@@ -219,7 +230,11 @@ impl<'a> Console<'a> {
             let Some(m) = roster.load()?.member(&m.name).cloned() else {
                 continue;
             };
-            if m.retired() || !lifecycle::member_health(self.store, self.team, &m)?.dead {
+            if m.retired()
+                || !lifecycle::member_health(self.store, self.team, &m)?
+                    .runs
+                    .ended()
+            {
                 continue;
             }
             self.say_from(

@@ -1,6 +1,6 @@
 //! Benchmark 4, claims: claimer processes racing over one task list, with and without the
 //! agent-busy check, each case run with the task index (what long-lived claimers use) and with
-//! today's claim path (`--baseline`: `TaskList::claim_next`, then an update), in the same run.
+//! today's claim path (`--baseline`: `TaskList::claim_next_baseline`, then an update), in the same run.
 //! Besides claims per second it checks the property that matters: every task claimed exactly
 //! once, by the claimer whose id is in its file, and every task not reached still pending.
 
@@ -188,7 +188,7 @@ pub(crate) fn claims(b: &Bench) -> Result<Section> {
         title: format!("4. Claims: claimer processes over {} tasks", fmt_int(tasks)),
         table,
         notes: vec![
-            "Each claimer is `swarm-bench worker claim-loop`: claim the next available task, print its id, mark it completed, repeat until nothing is available. `index` is the task index of long-lived claimers (store/tasks/index.rs): tasks kept in memory, only files named by file events re-read, candidates tried with a hint try-lock, every claim decided on the file under the task's lock, the completion written under the claim's locks. `today (--baseline)` is `TaskList::claim_next` followed by `swarm task update`, the path before the index, measured in the same run. Exactly once: every task id printed by exactly one claimer, and its file completed and owned by that claimer.".into(),
+            "Each claimer is `swarm-bench worker claim-loop`: claim the next available task, print its id, mark it completed, repeat until nothing is available. `index` is the task index of long-lived claimers (store/tasks/index.rs): tasks kept in memory, only files named by file events re-read, candidates tried with a hint try-lock, every claim decided on the file under the task's lock, the completion written under the claim's locks. `today (--baseline)` is `TaskList::claim_next_baseline` followed by `swarm task update`, the path before the index, measured in the same run. Exactly once: every task id printed by exactly one claimer, and its file completed and owned by that claimer.".into(),
             format!("Today's single claimer stops after {} claims: with the busy check each claim reads every task file, so its rate depends on the list's size, not on progress. The indexed runs claim all {} tasks, loading the list included.", fmt_int(single), fmt_int(tasks)),
             "With the busy check (the default, as in Claude Code) every claim holds the list lock, so claims serialize whatever the number of claimers: today over a read of every task file and two fsyncs, with the index over the drained events, the task lock and one fsync (the directory sync and the completion come after it is released). Without it, claimers contend only per task. Per claim and completion the index takes two lock cycles (one without the busy check) and three fsyncs, today's path three (two) and four.".into(),
         ],

@@ -1,7 +1,7 @@
 //! `swarm-bench worker claim-loop`: one claimer process of the claims benchmark. It claims the
 //! next available task, prints its id once the claim is durable, marks it completed and repeats
 //! until nothing is left (or `--max` were claimed): through the task index that long-lived
-//! claimers keep, or with `--baseline` the path from before it (`TaskList::claim_next`, then an
+//! claimers keep, or with `--baseline` the path from before it (`TaskList::claim_next_baseline`, then an
 //! update).
 
 use swarm::{output, Result, Task, TaskIndex, TaskList, TaskPatch, TaskStatus};
@@ -23,7 +23,7 @@ pub(super) fn run(target: &Target, args: &ClaimLoopArgs) -> Result<()> {
         let task = match &mut index {
             Some(index) => index.claim_and_complete(who, busy_check, &mut report)?,
             None => {
-                let task = tasks.claim_next(who, busy_check)?;
+                let task = tasks.claim_next_baseline(who, busy_check)?;
                 if let Some(task) = &task {
                     report(task)?;
                     tasks.update(&task.id, completed())?;

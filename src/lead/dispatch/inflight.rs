@@ -204,8 +204,9 @@ mod tests {
                 })
                 .unwrap();
         }
-        let a = tasks.claim_next(&coder, true).unwrap().unwrap();
-        let b = tasks.claim_next(&tester, true).unwrap().unwrap();
+        let mut index = crate::store::tasks::TaskIndex::open(&store, &team).unwrap();
+        let a = index.claim_next(&coder, true).unwrap().unwrap();
+        let b = index.claim_next(&tester, true).unwrap().unwrap();
         // A dead dispatcher claimed A for coder and B for tester (dying before the claim
         // returned); a live one (this process's parent) is claiming for tester right now.
         let mut dead = std::process::Command::new("true").spawn().unwrap();

@@ -50,7 +50,7 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
             .env("SWARM_TMUX_SOCKET", &tmux.socket)
             .ok()
             .json();
-        let dead = |n: &str| member(&s, n)["dead"] == true;
+        let dead = |n: &str| member(&s, n)["state"] == "dead";
         (dead("victim") && dead("crasher")).then_some(s)
     });
     assert_eq!(
@@ -61,7 +61,10 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
         member(&status, "crasher")["pane"],
         json!({"state": "dead", "code": 3})
     );
-    assert_eq!(member(&status, "survivor")["dead"], false);
+    assert_eq!(member(&status, "crasher")["exitCode"], 3);
+    assert_eq!(member(&status, "victim")["signal"], 9);
+    assert_eq!(member(&status, "victim")["why"], "signal 9");
+    assert_eq!(member(&status, "survivor")["state"], "idle");
     assert_eq!(member(&status, "survivor")["pane"]["state"], "alive");
     assert_eq!(member(&status, "survivor")["unread"], 1);
     let text = env

@@ -214,6 +214,17 @@ pub fn pid_state(member: &Member) -> PaneState {
             code: None,
             signal: None,
         },
+        // Recorded on this host before it rebooted: that process is gone. One recorded on
+        // another machine says nothing here.
+        None if member.extra.contains_key(crate::process::pid::PID_FIELD)
+            && crate::process::pid::recorded_where(member)
+                == crate::store::machine::Whose::EarlierBoot =>
+        {
+            PaneState::Dead {
+                code: None,
+                signal: None,
+            }
+        }
         None => PaneState::Unknown,
     }
 }

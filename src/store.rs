@@ -15,6 +15,7 @@ pub mod guard;
 pub mod lead_key;
 pub mod liveness;
 pub mod lock;
+pub mod machine;
 pub mod mailbox;
 pub mod memory;
 pub mod names;

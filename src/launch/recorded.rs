@@ -10,7 +10,7 @@ use super::plan::RecordedLaunch;
 use super::{AgentKind, Inherited, TeammatePlan};
 use crate::backend::tmux::SOCKET_FIELD;
 use crate::backend::{for_member, PaneState};
-use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_START_FIELD};
+use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_HOST_FIELD, PID_START_FIELD};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::Member;
@@ -20,7 +20,13 @@ use crate::teammate::args::PromptVia;
 pub(super) fn fresh_entry(previous: &Member) -> Member {
     let mut m = previous.clone();
     m.tmux_pane_id.clear();
-    for field in [PID_FIELD, PID_START_FIELD, EXIT_FIELD, SOCKET_FIELD] {
+    for field in [
+        PID_FIELD,
+        PID_START_FIELD,
+        PID_HOST_FIELD,
+        EXIT_FIELD,
+        SOCKET_FIELD,
+    ] {
         m.extra.remove(field);
     }
     m

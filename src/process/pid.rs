@@ -5,17 +5,32 @@
 //! member's roster entry; PROTOCOL.md section 5 allows extra fields) and only believes the pid
 //! while the process with that pid started at that time. When the launcher reaps a teammate it
 //! also records how it ended (`swarmExit`), which is all `swarm status` can learn afterwards.
+//! The record also names the machine (`swarmPidHost`: host and boot id): a roster travels to
+//! other hosts (`remote/` mirrors it), and there this pid is someone else's process, so a record
+//! from another machine or an earlier boot is not a record of anything running here.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 use serde_json::{json, Value};
 
+use crate::store::machine::{Machine, Whose};
 use crate::store::roster::Member;
 
 pub const PID_FIELD: &str = "swarmPid";
 pub const PID_START_FIELD: &str = "swarmPidStart";
+pub const PID_HOST_FIELD: &str = "swarmPidHost";
 pub const EXIT_FIELD: &str = "swarmExit";
+
+/// Where the member's pid record was written, seen from here (a record without a machine is
+/// this machine's: it predates the field).
+pub fn recorded_where(member: &Member) -> Whose {
+    let machine = member
+        .extra
+        .get(PID_HOST_FIELD)
+        .and_then(|v| serde_json::from_value::<Machine>(v.clone()).ok());
+    crate::store::machine::whose(machine.as_ref())
+}
 
 /// Records `pid` (with its start time) on a member that was just started, forgetting how an
 /// earlier process of the member ended.
@@ -57,8 +72,12 @@ impl PidRecord {
         }
     }
 
-    /// The record kept on a member, if any.
+    /// The record kept on a member, if any, and only if it was written on this machine in this
+    /// boot: anywhere else its pid names another process.
     pub fn of_member(member: &Member) -> Option<PidRecord> {
+        if recorded_where(member) != Whose::Here {
+            return None;
+        }
         let pid = u32::try_from(member.extra.get(PID_FIELD)?.as_u64()?).ok()?;
         let start = member.extra.get(PID_START_FIELD).and_then(Value::as_u64);
         Some(PidRecord { pid, start })
@@ -71,6 +90,8 @@ impl PidRecord {
             Some(t) => member.extra.insert(PID_START_FIELD.into(), Value::from(t)),
             None => member.extra.remove(PID_START_FIELD),
         };
+        let here = serde_json::to_value(Machine::this()).expect("a machine serializes");
+        member.extra.insert(PID_HOST_FIELD.into(), here);
     }
 
     /// Whether the recorded process is alive and is the one that started at `start` (when
@@ -176,5 +197,25 @@ mod tests {
             start: None
         }
         .alive());
+    }
+
+    #[test]
+    fn a_pid_recorded_on_another_machine_is_no_record_here() {
+        let me = std::process::id();
+        let team: crate::store::names::TeamName = "t".parse().unwrap();
+        let name: crate::store::names::AgentName = "coder".parse().unwrap();
+        let mut member = Member::teammate(&team, &name, "blue", "/");
+        record_pid(&mut member, me);
+        assert_eq!(PidRecord::of_member(&member), Some(PidRecord::of(me)));
+        let elsewhere = Machine {
+            host: format!("{}-elsewhere", Machine::this().host),
+            boot: String::new(),
+        };
+        member.extra.insert(
+            PID_HOST_FIELD.into(),
+            serde_json::to_value(&elsewhere).unwrap(),
+        );
+        assert_eq!(recorded_where(&member), Whose::Elsewhere);
+        assert_eq!(PidRecord::of_member(&member), None, "never signalled here");
     }
 }

@@ -3,6 +3,8 @@
 //! A teammate runtime holds an `fs4` (flock) lock on `teams/<team>/alive/<name>.lock` for its
 //! whole life. The kernel drops the lock when the process dies however it dies, so anyone who
 //! can take the lock knows the holder is gone: no pid reuse, no heartbeat files, no clocks.
+//! The file says who holds it (pid, host and boot id): a lock file another machine's
+//! runtime wrote is not judged here, since this machine's kernel knows nothing of its flock.
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -12,6 +14,7 @@ use fs4::fs_std::FileExt;
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
+use crate::store::machine::{self, Machine, Whose};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 
@@ -55,8 +58,37 @@ impl AliveLock {
             )));
         }
         file.set_len(0).map_err(Error::io("truncate", &path))?;
-        let _ = writeln!(file, "{}", std::process::id());
+        let _ = writeln!(file, "{}", Holder::this().to_line());
         Ok(AliveLock { _file: file })
+    }
+}
+
+/// What a liveness lock file says about its runtime.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Holder {
+    pid: u32,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    machine: Option<Machine>,
+}
+
+impl Holder {
+    fn this() -> Holder {
+        Holder {
+            pid: std::process::id(),
+            machine: Some(Machine::this().clone()),
+        }
+    }
+
+    fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("a holder always serializes")
+    }
+
+    /// The holder a lock file names; a bare pid (swarms before host records) is this machine's.
+    fn parse(text: &str) -> Option<Holder> {
+        let text = text.trim();
+        serde_json::from_str(text)
+            .ok()
+            .or_else(|| text.parse().ok().map(|pid| Holder { pid, machine: None }))
     }
 }
 
@@ -122,14 +154,22 @@ pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Livene
         Err(e) => return Err(Error::io("open", &path)(e)),
     };
     if FileExt::try_lock_shared(&file).map_err(Error::io("lock", &path))? {
-        // A runtime writes its pid once it holds the lock, so an empty, unlocked file is one
+        // A runtime writes its record once it holds the lock, so an empty, unlocked file is one
         // that is starting this instant (created, not yet locked), not a dead one.
-        let started = file.metadata().map_err(Error::io("stat", &path))?.len() > 0;
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut (&file), &mut text);
         let _ = FileExt::unlock(&file);
-        Ok(if started {
-            Liveness::Dead
-        } else {
+        if text.trim().is_empty() {
+            return Ok(Liveness::Unknown);
+        }
+        // A lock another machine's runtime holds is not visible to this kernel: free here
+        // says nothing about it.
+        let elsewhere = Holder::parse(&text)
+            .is_some_and(|h| machine::whose(h.machine.as_ref()) == Whose::Elsewhere);
+        Ok(if elsewhere {
             Liveness::Unknown
+        } else {
+            Liveness::Dead
         })
     } else {
         Ok(Liveness::Alive)
@@ -155,6 +195,31 @@ mod tests {
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);
         assert!(AliveLock::hold(&store, &team, &coder).is_err());
         drop(held);
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Dead);
+    }
+
+    #[test]
+    fn a_lock_file_another_machine_wrote_is_not_judged_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let coder: AgentName = "coder".parse().unwrap();
+        drop(AliveLock::hold(&store, &team, &coder).unwrap());
+        let path = store.alive_path(&team, &coder);
+        let mine = Holder::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(mine.pid, std::process::id());
+        assert_eq!(mine.machine.as_ref(), Some(Machine::this()));
+        let elsewhere = Holder {
+            pid: mine.pid,
+            machine: Some(Machine {
+                host: format!("{}-elsewhere", Machine::this().host),
+                boot: String::new(),
+            }),
+        };
+        std::fs::write(&path, elsewhere.to_line()).unwrap();
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Unknown);
+        // A bare pid, as swarms before host records wrote it, is this machine's.
+        std::fs::write(&path, "4242\n").unwrap();
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Dead);
     }
 

@@ -20,6 +20,11 @@
 //! The gate is opened without `O_CREAT` (it exists after the first lock), which keeps the
 //! directory's inode lock out of the common path. A waiter for the gate has a deadline and, when
 //! it gives up (a stopped holder), names the pid from the record.
+//!
+//! The record also names the holder's machine (host and boot id, `store::machine`). On a store
+//! that several hosts share, a free gate here proves nothing about a holder on another host
+//! (its flock may never reach this one) and its clock is not ours, so a directory another
+//! host's record names is waited for, never broken, not even after 10 s.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
@@ -34,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::store::fsio::{self, now_ms};
 use crate::store::guard;
+use crate::store::machine::{self, Machine, Whose};
 
 /// Claude Code's staleness rule for a lock directory no swarm record names.
 const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -43,8 +49,8 @@ pub const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
 /// When a waiter says on stderr that it is waiting.
 pub const SAY_WAITING_AFTER: Duration = Duration::from_secs(1);
 /// The owner record is written at offset 0 padded to this length, so one `pwrite` replaces it
-/// whatever was there.
-const RECORD_LEN: usize = 160;
+/// whatever was there (host names are cut to 64 bytes, so a record fits).
+const RECORD_LEN: usize = 320;
 /// `STATX_BTIME`, which rustix accepts as an externally defined bit.
 const STATX_BTIME: u32 = 0x800;
 
@@ -75,6 +81,23 @@ struct OwnerRecord {
     #[serde(rename = "acquiredAt")]
     acquired_at: u64,
     dir: DirId,
+    /// Where the holder runs; missing in records of swarms before remote hosts.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    machine: Option<Machine>,
+}
+
+impl OwnerRecord {
+    /// `swarm process PID`, with its host when that is not this machine.
+    fn holder(&self) -> String {
+        match self
+            .machine
+            .as_ref()
+            .filter(|m| m.whose() == Whose::Elsewhere)
+        {
+            Some(m) => format!("swarm process {} on host {}", self.pid, m.label()),
+            None => format!("swarm process {} (stopped or stuck?)", self.pid),
+        }
+    }
 }
 
 impl FileLock {
@@ -131,9 +154,7 @@ pub fn gave_up(target: &Path, waited: Duration) -> Error {
         .open(gate_path(target))
         .ok()
         .and_then(|gate| read_record(&gate))
-        .map_or("another swarm process".to_string(), |r| {
-            format!("swarm process {} (stopped or stuck?)", r.pid)
-        });
+        .map_or("another swarm process".to_string(), |r| r.holder());
     Error::LockTimeout {
         path: lock_dir_of(target),
         waited_ms: waited.as_millis(),
@@ -226,7 +247,9 @@ fn take_dir(
     // before our own record replaces that one: killed in between, we would otherwise leave a
     // dead holder's directory that no record names.
     let dead = read_record(&gate);
-    if dead.is_some() {
+    if let Some(foreign) = dead.as_ref().filter(|r| names_elsewhere(r, &lock_dir)) {
+        wait_for_foreign(foreign, &lock_dir, start, give_up_after)?;
+    } else if dead.is_some() {
         break_if_dead_or_stale(dead.as_ref(), &lock_dir)?;
     }
     let mut backoff = Duration::from_millis(5);
@@ -310,11 +333,43 @@ fn try_mkdir_dir(gate: &File, lock_dir: &Path) -> Result<bool> {
         })
 }
 
+/// Whether `record` is another machine's and names the lock directory now in place.
+fn names_elsewhere(record: &OwnerRecord, lock_dir: &Path) -> bool {
+    machine::whose(record.machine.as_ref()) == Whose::Elsewhere
+        && dir_id(lock_dir).is_ok_and(|id| record.dir.same(&id))
+}
+
+/// Waits, holding the gate, until the directory another host's holder placed is gone (or
+/// replaced), without writing our own record over theirs: that record is what keeps every later
+/// contender on this host from breaking their lock on age.
+fn wait_for_foreign(
+    record: &OwnerRecord,
+    lock_dir: &Path,
+    start: Instant,
+    give_up_after: Duration,
+) -> Result<()> {
+    let mut backoff = Duration::from_millis(5);
+    while dir_id(lock_dir).is_ok_and(|id| record.dir.same(&id)) {
+        let waited = start.elapsed();
+        if waited > give_up_after {
+            return Err(Error::LockTimeout {
+                path: lock_dir.to_path_buf(),
+                waited_ms: waited.as_millis(),
+                holder: record.holder(),
+            });
+        }
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).min(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
 fn write_record(gate: &File, dir: DirId) -> std::io::Result<()> {
     let record = OwnerRecord {
         pid: std::process::id(),
         acquired_at: now_ms(),
         dir,
+        machine: Some(Machine::this().clone()),
     };
     let mut bytes = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
     bytes.resize(RECORD_LEN - 1, b' ');
@@ -370,8 +425,14 @@ fn break_if_dead_or_stale(dead: Option<&OwnerRecord>, lock_dir: &Path) -> Result
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
         Err(e) => return Err(Error::io("inspect", lock_dir)(e)),
     };
-    // We hold the gate, so whoever wrote this record does not: it died holding the lock.
-    if dead.is_some_and(|r| r.dir.same(&id)) || older_layout_is_dead(lock_dir)? {
+    // We hold the gate, so whoever wrote this record does not: it died holding the lock (or
+    // its machine rebooted since). Another machine's record is never broken here: see
+    // `wait_for_foreign`, which the caller runs first.
+    let named = dead.filter(|r| r.dir.same(&id));
+    if named.is_some_and(|r| machine::whose(r.machine.as_ref()) == Whose::Elsewhere) {
+        return Ok(false);
+    }
+    if named.is_some() || older_layout_is_dead(lock_dir)? {
         remove_lock_dir(lock_dir)?;
         return Ok(true);
     }
@@ -525,6 +586,35 @@ mod tests {
         drop(gate);
         let err = FileLock::acquire_with(&target, Duration::from_millis(200)).unwrap_err();
         assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+    }
+
+    /// On a store another host shares, a free gate says nothing about that host's holder and its
+    /// clock is not ours: its directory is waited for, even when it looks older than 10 s.
+    #[test]
+    fn a_directory_another_host_records_is_never_broken_on_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        let lock_dir = lock_dir_of(&target);
+        let gate = open_gate(&target).unwrap();
+        FileExt::lock_exclusive(&gate).unwrap();
+        assert!(try_place_dir(&gate, &lock_dir).unwrap());
+        let mut record = read_record(&gate).unwrap();
+        record.machine = Some(Machine {
+            host: "build-box-7".into(),
+            boot: "b".into(),
+        });
+        let mut bytes = serde_json::to_vec(&record).unwrap();
+        bytes.resize(RECORD_LEN, b' ');
+        gate.write_all_at(&bytes, 0).unwrap();
+        drop(gate);
+        let old = SystemTime::now() - Duration::from_secs(60);
+        File::open(&lock_dir).unwrap().set_modified(old).unwrap();
+        let err = FileLock::acquire_with(&target, Duration::from_millis(300)).unwrap_err();
+        assert!(err.to_string().contains("on host build-box-7"), "{err}");
+        assert!(lock_dir.exists());
+        // Once that host releases it (its directory goes), the lock is ours.
+        fs::remove_dir(&lock_dir).unwrap();
+        let _l = FileLock::acquire_with(&target, Duration::from_millis(300)).unwrap();
     }
 
     #[test]

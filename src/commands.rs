@@ -17,6 +17,7 @@ mod message;
 mod ops;
 mod permission;
 mod prune;
+mod relay;
 mod task;
 mod team;
 mod teammate;
@@ -123,6 +124,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
         Command::Logs { name, follow } => logs::logs(&ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
+        Command::Relay(cmd) => relay::run(&ctx, cmd),
         #[cfg(feature = "seams")]
         Command::Debug(cmd) => debug::run(&ctx, cmd),
     }

@@ -119,6 +119,10 @@ pub enum Error {
     #[error("{program} failed: {detail}")]
     Command { program: String, detail: String },
 
+    /// ssh could not connect to a teammate's host (or the connection broke).
+    #[error("cannot reach host {host} over ssh: {detail}; check that `ssh {host} true` works from this shell (swarm uses your ssh configuration, or the file SWARM_SSH_CONFIG names, and needs a key or an agent: it never asks for a password)")]
+    Unreachable { host: String, detail: String },
+
     #[error("{0}")]
     Backend(String),
 

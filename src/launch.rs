@@ -24,6 +24,7 @@ mod plan;
 mod prepare;
 mod program;
 mod recorded;
+mod remote;
 mod running;
 mod spawn;
 pub(crate) mod supervisor;
@@ -36,4 +37,5 @@ pub(crate) use plan::{
     TeammatePlan,
 };
 pub(crate) use prepare::{prepare, Prepared, PreparedTeammate};
+pub(crate) use program::resolve_claude;
 pub(crate) use running::DEFAULT_GRACE;

@@ -18,6 +18,7 @@ pub(crate) mod lead;
 pub(crate) mod lifecycle;
 pub mod output;
 pub(crate) mod process;
+pub(crate) mod remote;
 pub(crate) mod store;
 pub(crate) mod teammate;
 pub(crate) mod top;

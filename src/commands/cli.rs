@@ -15,6 +15,7 @@ mod debug;
 mod launch;
 mod lifecycle;
 mod memory;
+mod relay;
 mod store;
 mod view;
 
@@ -24,6 +25,7 @@ pub(crate) use debug::{DebugAppendArgs, DebugCommand};
 pub(crate) use launch::{DemoArgs, LaunchArgs};
 pub(crate) use lifecycle::{DownArgs, PruneArgs, RestartArgs};
 pub(crate) use memory::{MemoryAt, MemoryCommand, MemoryWriteArgs};
+pub(crate) use relay::RelayCommand;
 pub(crate) use store::{
     DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,
 };
@@ -228,6 +230,10 @@ pub(crate) enum Command {
     ///
     /// Example: swarm man --dir ~/.local/share/man/man1
     Man(ManArgs),
+
+    /// Teammates on other hosts: the link, a remote member's pane, and what runs on the host.
+    #[command(subcommand, hide = true)]
+    Relay(RelayCommand),
 
     /// Seams for the fault suite (built with the `seams` feature only); not a stable interface.
     #[cfg(feature = "seams")]

@@ -108,6 +108,7 @@ pub(crate) fn run(
     let workspace = store.team_dir(team).join("workspace");
     let plan = LaunchPlan {
         lead: None,
+        remote_swarm: None,
         team: team.clone(),
         description: "swarm demo: three shell teammates over a six-task DAG".into(),
         agent: Some(AgentKind::Shell),

@@ -45,7 +45,10 @@ pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
         .map(|o| o.name.as_str())
         .collect();
     let closed = if still_up.is_empty() {
-        lifecycle::close_team_panes(&ctx.store, &team, &roster.load()?)?
+        let config = roster.load()?;
+        // Nobody is left on the team's other hosts: their links go too.
+        crate::remote::member::stop_links(&ctx.store, &team, &config.members);
+        lifecycle::close_team_panes(&ctx.store, &team, &config)?
     } else {
         0
     };

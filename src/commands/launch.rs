@@ -44,6 +44,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
             .teammates
             .push(TeammatePlan::new(AgentName::teammate(name)?, prompt));
     }
+    place_on_hosts(&mut parts, &args.host)?;
     if let Some(d) = args.description {
         parts.description = d;
     }
@@ -73,6 +74,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
     opts.lead_pane = !args.no_lead_pane;
     opts.if_running = if_running;
     opts.dry_run = args.dry_run;
+    opts.remote_swarm = args.remote_swarm;
     opts.agent = args.agent.as_deref().map(AgentKind::parse).transpose()?;
     opts.inherited = Inherited {
         model: args.model,
@@ -161,6 +163,35 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
+/// `--host NAME=HOST` puts that teammate on HOST; `--host HOST` every teammate that names no
+/// host of its own.
+fn place_on_hosts(parts: &mut LaunchPlanParts, specs: &[String]) -> Result<()> {
+    for spec in specs {
+        match spec.split_once('=') {
+            Some((name, host)) => {
+                let host: crate::remote::Host = host.parse()?;
+                let t = parts
+                    .teammates
+                    .iter_mut()
+                    .find(|t| t.name.same_as(name))
+                    .ok_or_else(|| {
+                        Error::usage(format!(
+                            "--host {spec:?}: no teammate {name:?} in this launch; name one of its teammates, or give --host HOST for all of them"
+                        ))
+                    })?;
+                t.host = Some(host);
+            }
+            None => {
+                let host: crate::remote::Host = spec.parse()?;
+                for t in parts.teammates.iter_mut().filter(|t| t.host.is_none()) {
+                    t.host = Some(host.clone());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Prints the dry run: the document itself for `--json`, readable lines from it otherwise.
 fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
     if json {
@@ -205,6 +236,9 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
             format!("{} ({}, {}{again})", t.name, t.color, t.agent),
             &t.command,
         )?;
+        if let (Some(host), Some(remote)) = (&t.host, &t.remote) {
+            show(format!("  on {host}, over ssh:"), remote)?;
+        }
         output::line(format!("  conversation {}", t.conversation))?;
         if let Some(wt) = &t.worktree {
             output::line(format!(

@@ -64,11 +64,13 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         let figures = m.figures().map_err(|e| e.to_string());
         (m, figures)
     });
+    let hosts = crate::remote::state::hosts(&ctx.store, &team, &config.members);
     if ctx.json {
         return output::json(&json!({
             "team": team.as_str(),
             "description": config.description,
             "members": rows.iter().map(Row::json).collect::<Vec<_>>(),
+            "hosts": hosts,
             "ledByClaude": led_by_claude,
             "leadProcess": lead,
             "pendingPermissions": pending,
@@ -91,7 +93,14 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         table.push([
             visible(&m.name).into_owned(),
             visible(m.color_or_default()).into_owned(),
-            visible(m.backend_type.as_deref().unwrap_or("-")).into_owned(),
+            match crate::remote::host_of(m) {
+                Some(host) => format!(
+                    "{}@{}",
+                    visible(m.backend_type.as_deref().unwrap_or("-")),
+                    host
+                ),
+                None => visible(m.backend_type.as_deref().unwrap_or("-")).into_owned(),
+            },
             if m.tmux_pane_id.is_empty() {
                 "-".into()
             } else {
@@ -130,6 +139,12 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             w4 = widths[4],
             w5 = widths[5],
         ))?;
+    }
+    for h in &hosts {
+        output::line(visible(&h.line))?;
+        if let Some(w) = &h.warning {
+            output::line(w)?;
+        }
     }
     if let Some(lead) = &lead {
         output::line(format!(
@@ -190,6 +205,7 @@ impl Row<'_> {
             "color": m.color_or_default(),
             "agent": m.agent_label(),
             "backend": m.backend_type,
+            "host": crate::remote::host_of(m),
             "paneId": m.tmux_pane_id,
             "retired": m.retired(),
             "liveness": self.health.as_ref().map(|h| h.liveness),

@@ -49,6 +49,7 @@ impl Shared<'_> {
         t.worktree = Some(rec.worktree);
         t.env = rec.env.clone();
         t.cwd = Some(rec.cwd.clone());
+        t.host = rec.host.clone();
         let inherited = Inherited {
             dangerously_skip_permissions: rec.dangerously_skip_permissions,
             extra: rec.extra.clone(),

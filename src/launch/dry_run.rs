@@ -53,6 +53,11 @@ pub(crate) struct DryRunTeammate {
     pub(crate) again: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) log: Option<String>,
+    /// The host it runs on, and its command line there (the one above is its local pane's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) host: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote: Option<CommandLine>,
     /// The first inbox message; the text output shows its first line.
     #[serde(skip)]
     pub(crate) prompt: String,
@@ -116,9 +121,14 @@ impl Prepared {
                     color: t.color.clone(),
                     agent: t.agent.label(),
                     conversation: conversation(&t.agent),
-                    worktree: t.worktree.clone(),
+                    worktree: t
+                        .worktree
+                        .clone()
+                        .or_else(|| t.remote.as_ref().and_then(|r| r.worktree.clone())),
                     again: t.previous.is_some(),
                     log: t.launch.log.as_ref().map(|l| l.display().to_string()),
+                    host: t.remote.as_ref().map(|r| r.host.to_string()),
+                    remote: t.remote.as_ref().map(|r| CommandLine::of(&r.launch)),
                     prompt: t.prompt.clone(),
                 })
                 .collect(),

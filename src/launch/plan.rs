@@ -13,6 +13,7 @@ use crate::backend::tmux::TmuxEnv;
 use crate::backend::{BackendChoice, DetectEnv, Exec, SystemExec};
 use crate::error::{Error, Result};
 use crate::lead::agent::Approvals;
+use crate::remote::Host;
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::teammate::args::PromptVia;
 
@@ -75,6 +76,8 @@ pub(crate) struct TeammatePlan {
     pub(crate) worktree: Option<bool>,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) cwd: Option<PathBuf>,
+    /// Another machine to run on (an ssh destination); its `cwd` is a directory there.
+    pub(crate) host: Option<Host>,
 }
 
 impl TeammatePlan {
@@ -91,6 +94,7 @@ impl TeammatePlan {
             worktree: None,
             env: vec![],
             cwd: None,
+            host: None,
         }
     }
 }
@@ -174,6 +178,9 @@ pub(crate) struct RecordedLaunch {
     pub(crate) extra: Vec<String>,
     #[serde(default)]
     pub(crate) env: Vec<(String, String)>,
+    /// The host it runs on, when not this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) host: Option<Host>,
 }
 
 impl AgentKind {
@@ -222,6 +229,8 @@ pub(crate) struct LaunchPlan {
     pub(crate) tasks: Vec<TaskPlan>,
     /// An agent lead instead of the console alone.
     pub(crate) lead: Option<LeadPlan>,
+    /// The swarm to run on teammates' hosts (default: `swarm` on the remote PATH).
+    pub(crate) remote_swarm: Option<String>,
 }
 
 /// Flags given to `swarm launch` that every teammate inherits unless it sets its own.
@@ -255,6 +264,8 @@ pub(crate) struct LaunchOptions {
     pub(crate) dry_run: bool,
     /// The team's `--lead-verify-key`, given to every teammate.
     pub(crate) lead_verify_key: Option<String>,
+    /// `--remote-swarm`: the swarm to run on teammates' hosts (wins over the plan's).
+    pub(crate) remote_swarm: Option<String>,
     /// `<swarm exe>`, for the teammate runtime and the lead console.
     pub(crate) swarm_exe: PathBuf,
     /// The launcher's environment, for forwarding (section 10).
@@ -279,6 +290,7 @@ impl LaunchOptions {
             if_running: IfRunning::Refuse,
             dry_run: false,
             lead_verify_key: None,
+            remote_swarm: None,
             swarm_exe,
             environ: std::env::vars().collect(),
             detect: DetectEnv::from_process(exec.as_ref()),
@@ -311,6 +323,7 @@ impl LaunchOptions {
             if_running: IfRunning::Refuse,
             dry_run: false,
             lead_verify_key: None,
+            remote_swarm: None,
             swarm_exe: "/opt/swarm".into(),
             environ,
             detect: DetectEnv::default(),

@@ -22,7 +22,10 @@ use crate::store::colour::Colour;
 use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster, TeamConfig, AGENT_FIELD};
+use crate::remote::hello::Hosts;
+use crate::remote::{HOST_FIELD, REMOTE_FIELD};
 use crate::teammate::args::{BuiltinAgent, PromptVia, TeammateArgs};
+use super::remote::RemoteLaunch;
 
 /// One teammate, validated and with its command line built.
 #[derive(Debug, Clone)]
@@ -38,6 +41,8 @@ pub(crate) struct PreparedTeammate {
     /// The roster entry of a teammate started again: its old pane or process is closed first,
     /// it keeps its inbox and tasks, and it gets no first message.
     pub(super) previous: Option<Member>,
+    /// A teammate on another host: its command line there (`launch` is its local pane's).
+    pub(super) remote: Option<RemoteLaunch>,
 }
 
 /// A launch that passed validation; nothing is written yet.
@@ -66,21 +71,25 @@ pub(crate) struct Prepared {
 
 /// What every teammate of one launch shares, worked out once.
 pub(super) struct Shared<'a> {
-    store: &'a Store,
-    opts: &'a LaunchOptions,
+    pub(super) store: &'a Store,
+    pub(super) opts: &'a LaunchOptions,
     pub(super) team: &'a TeamName,
-    root: PathBuf,
-    backend: BackendKind,
-    base_cwd: PathBuf,
+    pub(super) root: PathBuf,
+    pub(super) backend: BackendKind,
+    pub(super) base_cwd: PathBuf,
     lead_session_id: String,
     /// `--settings` as teammates get it: a file relative to the base directory made absolute.
     settings: Option<String>,
     default_agent: AgentKind,
-    default_worktree: bool,
+    pub(super) default_worktree: bool,
     /// Teammates already on the roster; colours continue after them.
     already: usize,
     /// `claude`, looked up at the first claude teammate.
     claude_bin: Option<PathBuf>,
+    /// Hosts of remote teammates, each checked once (`remote::hello`).
+    pub(super) hosts: Hosts,
+    /// The plan's `remoteSwarm`.
+    pub(super) plan_remote_swarm: Option<String>,
 }
 
 /// Validates a plan and builds every command line. Writes nothing.
@@ -114,6 +123,8 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         default_worktree: plan.worktree,
         already: existing.as_ref().map_or(0, |c| c.teammates().count()),
         claude_bin: None,
+        hosts: Hosts::default(),
+        plan_remote_swarm: plan.remote_swarm.clone(),
         base_cwd,
     };
     let mut teammates = Vec::new();
@@ -241,7 +252,14 @@ impl Shared<'_> {
             .agent
             .clone()
             .unwrap_or_else(|| self.default_agent.clone());
-        let (base, cwd, worktree, kept) = self.teammate_cwd(t, previous)?;
+        let place = match &t.host {
+            Some(host) => Some(self.remote_place(t, host, previous)?),
+            None => None,
+        };
+        let (base, cwd, worktree, kept) = match &place {
+            Some(place) => place.dirs(),
+            None => self.teammate_cwd(t, previous)?,
+        };
         check_teammate(t)?;
         let model = t.model.clone().or_else(|| inh.model.clone());
         let agent_type = t.agent_type.clone().or_else(|| inh.agent_type.clone());
@@ -266,7 +284,14 @@ impl Shared<'_> {
             agent: None,
             command: vec![],
         };
-        let launch = self.launch(t, &agent, &identity, &flags, cwd.clone())?;
+        let (launch, remote) = match place {
+            Some(place) => {
+                let (launch, remote) =
+                    self.remote_launch(t, &agent, &identity, &flags, place, cwd.clone())?;
+                (launch, Some(remote))
+            }
+            None => (self.launch(t, &agent, &identity, &flags, cwd.clone())?, None),
+        };
         let mut member = match previous {
             Some(p) => super::recorded::fresh_entry(p),
             None => {
@@ -298,6 +323,16 @@ impl Shared<'_> {
             prompt_via,
         );
         member.extra.insert(LAUNCH_FIELD.into(), record);
+        if let Some(r) = &remote {
+            member
+                .extra
+                .insert(HOST_FIELD.into(), Value::from(r.host.to_string()));
+            // Started again on its host: counted in, so its host's link serves it.
+            member.reinstate();
+        } else {
+            member.extra.remove(HOST_FIELD);
+            member.extra.remove(REMOTE_FIELD);
+        }
         match worktree.as_ref().or(kept.as_ref()) {
             Some(wt) => {
                 member.extra.insert(worktree::FIELD.into(), wt.to_json());
@@ -312,9 +347,11 @@ impl Shared<'_> {
             agent,
             color,
             launch,
-            worktree,
+            // A remote teammate's worktree is made on its host, by `relay spawn`.
+            worktree: worktree.filter(|_| remote.is_none()),
             member,
             previous: previous.cloned(),
+            remote,
         })
     }
 
@@ -453,6 +490,7 @@ mod tests {
     fn plan(names: &[&str]) -> LaunchPlan {
         LaunchPlan {
             lead: None,
+            remote_swarm: None,
             team: "t".parse().unwrap(),
             description: String::new(),
             agent: None,

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// The `claude` binary: `$CLAUDE_CODE_TEAMMATE_COMMAND`, else `claude` on PATH, else the
 /// installer's usual places. The error says everywhere it looked.
-pub(super) fn resolve_claude(opts: &LaunchOptions) -> Result<PathBuf> {
+pub(crate) fn resolve_claude(opts: &LaunchOptions) -> Result<PathBuf> {
     if let Some(cmd) = opts.env_var("CLAUDE_CODE_TEAMMATE_COMMAND") {
         return resolve_program(cmd, "CLAUDE_CODE_TEAMMATE_COMMAND", opts);
     }

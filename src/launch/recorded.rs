@@ -62,6 +62,7 @@ pub(super) fn record(
         prompt_via_stdin: prompt_via == PromptVia::Stdin,
         extra: inh.extra.clone(),
         env: t.env.clone(),
+        host: t.host.clone(),
     };
     serde_json::to_value(&record).expect("serializable")
 }

@@ -93,6 +93,13 @@ impl Prepared {
         let worktrees = self
             .reserve_and_prepare(store, backend.kind())
             .inspect_err(|_| self.undo_team(store))?;
+        // Teammates on other hosts start there once their mirror holds what was just written;
+        // their local panes open below with everyone else's.
+        if let Err(e) = self.start_remote(store, progress) {
+            self.undo_teammates(store, &self.teammates, &worktrees);
+            self.undo_team(store);
+            return Err(e);
+        }
         let (lead_pane, launched, stopped) = match self.open_all(store, backend) {
             Ok(opened) => opened,
             Err(e) => {
@@ -335,6 +342,7 @@ impl Prepared {
             if let (true, Some(wt)) = (made, &t.worktree) {
                 let _ = wt.remove();
             }
+            super::remote::stop_remote(store, &self.team, t);
             if t.previous.is_none() {
                 let _ = std::fs::remove_file(store.inbox_path(&self.team, &t.name));
             }

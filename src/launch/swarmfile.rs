@@ -10,7 +10,9 @@
 //! `agent` is `claude`, `shell`, or another CLI agent as a string of words or an array. A
 //! relative `cwd` is taken from the file's directory. `blockedBy` lists numbers (0-based indexes
 //! of earlier tasks in this file) or strings (ids of tasks already in the team's list, "3" or
-//! "#3"). A task's `key` (default: its subject) is kept in its metadata as `swarmKey`, so
+//! "#3"). A teammate's `host` (default: the file's `host`) is an ssh destination it runs on,
+//! its `cwd` then a directory there (relative to the remote home), with the swarm found on the
+//! remote PATH or at the file's `remoteSwarm`. A task's `key` (default: its subject) is kept in its metadata as `swarmKey`, so
 //! launching the file again does not seed it twice. Unknown fields are refused, so a typo does
 //! not silently drop a setting.
 
@@ -21,6 +23,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::launch::{AgentKind, LaunchPlan, LeadPlan, TaskPlan, TaskRef, TeammatePlan};
+use crate::remote::Host;
 use crate::store::names::{AgentName, TeamName};
 
 #[derive(Debug, Deserialize)]
@@ -63,6 +66,8 @@ struct FileTeammate {
     #[serde(default)]
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
+    /// An ssh destination to run on; `cwd` is then a directory there.
+    host: Option<Host>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -105,6 +110,10 @@ struct SwarmFile {
     #[serde(default)]
     tasks: Vec<FileTask>,
     lead: Option<FileLead>,
+    /// Default `host` of teammates.
+    host: Option<Host>,
+    /// The swarm to run on teammates' hosts (default: `swarm` on the remote PATH).
+    remote_swarm: Option<String>,
 }
 
 /// A parsed swarm file; `team` is `None` when the file leaves it to `--team`.
@@ -124,6 +133,7 @@ pub(crate) struct LaunchPlanParts {
     pub(crate) teammates: Vec<TeammatePlan>,
     pub(crate) tasks: Vec<TaskPlan>,
     pub(crate) lead: Option<LeadPlan>,
+    pub(crate) remote_swarm: Option<String>,
 }
 
 impl LaunchPlanParts {
@@ -137,6 +147,7 @@ impl LaunchPlanParts {
             teammates: self.teammates,
             tasks: self.tasks,
             lead: self.lead,
+            remote_swarm: self.remote_swarm,
         }
     }
 }
@@ -191,6 +202,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
         plan.worktree = t.worktree;
         plan.env = t.env.into_iter().collect();
         plan.cwd = t.cwd;
+        plan.host = t.host.or_else(|| file.host.clone());
         teammates.push(plan);
     }
     let mut tasks = Vec::new();
@@ -240,6 +252,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
             worktree: file.worktree,
             teammates,
             tasks,
+            remote_swarm: file.remote_swarm,
         },
     })
 }

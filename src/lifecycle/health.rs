@@ -123,6 +123,9 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
         Some(backend) => backend.state()?,
         None => PaneState::Unknown,
     };
+    // A member on another host: what its host's link last heard, with its local pane.
+    let (liveness, pane) =
+        crate::remote::member::judge(store, team, member, pane).unwrap_or((liveness, pane));
     let runs = match (pane, liveness) {
         (PaneState::Dead { code, signal }, _) => Runs::No(match (code, signal) {
             (Some(code), _) => Ended::Exit(code),

@@ -115,6 +115,14 @@ pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Ki
     if let Some(mut backend) = for_member(store, team, member) {
         backend.kill()?;
     }
+    // A member on another host: its pane there too. Unreachable now, its host's relay stops it
+    // once connected again (the member is retired by then).
+    if let Err(e) = crate::remote::member::stop(team, member) {
+        eprintln!(
+            "swarm: warning: {}'s pane on its host stays until the host is reachable: {e}",
+            member.name
+        );
+    }
     Ok(refused.unwrap_or(Killed::Stopped))
 }
 
@@ -127,7 +135,24 @@ pub fn finish_worktree(
     let Some(wt) = Worktree::of_member(member) else {
         return Ok(None);
     };
-    let outcome = wt.finish()?;
+    let outcome = match crate::remote::RemoteMember::of(member) {
+        // Made on the member's host, finished there.
+        Some(remote) => {
+            let out = crate::remote::member::run_on_host(
+                team,
+                &remote,
+                &["worktree", "--mirror", &remote.mirror],
+                wt.to_json().to_string().as_bytes(),
+            )?;
+            serde_json::from_str(&out).map_err(|e| {
+                crate::error::Error::Backend(format!(
+                    "{} answered something else about the worktree ({e}): {out}",
+                    remote.host
+                ))
+            })?
+        }
+        None => wt.finish()?,
+    };
     if matches!(outcome, worktree::Outcome::Removed { .. }) {
         let name: AgentName = member.name.parse()?;
         Roster::new(store, team).update_member(&name, |m| {

@@ -37,7 +37,7 @@ pub struct Worktree {
 }
 
 /// What shutdown did with a worktree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "worktree", rename_all = "snake_case")]
 pub enum Outcome {
     Removed {

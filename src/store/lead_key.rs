@@ -9,6 +9,8 @@
 //! teammate never loads it: "holding the lead key" means running outside any teammate's
 //! environment (the user's shell, the lead console, the launcher). That stops teammates that
 //! go through swarm or are prompt-injected; code running as the same user can read the file.
+//! On a remote host's mirror of a team (`remote/`) nothing loads or makes a key at all: the key
+//! never leaves the lead's machine, and lead entries reach the host already signed.
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{Read, Write};
@@ -60,7 +62,9 @@ impl LeadKey {
     /// The team's key, made on first use. `None` when the caller runs as a teammate, which must
     /// never sign as the lead.
     pub fn for_caller(store: &Store, team: &TeamName) -> Result<Option<LeadKey>> {
-        if !caller_is_lead_side() {
+        // A remote host's mirror of the team is not the lead's machine: the lead key stays
+        // home and nothing here signs (entries arrive signed, copied by the relay).
+        if !caller_is_lead_side() || store.mirror_marker_path(team).exists() {
             return Ok(None);
         }
         let path = key_path(store, team)?;

@@ -12,6 +12,7 @@ mod commit;
 mod file;
 mod flush;
 mod restamp;
+mod relayed;
 mod sidecar;
 mod spool;
 

@@ -100,6 +100,21 @@ impl Store {
     pub fn plan_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.plans_dir(team).join(format!("{agent}.md"))
     }
+    /// swarm-only, on the lead's machine: one link per remote host (`remote/`): its state
+    /// (`<host>.json`), its lock and what it applied.
+    pub fn remote_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("remote")
+    }
+    /// swarm-only, on a remote host's mirror of the team: the relay's own records and the
+    /// marker [`Store::mirror_marker_path`].
+    pub fn relay_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("relay")
+    }
+    /// Present in a mirror only: this copy of the team is kept by a relay, and its source of
+    /// truth (and the lead key) is on the lead's machine.
+    pub fn mirror_marker_path(&self, team: &TeamName) -> PathBuf {
+        self.relay_dir(team).join("mirror.json")
+    }
     pub fn tasks_dir(&self, team: &TeamName) -> PathBuf {
         self.root.join("tasks").join(team.as_str())
     }

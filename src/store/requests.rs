@@ -31,7 +31,7 @@ use crate::store::watcher::DirWatcher;
 
 pub(crate) use decide::decide;
 pub(crate) use kind::Kind;
-pub(crate) use permission::{Ask, Permissions};
+pub(crate) use permission::{Ask, PermissionRecord, Permissions};
 pub(crate) use plan::PlanRecord;
 pub(crate) use request::{Decided, Request};
 pub(crate) use verdict::{Decider, Verdict};

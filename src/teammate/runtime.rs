@@ -7,11 +7,12 @@
 //! The loop owns all state; the file watches and the turn's worker only send it events, so there
 //! is no shared mutable state beyond the running turn's process group. The loop's steps live in
 //! the files below: `inbox` (protocol messages), `turns` (choosing and starting turns), `claim`
-//! (tasks), `report` (idle notifications and plans), `membership` (is this still our team and
-//! our roster entry), `memory` (the team memory in prompts), `stop` (shutdown, signals,
-//! leaving, failures).
+//! (tasks; `home_claim` on a remote host's mirror), `report` (idle notifications and plans),
+//! `membership` (is this still our team and our roster entry), `memory` (the team memory in
+//! prompts), `stop` (shutdown, signals, leaving, failures).
 
 mod claim;
+mod home_claim;
 mod inbox;
 mod membership;
 mod memory;

@@ -40,7 +40,7 @@ impl PaneOwner {
     /// The team's tmux session (outside tmux) or window (inside): `swarm-<team>-<hash>`, where
     /// `<hash>` is six hex digits of a hash of the root, so two roots with a team of one name
     /// never share a session, and the name stays short enough to read in a status line.
-    pub(super) fn session_name(&self) -> String {
+    pub(crate) fn session_name(&self) -> String {
         format!(
             "swarm-{}-{:06x}",
             self.team,

@@ -12,6 +12,14 @@ pub struct LaunchArgs {
     /// A teammate and its first message (repeatable).
     #[arg(long, value_name = "NAME=PROMPT")]
     pub teammate: Vec<String>,
+    /// Run a teammate on another machine: NAME=HOST (repeatable), or HOST for every teammate
+    /// that names none. HOST is an ssh destination as `ssh HOST` takes it.
+    #[arg(long, value_name = "NAME=HOST")]
+    pub host: Vec<String>,
+    /// The swarm to run on teammates' hosts (default: the swarm file's "remoteSwarm", else
+    /// `swarm` on the remote PATH); it must be this version.
+    #[arg(long, value_name = "PATH")]
+    pub remote_swarm: Option<String>,
     /// Agent kind: claude, shell, or a command line such as "codex exec -s workspace-write"
     /// (default: the swarm file's, else claude).
     #[arg(long, value_name = "KIND")]
@@ -106,6 +114,8 @@ impl LaunchArgs {
         LaunchArgs {
             file: None,
             teammate: vec![],
+            host: vec![],
+            remote_swarm: None,
             agent: None,
             description: None,
             cwd: None,

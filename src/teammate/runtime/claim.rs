@@ -19,6 +19,10 @@ impl Runtime {
     /// The next task to work on: one the lead assigned, one already ours (a restarted runtime
     /// resumes its task), else the lowest available one.
     pub(super) fn take_task(&mut self) -> Result<Option<Task>> {
+        // On a remote host's mirror, claims are decided at home (`home_claim`).
+        if crate::remote::claims::is_mirror(&self.cfg.store, &self.cfg.team) {
+            return self.take_task_from_home();
+        }
         let me = self.cfg.name.clone();
         let mut waiting = VecDeque::new();
         let mut found = None;

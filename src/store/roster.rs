@@ -13,7 +13,7 @@
 mod member;
 mod rewrite;
 
-pub use member::{LeadProcess, Member, TeamConfig, AGENT_FIELD, CLAUDE_LEAD_PANE};
+pub use member::{LeadProcess, Member, TeamConfig, AGENT_FIELD, CLAUDE_LEAD_PANE, RETIRED_FIELD};
 
 use std::fs;
 use std::path::Path;

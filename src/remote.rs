@@ -30,8 +30,8 @@ pub(crate) mod frame;
 pub(crate) mod hello;
 pub(crate) mod host;
 pub(crate) mod link;
-pub(crate) mod member;
 pub(crate) mod local;
+pub(crate) mod member;
 mod mirror;
 mod outgoing;
 pub(crate) mod records;
@@ -95,7 +95,10 @@ pub(crate) fn mirror_id(store: &Store) -> String {
     h.update(Machine::this().host.as_bytes());
     h.update([0]);
     h.update(root.as_os_str().as_encoded_bytes());
-    h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Checks a mirror id from a command line: 16 hex digits, so it is safe in a path.

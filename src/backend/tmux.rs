@@ -434,7 +434,7 @@ mod tests {
         b.start(&pane, &launch).unwrap();
         let calls = rec.calls();
         let tmux = |v: &[&str]| {
-            let mut all = s(&["tmux", "-L", "sock"]);
+            let mut all = s(&["tmux", "-u", "-L", "sock"]);
             all.extend(s(v));
             all
         };
@@ -489,9 +489,9 @@ mod tests {
             }
             marks.extend(cmd);
         }
-        assert_eq!(calls[3][..3], s(&["tmux", "-L", "sock"]));
-        assert_eq!(calls[3][3..], marks);
-        assert_eq!(calls[4][3..5], s(&["show", "-p"]), "the marks are checked");
+        assert_eq!(calls[3][..4], s(&["tmux", "-u", "-L", "sock"]));
+        assert_eq!(calls[3][4..], marks);
+        assert_eq!(calls[4][4..6], s(&["show", "-p"]), "the marks are checked");
         let spec_path = dir.path().join("spawn/coder.json");
         assert_eq!(
             calls[5],
@@ -581,6 +581,6 @@ mod tests {
         assert_eq!(b.state(&PaneId("%1".into())).unwrap(), PaneState::Gone);
         let calls = rec.calls();
         assert_eq!(calls.len(), 4, "only the checks ran: {calls:?}");
-        assert!(calls.iter().all(|c| c[3] == "show"), "{calls:?}");
+        assert!(calls.iter().all(|c| c[4] == "show"), "{calls:?}");
     }
 }

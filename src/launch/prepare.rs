@@ -14,18 +14,18 @@ use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
 use super::command_line::{self, AgentFlags};
 use super::plan::{IfRunning, LAUNCH_FIELD};
 use super::program::{resolve_claude, resolve_program};
+use super::remote::RemoteLaunch;
 use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
 use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree::{self, Worktree};
+use crate::remote::hello::Hosts;
+use crate::remote::{HOST_FIELD, REMOTE_FIELD};
 use crate::store::colour::Colour;
 use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster, TeamConfig, AGENT_FIELD};
-use crate::remote::hello::Hosts;
-use crate::remote::{HOST_FIELD, REMOTE_FIELD};
 use crate::teammate::args::{BuiltinAgent, PromptVia, TeammateArgs};
-use super::remote::RemoteLaunch;
 
 /// One teammate, validated and with its command line built.
 #[derive(Debug, Clone)]
@@ -290,7 +290,10 @@ impl Shared<'_> {
                     self.remote_launch(t, &agent, &identity, &flags, place, cwd.clone())?;
                 (launch, Some(remote))
             }
-            None => (self.launch(t, &agent, &identity, &flags, cwd.clone())?, None),
+            None => (
+                self.launch(t, &agent, &identity, &flags, cwd.clone())?,
+                None,
+            ),
         };
         let mut member = match previous {
             Some(p) => super::recorded::fresh_entry(p),

@@ -268,8 +268,11 @@ impl Prepared {
     /// Starts every remote teammate on its host, once the host's mirror holds what the launch
     /// wrote; records where each runs. On an error the ones started are stopped again.
     pub(super) fn start_remote(&self, store: &Store, progress: Progress) -> Result<()> {
-        let remote: Vec<&PreparedTeammate> =
-            self.teammates.iter().filter(|t| t.remote.is_some()).collect();
+        let remote: Vec<&PreparedTeammate> = self
+            .teammates
+            .iter()
+            .filter(|t| t.remote.is_some())
+            .collect();
         let mut hosts: Vec<&RemoteLaunch> = Vec::new();
         for t in &remote {
             let r = t.remote.as_ref().expect("filtered");
@@ -281,10 +284,19 @@ impl Prepared {
         let result = (|| {
             for h in &hosts {
                 let since = fsio::now_ms();
-                daemon::ensure(store, &self.team, &h.host, &self.opts.swarm_exe, &h.info.exe)?;
+                daemon::ensure(
+                    store,
+                    &self.team,
+                    &h.host,
+                    &self.opts.swarm_exe,
+                    &h.info.exe,
+                )?;
                 state::wait_synced(store, &self.team, &h.host, since, SYNC_LIMIT)?;
                 let ssh = Ssh::to(&h.host)?;
-                for t in remote.iter().filter(|t| t.remote.as_ref().is_some_and(|r| r.host == h.host)) {
+                for t in remote
+                    .iter()
+                    .filter(|t| t.remote.as_ref().is_some_and(|r| r.host == h.host))
+                {
                     let pane = spawn_one(store, &self.team, &ssh, t)?;
                     started.push(t);
                     progress(&format!(
@@ -358,7 +370,11 @@ fn spawn_one(
 }
 
 /// Stops a remote teammate's pane on its host (rollback); an unreachable host is reported.
-pub(super) fn stop_remote(store: &Store, team: &crate::store::names::TeamName, t: &PreparedTeammate) {
+pub(super) fn stop_remote(
+    store: &Store,
+    team: &crate::store::names::TeamName,
+    t: &PreparedTeammate,
+) {
     let Some(r) = &t.remote else {
         return;
     };
@@ -379,6 +395,9 @@ pub(super) fn stop_remote(store: &Store, team: &crate::store::names::TeamName, t
         )
     });
     if let Err(e) = stopped {
-        eprintln!("swarm: warning: could not stop {} on {}: {e}", t.name, r.host);
+        eprintln!(
+            "swarm: warning: could not stop {} on {}: {e}",
+            t.name, r.host
+        );
     }
 }

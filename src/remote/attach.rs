@@ -110,7 +110,10 @@ pub(crate) fn view(store: &Store, team: &TeamName, name: &AgentName, follow: boo
             detail: e.to_string(),
         })?;
     loop {
-        if let Some(status) = client.try_wait().map_err(|e| Error::Backend(e.to_string()))? {
+        if let Some(status) = client
+            .try_wait()
+            .map_err(|e| Error::Backend(e.to_string()))?
+        {
             // Detached by the user, or its server went away with the member.
             return Ok(ended(store, team, name)?.unwrap_or(if status.success() {
                 DETACHED
@@ -136,7 +139,10 @@ fn ended(store: &Store, team: &TeamName, name: &AgentName) -> Result<Option<i32>
     match local::state(store, team, name) {
         PaneState::Dead { code, signal } => {
             if let Ok(text) = local::capture(store, team, name) {
-                print!("{}", crate::output::terminal::visible_lines(text.trim_end()));
+                print!(
+                    "{}",
+                    crate::output::terminal::visible_lines(text.trim_end())
+                );
                 println!();
             }
             Ok(Some(match (code, signal) {

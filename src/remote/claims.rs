@@ -101,7 +101,9 @@ pub(crate) fn ask(
         if Instant::now() >= deadline {
             break None;
         }
-        watcher.wait(Some(deadline.min(Instant::now() + Duration::from_millis(50))));
+        watcher.wait(Some(
+            deadline.min(Instant::now() + Duration::from_millis(50)),
+        ));
     };
     let _ = std::fs::remove_file(&request);
     let _ = std::fs::remove_file(&answer);
@@ -148,9 +150,19 @@ mod tests {
     fn a_request_is_answered_through_the_mirror_and_withdrawn_without_one() {
         let (_dir, store, team) = team_with(&["coder"]);
         let coder: AgentName = "coder".parse().unwrap();
-        let none = ask(&store, &team, &coder, &TaskId::new(1), Duration::from_millis(50)).unwrap();
+        let none = ask(
+            &store,
+            &team,
+            &coder,
+            &TaskId::new(1),
+            Duration::from_millis(50),
+        )
+        .unwrap();
         assert_eq!(none, None);
-        assert!(waiting(&store, &team).is_empty(), "a timed-out request is withdrawn");
+        assert!(
+            waiting(&store, &team).is_empty(),
+            "a timed-out request is withdrawn"
+        );
         let relay = {
             let store = store.clone();
             let team = team.clone();
@@ -166,7 +178,14 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(5));
             })
         };
-        let got = ask(&store, &team, &coder, &TaskId::new(2), Duration::from_secs(20)).unwrap();
+        let got = ask(
+            &store,
+            &team,
+            &coder,
+            &TaskId::new(2),
+            Duration::from_secs(20),
+        )
+        .unwrap();
         relay.join().unwrap();
         assert!(matches!(got, Some(ClaimAnswer::Granted { .. })), "{got:?}");
         assert_eq!(std::fs::read_dir(dir(&store, &team)).unwrap().count(), 0);

@@ -134,8 +134,8 @@ pub(crate) fn ensure(
         "--remote-swarm".into(),
         remote_swarm.to_string(),
     ];
-    let log = crate::backend::absolute(&store.logs_dir(team))
-        .join(format!("relay-{}.log", host.slug()));
+    let log =
+        crate::backend::absolute(&store.logs_dir(team)).join(format!("relay-{}.log", host.slug()));
     // Dropped without waiting: the link outlives this process, and its lock says whether it
     // runs.
     let _child = LoggedChild::spawn_logged(&argv, &[], &root, &log)?;

@@ -43,7 +43,9 @@ pub(crate) enum Down {
         members: Vec<AgentName>,
     },
     /// The lead's roster, as parsed there.
-    Roster { config: Value },
+    Roster {
+        config: Value,
+    },
     /// A member's unread keys at home, and the entries of them not sent on this connection yet.
     Inbox {
         member: AgentName,
@@ -51,15 +53,30 @@ pub(crate) enum Down {
         new: Vec<InboxMessage>,
     },
     /// A task as home has it; `None` when it was deleted.
-    Task { id: TaskId, task: Option<Value> },
+    Task {
+        id: TaskId,
+        task: Option<Value>,
+    },
     #[serde(rename = "highWater")]
-    HighWater { n: u64 },
+    HighWater {
+        n: u64,
+    },
     /// The decision on a permission request of one of the host's members.
-    Resolved { id: String, record: Value },
-    Answer { op: String, outcome: Outcome },
-    Sync { mark: u64 },
+    Resolved {
+        id: String,
+        record: Value,
+    },
+    Answer {
+        op: String,
+        outcome: Outcome,
+    },
+    Sync {
+        mark: u64,
+    },
     #[serde(rename_all = "camelCase")]
-    Ping { now_ms: u64 },
+    Ping {
+        now_ms: u64,
+    },
 }
 
 /// The remote host to home.
@@ -74,12 +91,22 @@ pub(crate) enum Up {
         /// The mirror's root on the remote host.
         root: String,
     },
-    Op { op: String, body: Op },
-    Synced { mark: u64 },
+    Op {
+        op: String,
+        body: Op,
+    },
+    Synced {
+        mark: u64,
+    },
     /// How each of the host's members is doing there.
-    Report { members: BTreeMap<String, Life> },
+    Report {
+        members: BTreeMap<String, Life>,
+    },
     #[serde(rename_all = "camelCase")]
-    Pong { now_ms: u64, echo: u64 },
+    Pong {
+        now_ms: u64,
+        echo: u64,
+    },
 }
 
 /// What a remote member wrote, as a request to home.
@@ -87,9 +114,15 @@ pub(crate) enum Up {
 #[serde(tag = "op", rename_all = "camelCase")]
 pub(crate) enum Op {
     /// A message a member of the host wrote into `to`'s inbox.
-    Deliver { to: AgentName, message: InboxMessage },
+    Deliver {
+        to: AgentName,
+        message: InboxMessage,
+    },
     /// Entries of a member's inbox it has read (or Claude Code removed once read).
-    Delivered { member: AgentName, keys: Vec<String> },
+    Delivered {
+        member: AgentName,
+        keys: Vec<String>,
+    },
     /// A change a member made to a task file.
     #[serde(rename_all = "camelCase")]
     TaskChange {
@@ -162,10 +195,14 @@ fn present<'de, D: serde::Deserializer<'de>>(
 pub(crate) enum Outcome {
     Done,
     /// A [`Op::TaskCreate`]: the id home gave the task.
-    Created { id: TaskId },
+    Created {
+        id: TaskId,
+    },
     /// Not applied, and never will be (replaying it gets the same answer): the member may not
     /// write that, or a claim lost.
-    Refused { reason: String },
+    Refused {
+        reason: String,
+    },
 }
 
 /// A remote member's state as its host sees it.
@@ -235,7 +272,10 @@ mod tests {
         send(&mut buf, &op).unwrap();
         assert_eq!(buf.iter().filter(|b| **b == b'\n').count(), 1);
         let text = String::from_utf8(buf.clone()).unwrap();
-        assert!(text.contains(r#""owner":null"#), "a released owner travels: {text}");
+        assert!(
+            text.contains(r#""owner":null"#),
+            "a released owner travels: {text}"
+        );
         let mut got = Vec::new();
         read_all::<Up>(&buf[..], |f| {
             got.push(f);

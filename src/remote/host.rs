@@ -54,10 +54,12 @@ impl FromStr for Host {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Host> {
-        let bad = |reason: &str| Error::InvalidName {
+        let bad = |reason: &str| {
+            Error::InvalidName {
             kind: "host",
             value: s.to_string(),
             reason: format!("{reason}; give an ssh destination such as box1, me@box1 or ssh://me@box1:2222, as `ssh HOST` takes it"),
+        }
         };
         if s.is_empty() {
             return Err(bad("it is empty"));
@@ -106,10 +108,25 @@ mod tests {
 
     #[test]
     fn destinations_parse_and_options_or_shell_words_do_not() {
-        for good in ["box1", "me@box1", "ssh://me@box1:2222", "[::1]", "10.0.0.7", "a_b.c-d"] {
+        for good in [
+            "box1",
+            "me@box1",
+            "ssh://me@box1:2222",
+            "[::1]",
+            "10.0.0.7",
+            "a_b.c-d",
+        ] {
             assert_eq!(good.parse::<Host>().unwrap().as_str(), good);
         }
-        for bad in ["", "-oProxyCommand=id", "box 1", "box;id", "$(id)", "box\n", "a'b"] {
+        for bad in [
+            "",
+            "-oProxyCommand=id",
+            "box 1",
+            "box;id",
+            "$(id)",
+            "box\n",
+            "a'b",
+        ] {
             let e = bad.parse::<Host>().unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
             assert!(e.to_string().contains("ssh destination"), "{e}");

@@ -81,11 +81,7 @@ pub(crate) fn run(store: &Store, team: &TeamName, host: &Host, remote_swarm: &st
 }
 
 /// File events on everything a mirror follows wake the link.
-fn watch(
-    store: &Store,
-    team: &TeamName,
-    tx: &UnboundedSender<Event>,
-) -> Result<Vec<Subscription>> {
+fn watch(store: &Store, team: &TeamName, tx: &UnboundedSender<Event>) -> Result<Vec<Subscription>> {
     let dirs = [
         (store.team_dir(team), false),
         (store.inboxes_dir(team), false),

@@ -104,7 +104,13 @@ impl Relay<'_> {
                 let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
                 let here = m.get(HOST_FIELD).and_then(Value::as_str) == Some(alias);
                 let pane = panes.get(name).filter(|_| here).cloned();
-                for field in [SOCKET_FIELD, PID_FIELD, PID_START_FIELD, PID_HOST_FIELD, EXIT_FIELD] {
+                for field in [
+                    SOCKET_FIELD,
+                    PID_FIELD,
+                    PID_START_FIELD,
+                    PID_HOST_FIELD,
+                    EXIT_FIELD,
+                ] {
                     m.remove(field);
                 }
                 match pane {

@@ -43,8 +43,9 @@ fn digest(value: &impl serde::Serialize) -> String {
 
 impl Relay<'_> {
     pub(super) fn outgoing(&mut self) -> Result<Vec<Outgoing>> {
-        let roster: Option<Value> =
-            fsio::read_json(&self.store.config_path(self.team)).ok().flatten();
+        let roster: Option<Value> = fsio::read_json(&self.store.config_path(self.team))
+            .ok()
+            .flatten();
         let Some(roster) = roster else {
             return Ok(vec![]);
         };
@@ -279,8 +280,9 @@ impl Relay<'_> {
     /// Stops the pane of every member on this host that home retired after it started here: a
     /// kill home could not deliver while the host was cut off.
     pub(super) fn stop_retired(&self) -> Result<()> {
-        let roster: Option<Value> =
-            fsio::read_json(&self.store.config_path(self.team)).ok().flatten();
+        let roster: Option<Value> = fsio::read_json(&self.store.config_path(self.team))
+            .ok()
+            .flatten();
         let Some(roster) = roster else {
             return Ok(());
         };
@@ -292,7 +294,8 @@ impl Relay<'_> {
             .flatten()
         {
             let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
-            let here = m.get(super::HOST_FIELD).and_then(Value::as_str) == Some(self.alias.as_str());
+            let here =
+                m.get(super::HOST_FIELD).and_then(Value::as_str) == Some(self.alias.as_str());
             let retired = m.get(RETIRED_FIELD).and_then(Value::as_u64);
             let (Some(pane), Some(retired), true) = (panes.get(name), retired, here) else {
                 continue;
@@ -301,7 +304,10 @@ impl Relay<'_> {
                 continue;
             };
             if pane.started_ms < retired
-                && matches!(local::state(self.store, self.team, &agent), PaneState::Alive { .. })
+                && matches!(
+                    local::state(self.store, self.team, &agent),
+                    PaneState::Alive { .. }
+                )
             {
                 eprintln!("swarm relay: {name} was retired at home; stopping its pane here");
                 local::kill(self.store, self.team, &agent)?;
@@ -312,8 +318,9 @@ impl Relay<'_> {
 
     /// How each member on this host is doing: its runtime's liveness lock, else its pane here.
     pub(super) fn report(&self) -> BTreeMap<String, Life> {
-        let roster: Option<Value> =
-            fsio::read_json(&self.store.config_path(self.team)).ok().flatten();
+        let roster: Option<Value> = fsio::read_json(&self.store.config_path(self.team))
+            .ok()
+            .flatten();
         let Some(roster) = roster else {
             return BTreeMap::new();
         };
@@ -381,7 +388,10 @@ fn diff(base: &Value, cur: &Value) -> TaskChange {
         }
     }
     let meta = |v: &Value| v.get("metadata").and_then(Value::as_object).cloned();
-    let (b, c) = (meta(base).unwrap_or_default(), meta(cur).unwrap_or_default());
+    let (b, c) = (
+        meta(base).unwrap_or_default(),
+        meta(cur).unwrap_or_default(),
+    );
     for (k, v) in &c {
         if b.get(k) != Some(v) {
             change.metadata.insert(k.clone(), v.clone());
@@ -412,7 +422,11 @@ mod tests {
         assert_eq!(change.metadata.get("gone"), Some(&Value::Null));
         let released = diff(&cur, &base);
         assert_eq!(released.owner, Some(None));
-        assert!(diff(&base, &json!({"id": "3", "subject": "s", "status": "pending",
-            "blocks": ["1"], "metadata": {"a": 1, "gone": true}})).is_empty());
+        assert!(diff(
+            &base,
+            &json!({"id": "3", "subject": "s", "status": "pending",
+            "blocks": ["1"], "metadata": {"a": 1, "gone": true}})
+        )
+        .is_empty());
     }
 }

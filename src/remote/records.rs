@@ -95,7 +95,10 @@ impl Records {
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 let name = e.file_name();
-                let id = name.to_str()?.strip_prefix("task-")?.strip_suffix(".json")?;
+                let id = name
+                    .to_str()?
+                    .strip_prefix("task-")?
+                    .strip_suffix(".json")?;
                 id.parse().ok()
             })
             .collect()
@@ -126,7 +129,8 @@ mod tests {
         let mut r = Records::open(&store, &team).unwrap();
         r.mark_seen(["a", "b", "a"]).unwrap();
         let id = TaskId::new(4);
-        r.set_task_base(&id, Some(&serde_json::json!({"id": "4"}))).unwrap();
+        r.set_task_base(&id, Some(&serde_json::json!({"id": "4"})))
+            .unwrap();
         let again = Records::open(&store, &team).unwrap();
         assert!(again.seen("a") && again.seen("b") && !again.seen("c"));
         assert_eq!(again.task_bases(), vec![id.clone()]);

@@ -290,7 +290,9 @@ impl Relay<'_> {
             return Ok(None);
         }
         if !self.hello {
-            return Err(Error::usage("the lead's machine sent state before its hello"));
+            return Err(Error::usage(
+                "the lead's machine sent state before its hello",
+            ));
         }
         self.apply(frame)?;
         Ok(None)
@@ -313,7 +315,9 @@ impl Relay<'_> {
             self.last_report_at = Instant::now();
             self.send(&Up::Report { members: report })?;
         }
-        self.out.flush().map_err(Error::io("write", "the relay connection"))?;
+        self.out
+            .flush()
+            .map_err(Error::io("write", "the relay connection"))?;
         Ok(())
     }
 }

@@ -226,8 +226,18 @@ fn wait_bounded(mut child: Child, limit: Duration) -> (Option<i32>, String, Stri
             s
         })
     };
-    let out = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let out = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let start = Instant::now();
     let code = loop {
         match child.try_wait() {
@@ -241,7 +251,11 @@ fn wait_bounded(mut child: Child, limit: Duration) -> (Option<i32>, String, Stri
             }
         }
     };
-    (code, out.join().unwrap_or_default(), err.join().unwrap_or_default())
+    (
+        code,
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
 }
 
 #[cfg(test)]
@@ -284,7 +298,11 @@ mod tests {
             .collect();
         assert_eq!(back.pop().as_deref(), Some(""), "each word ends in a NUL");
         assert_eq!(back, words);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing ran");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing ran"
+        );
         assert_eq!(remote_command(&["''".into()]), r"''\'''\'''");
     }
 
@@ -297,10 +315,16 @@ mod tests {
         };
         let argv = ssh.argv(&["swarm".into(), "--version".into()], false);
         let text = argv.join(" ");
-        assert!(text.starts_with("ssh -F /cfg -o ControlMaster=auto"), "{text}");
+        assert!(
+            text.starts_with("ssh -F /cfg -o ControlMaster=auto"),
+            "{text}"
+        );
         assert!(text.contains("ControlPath=/run/swarm-ssh/%C"), "{text}");
         assert!(text.contains("BatchMode=yes"), "{text}");
-        assert_eq!(argv[argv.len() - 3..], ["--", "box1", "'swarm' '--version'"]);
+        assert_eq!(
+            argv[argv.len() - 3..],
+            ["--", "box1", "'swarm' '--version'"]
+        );
         assert!(ssh.argv(&[], true).contains(&"-tt".to_string()));
     }
 }

@@ -120,7 +120,10 @@ pub(crate) fn wait_synced(
                 .unwrap_or_else(|| "no answer from its relay".into());
             return Err(Error::Unreachable {
                 host: host.to_string(),
-                detail: format!("its mirror did not catch up within {} s ({why})", limit.as_secs()),
+                detail: format!(
+                    "its mirror did not catch up within {} s ({why})",
+                    limit.as_secs()
+                ),
             });
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -362,7 +362,7 @@ mod tests {
         let calls = rec.calls();
         assert_eq!(calls.len(), 1, "{calls:?}");
         let argv = &calls[0];
-        let commands: Vec<&[String]> = argv[3..].split(|w| w == ";").collect();
+        let commands: Vec<&[String]> = argv[4..].split(|w| w == ";").collect();
         let window = format!("={name}:");
         assert_eq!(commands[0][0], "new");
         assert_eq!(
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(ids, ["%5"]);
         let calls = rec.calls();
         assert_eq!(calls.len(), 3);
-        let last: Vec<&[String]> = calls[2][3..].split(|w| w == ";").collect();
+        let last: Vec<&[String]> = calls[2][4..].split(|w| w == ";").collect();
         assert_eq!(last[0][..3], ["splitw", "-P", "-F"].map(String::from));
         assert!(
             last[0].windows(2).any(|w| w == ["-t", "%1"]),
@@ -439,7 +439,7 @@ mod tests {
         assert_eq!(ids, ["%3", "%4"]);
         let calls = rec.calls();
         assert_eq!(calls.len(), 2, "two calls");
-        let second: Vec<&[String]> = calls[1][3..].split(|w| w == ";").collect();
+        let second: Vec<&[String]> = calls[1][4..].split(|w| w == ";").collect();
         assert!(
             second[0].windows(2).any(|w| w == ["-t", "%3"]),
             "{:?}",

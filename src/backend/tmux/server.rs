@@ -142,9 +142,18 @@ impl Client {
         Client { exec, server }
     }
 
+    /// `-u`, then the server's arguments: swarm parses what these calls print, fields split by
+    /// tabs, and a tmux client whose locale is not UTF-8 (`LANG=C`, the usual over ssh) prints
+    /// every tab as `_`; `-u` makes it print them as they are.
+    fn call_args(&self) -> Vec<String> {
+        let mut argv = vec!["-u".to_string()];
+        argv.extend(self.server.global_args());
+        argv
+    }
+
     /// Runs `tmux <server args> ARGS`: one command, every word escaped (see [`command_word`]).
     pub(super) fn tmux(&self, args: Vec<String>) -> Result<String> {
-        let mut argv = self.server.global_args();
+        let mut argv = self.call_args();
         argv.extend(args.into_iter().map(command_word));
         self.exec.run("tmux", &argv)
     }
@@ -157,7 +166,7 @@ impl Client {
     /// [`Self::run`] for commands given as words: every word escaped, and the only `;`
     /// separators the ones put between the commands here.
     pub(super) fn run_words(&self, cmds: Vec<Vec<String>>) -> Result<String> {
-        let mut argv = self.server.global_args();
+        let mut argv = self.call_args();
         for (i, cmd) in cmds.into_iter().enumerate() {
             if i > 0 {
                 argv.push(";".into());

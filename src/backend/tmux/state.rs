@@ -113,7 +113,7 @@ mod tests {
             assert_eq!(got, state, "{pane}");
         }
         let show = |option: &str| ["show", "-p", "-q", "-v", "-t", "%1", option].map(String::from);
-        let mut want = vec!["tmux".to_string(), "-L".into(), "sock".into()];
+        let mut want = vec!["tmux".to_string(), "-u".into(), "-L".into(), "sock".into()];
         for option in ["@swarm-root", "@swarm-team", "@swarm-member"] {
             want.extend(show(option));
             want.push(";".into());

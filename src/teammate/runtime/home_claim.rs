@@ -86,15 +86,17 @@ impl Runtime {
         if !claims::relay_running(store, team) {
             return Ok(Heard::Nothing);
         }
-        Ok(match claims::ask(store, team, &self.cfg.name, id, ASK_FOR)? {
-            Some(ClaimAnswer::Granted { task }) => match serde_json::from_value::<Task>(task) {
-                Ok(task) => Heard::Granted(Box::new(task)),
-                // Granted, but the copy did not come with it: the mirror has it next wake.
-                Err(_) => Heard::Nothing,
+        Ok(
+            match claims::ask(store, team, &self.cfg.name, id, ASK_FOR)? {
+                Some(ClaimAnswer::Granted { task }) => match serde_json::from_value::<Task>(task) {
+                    Ok(task) => Heard::Granted(Box::new(task)),
+                    // Granted, but the copy did not come with it: the mirror has it next wake.
+                    Err(_) => Heard::Nothing,
+                },
+                Some(ClaimAnswer::Refused { reason }) => Heard::Refused(reason),
+                None => Heard::Nothing,
             },
-            Some(ClaimAnswer::Refused { reason }) => Heard::Refused(reason),
-            None => Heard::Nothing,
-        })
+        )
     }
 
     /// Whether the mirror shows task `id` waiting for an unfinished one.

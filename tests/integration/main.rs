@@ -18,6 +18,7 @@ mod lead;
 mod lifecycle;
 mod lifecycle_safety;
 mod memory;
+mod remote;
 mod requests;
 mod store;
 mod teammate;

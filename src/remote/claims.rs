@@ -71,7 +71,7 @@ fn dir(store: &Store, team: &TeamName) -> PathBuf {
 }
 
 /// Asks home for `task` on behalf of `member` and waits up to `wait` for the answer; `None`
-/// when none came (the request is withdrawn).
+/// when none came, or the relay went away meanwhile (the request is withdrawn).
 pub(crate) fn ask(
     store: &Store,
     team: &TeamName,
@@ -98,7 +98,8 @@ pub(crate) fn ask(
         if let Some(a) = fsio::read_json::<ClaimAnswer>(&answer)? {
             break Some(a);
         }
-        if Instant::now() >= deadline {
+        // No relay (the connection ended): no answer can come now.
+        if Instant::now() >= deadline || !relay_running(store, team) {
             break None;
         }
         watcher.wait(Some(
@@ -150,6 +151,18 @@ mod tests {
     fn a_request_is_answered_through_the_mirror_and_withdrawn_without_one() {
         let (_dir, store, team) = team_with(&["coder"]);
         let coder: AgentName = "coder".parse().unwrap();
+        let alone = ask(
+            &store,
+            &team,
+            &coder,
+            &TaskId::new(1),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        assert_eq!(alone, None, "no relay: no wait");
+        // A relay serves the mirror: it holds the serve lock.
+        let lock = std::fs::File::create(store.relay_dir(&team).join("serve.lock")).unwrap();
+        fs4::fs_std::FileExt::lock_exclusive(&lock).unwrap();
         let none = ask(
             &store,
             &team,

@@ -112,6 +112,10 @@ impl RemoteTeam {
                 return v;
             }
             if start.elapsed() > WAIT {
+                if std::env::var_os("SWARM_TEST_PAUSE").is_some() {
+                    eprintln!("PAUSED: {what} root {}", self.env.root().display());
+                    std::thread::sleep(Duration::from_secs(600));
+                }
                 panic!("timed out waiting for {what}\n{}", self.diagnose());
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -122,7 +126,10 @@ impl RemoteTeam {
     pub fn diagnose(&self) -> String {
         let mut out = String::new();
         let status = self.swarm(["status"]).run();
-        out.push_str(&format!("--- status ---\n{}{}\n", status.stdout, status.stderr));
+        out.push_str(&format!(
+            "--- status ---\n{}{}\n",
+            status.stdout, status.stderr
+        ));
         if let Ok(entries) = std::fs::read_dir(self.env.path("teams/t/logs")) {
             for e in entries.flatten() {
                 let text = std::fs::read_to_string(e.path()).unwrap_or_default();
@@ -131,6 +138,7 @@ impl RemoteTeam {
         }
         for h in &self.hosts.hosts {
             out.push_str(&format!("--- sshd {} ---\n{}\n", h.alias, h.log()));
+            out.push_str(&h.describe());
         }
         out
     }

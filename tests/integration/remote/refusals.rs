@@ -21,7 +21,12 @@ fn an_unreachable_host_at_launch_is_an_error_naming_the_host_and_the_ssh_error()
     );
     let before = team.env.snapshot();
     let out = team
-        .swarm([OsStr::new("launch"), file.as_os_str(), "--backend".as_ref(), "tmux".as_ref()])
+        .swarm([
+            OsStr::new("launch"),
+            file.as_os_str(),
+            "--backend".as_ref(),
+            "tmux".as_ref(),
+        ])
         .run_within(WAIT);
     assert_eq!(out.code, 1, "{out:?}");
     out.stderr_has("cannot reach host nowhere over ssh")
@@ -31,7 +36,17 @@ fn an_unreachable_host_at_launch_is_an_error_naming_the_host_and_the_ssh_error()
         .assert_unchanged_since(&before, "the refused launch");
     // The same for a destination that is not one.
     let out = team
-        .swarm(["launch", "--team", "t", "--agent", "shell", "--teammate", "a=x", "--host", "a=-oProxyCommand=id"])
+        .swarm([
+            "launch",
+            "--team",
+            "t",
+            "--agent",
+            "shell",
+            "--teammate",
+            "a=x",
+            "--host",
+            "a=-oProxyCommand=id",
+        ])
         .refused("invalid host");
     out.stderr_has("ssh would read as an option");
 }
@@ -50,7 +65,12 @@ fn a_host_running_another_swarm_version_is_refused_naming_both() {
                 "teammates": [{"name": "far", "host": "box1"}]}),
     );
     let out = team
-        .swarm([OsStr::new("launch"), file.as_os_str(), "--backend".as_ref(), "tmux".as_ref()])
+        .swarm([
+            OsStr::new("launch"),
+            file.as_os_str(),
+            "--backend".as_ref(),
+            "tmux".as_ref(),
+        ])
         .refused("host box1 runs swarm 0.0.1");
     out.stderr_has(&format!("this machine swarm {}", env!("CARGO_PKG_VERSION")));
     // And one with no swarm at all: said so, with what to do.
@@ -59,8 +79,13 @@ fn a_host_running_another_swarm_version_is_refused_naming_both() {
         &json!({"team": "t", "agent": "shell", "remoteSwarm": "/nonexistent/swarm",
                 "teammates": [{"name": "far", "host": "box1"}]}),
     );
-    team.swarm([OsStr::new("launch"), missing.as_os_str(), "--backend".as_ref(), "tmux".as_ref()])
-        .refused("swarm was not found on host box1");
+    team.swarm([
+        OsStr::new("launch"),
+        missing.as_os_str(),
+        "--backend".as_ref(),
+        "tmux".as_ref(),
+    ])
+    .refused("swarm was not found on host box1");
 }
 
 /// The remote swarm's path, the directory and the prompt all hold shell syntax; the one command
@@ -90,15 +115,19 @@ fn shell_words_in_the_remote_path_the_directory_and_the_prompt_stay_words() {
         (team.task("1")["status"] == "completed").then_some(())
     });
     assert_eq!(
-        std::fs::read_to_string(work.join("where.txt")).unwrap().trim_end(),
+        std::fs::read_to_string(work.join("where.txt"))
+            .unwrap()
+            .trim_end(),
         work.display().to_string()
     );
     // The prompt reached the teammate's inbox on its host as one message, word for word.
-    let inbox: serde_json::Value =
-        read_json(&host.mirror().join("teams/t/inboxes/odd.json"));
+    let inbox: serde_json::Value = read_json(&host.mirror().join("teams/t/inboxes/odd.json"));
     assert_eq!(inbox[0]["text"], prompt);
     for n in ["pwned", "pwned2", "pwned3", "pwned4", "pwned5"] {
-        assert!(!exists_under(&host.home, n), "{n} was created: a word ran as a command");
+        assert!(
+            !exists_under(&host.home, n),
+            "{n} was created: a word ran as a command"
+        );
         assert!(!exists_under(team.env.root(), n), "{n} was created at home");
     }
     team.swarm(["down", "--timeout", "30"]).ok();
@@ -109,6 +138,7 @@ fn exists_under(dir: &Path, name: &str) -> bool {
         return false;
     };
     entries.flatten().any(|e| {
-        e.file_name() == name || (e.file_type().is_ok_and(|t| t.is_dir()) && exists_under(&e.path(), name))
+        e.file_name() == name
+            || (e.file_type().is_ok_and(|t| t.is_dir()) && exists_under(&e.path(), name))
     })
 }

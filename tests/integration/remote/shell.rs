@@ -37,7 +37,10 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
         (team.task("1")["status"] == "completed").then_some(())
     });
     assert_eq!(team.task("1")["owner"], "builder");
-    assert_eq!(std::fs::read_to_string(work.join("built.txt")).unwrap(), "built\n");
+    assert_eq!(
+        std::fs::read_to_string(work.join("built.txt")).unwrap(),
+        "built\n"
+    );
     assert!(!team.env.path("work/built.txt").exists());
 
     // Its permission request is filed at home and decided there.
@@ -53,7 +56,10 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
     team.eventually("task 2 completed at home", || {
         (team.task("2")["status"] == "completed").then_some(())
     });
-    assert_eq!(std::fs::read_to_string(work.join("allowed.txt")).unwrap(), "allowed\n");
+    assert_eq!(
+        std::fs::read_to_string(work.join("allowed.txt")).unwrap(),
+        "allowed\n"
+    );
 
     let status = team.status();
     let builder = member(&status, "builder");
@@ -91,7 +97,11 @@ fn walk_sockets(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         return found;
     };
     for user in users.flatten() {
-        for s in std::fs::read_dir(user.path()).into_iter().flatten().flatten() {
+        for s in std::fs::read_dir(user.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let alive = clean_command("tmux")
                 .arg("-S")
                 .arg(s.path())

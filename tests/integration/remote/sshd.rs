@@ -121,6 +121,49 @@ impl Host {
         }
     }
 
+    /// The host's side for a failure message: its mirrors' tasks and its panes' screens.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let mirrors = self.home.join(".local/share/swarm/mirrors");
+        for m in std::fs::read_dir(&mirrors).into_iter().flatten().flatten() {
+            let tasks = m.path().join("tasks/t");
+            for t in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+                let text = std::fs::read_to_string(t.path()).unwrap_or_default();
+                out.push_str(&format!(
+                    "--- {} on {} ---\n{text}\n",
+                    t.path().display(),
+                    self.alias
+                ));
+            }
+        }
+        for user in std::fs::read_dir(self.home.join("tmux"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for s in std::fs::read_dir(user.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let shown = clean_command("tmux")
+                    .arg("-S")
+                    .arg(s.path())
+                    .args(["capture-pane", "-p", "-S", "-40"])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                out.push_str(&format!(
+                    "--- pane on {} ({}) ---\n{}\n",
+                    self.alias,
+                    s.path().display(),
+                    shown.trim_end()
+                ));
+            }
+        }
+        out
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.path("sshd.log")).unwrap_or_default()
     }
@@ -139,14 +182,18 @@ impl Host {
         let Some(listener) = self.listener() else {
             return;
         };
-        let mut doomed = descendants(listener);
-        doomed.push(listener);
-        for pid in doomed {
+        // Stopped first, it accepts no connection while its children are found and killed.
+        unsafe { libc::kill(listener, libc::SIGSTOP) };
+        for pid in descendants(listener) {
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
+        unsafe { libc::kill(listener, libc::SIGKILL) };
         let start = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-            assert!(start.elapsed() < Duration::from_secs(10), "sshd still listens");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "sshd still listens"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -177,10 +224,10 @@ impl Drop for Host {
             }
         }
         // The remote teammates' tmux servers: their sockets are under this host's HOME.
-        let sockets = self.home.join("tmux").join(format!(
-            "tmux-{}",
-            unsafe { libc::getuid() }
-        ));
+        let sockets = self
+            .home
+            .join("tmux")
+            .join(format!("tmux-{}", unsafe { libc::getuid() }));
         if let Ok(entries) = std::fs::read_dir(&sockets) {
             for e in entries.flatten() {
                 let _ = clean_command("tmux")

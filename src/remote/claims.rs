@@ -22,7 +22,6 @@ use crate::error::Result;
 use crate::store::fsio;
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
-use crate::store::watcher::DirWatcher;
 
 /// A runtime's request for one task.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -84,7 +83,6 @@ pub(crate) fn ask(
     let id = uuid::Uuid::new_v4().simple().to_string();
     let request = dir.join(format!("{id}.json"));
     let answer = dir.join(format!("{id}.answer.json"));
-    let watcher = DirWatcher::new(&dir)?;
     fsio::write_json_new(
         &request,
         &ClaimRequest {
@@ -102,9 +100,9 @@ pub(crate) fn ask(
         if Instant::now() >= deadline || !relay_running(store, team) {
             break None;
         }
-        watcher.wait(Some(
-            deadline.min(Instant::now() + Duration::from_millis(50)),
-        ));
+        // A poll, not a watch: a runtime asks rarely, and each watch would take one of the
+        // user's few inotify instances (128 on a typical Linux) for as long as it waits.
+        std::thread::sleep(Duration::from_millis(5));
     };
     let _ = std::fs::remove_file(&request);
     let _ = std::fs::remove_file(&answer);

@@ -222,10 +222,21 @@ pub(crate) enum Life {
 /// Writes one frame as a line and flushes it.
 pub(crate) fn send<T: Serialize>(out: &mut impl Write, frame: &T) -> Result<()> {
     let mut line = serde_json::to_vec(frame).map_err(|e| Error::Backend(e.to_string()))?;
+    trace("sent", &line);
     line.push(b'\n');
     out.write_all(&line)
         .and_then(|()| out.flush())
         .map_err(|e| Error::Backend(format!("the relay connection broke: {e}")))
+}
+
+/// With `SWARM_RELAY_TRACE=1`, every frame a link or relay sends or reads goes to its error
+/// output (the link's log), cut to 300 characters: what to look at when a host misbehaves.
+fn trace(what: &str, line: &[u8]) {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *ON.get_or_init(|| std::env::var_os("SWARM_RELAY_TRACE").is_some_and(|v| v == "1")) {
+        let text: String = String::from_utf8_lossy(line).chars().take(300).collect();
+        eprintln!("swarm trace: {what} {text}");
+    }
 }
 
 /// Reads frames from `input` on this thread until it ends, handing each to `deliver`; a line
@@ -237,10 +248,13 @@ pub(crate) fn read_all<T: for<'de> Deserialize<'de>>(
     for line in input.lines() {
         let frame = match line {
             Ok(line) if line.trim().is_empty() => continue,
-            Ok(line) => serde_json::from_str(&line).map_err(|e| {
-                let cut: String = line.chars().take(120).collect();
-                format!("not a relay frame ({e}): {cut}")
-            }),
+            Ok(line) => {
+                trace("read", line.as_bytes());
+                serde_json::from_str(&line).map_err(|e| {
+                    let cut: String = line.chars().take(120).collect();
+                    format!("not a relay frame ({e}): {cut}")
+                })
+            }
             Err(e) => Err(format!("the relay connection broke: {e}")),
         };
         let bad = frame.is_err();

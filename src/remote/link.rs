@@ -83,19 +83,36 @@ pub(crate) fn run(store: &Store, team: &TeamName, host: &Host, remote_swarm: &st
 /// File events on everything a mirror follows wake the link.
 fn watch(store: &Store, team: &TeamName, tx: &UnboundedSender<Event>) -> Result<Vec<Subscription>> {
     let dirs = [
-        (store.team_dir(team), false),
-        (store.inboxes_dir(team), false),
-        (store.tasks_dir(team), false),
-        (store.resolved_dir(team), false),
-        (super::daemon::poke_dir(store, team), true),
+        store.team_dir(team),
+        store.inboxes_dir(team),
+        store.tasks_dir(team),
+        store.resolved_dir(team),
     ];
+    let poke = super::daemon::poke_dir(store, team);
+    for dir in dirs.iter().chain([&poke]) {
+        fsio::ensure_dir(dir)?;
+    }
     let mut subs = Vec::new();
-    for (dir, poke) in dirs {
-        fsio::ensure_dir(&dir)?;
-        let tx = tx.clone();
-        subs.push(Subscription::changes(&dir, move || {
-            let _ = tx.send(if poke { Event::Poked } else { Event::Changed });
-        })?);
+    let changed = tx.clone();
+    let poked = tx.clone();
+    // Without file events (no inotify instance left) the re-scan timer still finds everything.
+    match Subscription::changes_all(&dirs, move || {
+        let _ = changed.send(Event::Changed);
+    }) {
+        Ok(s) => subs.push(s),
+        Err(e) => eprintln!(
+            "swarm: warning: {e}; looking every {:?} instead",
+            rescan_interval()
+        ),
+    }
+    match Subscription::changes(&poke, move || {
+        let _ = poked.send(Event::Poked);
+    }) {
+        Ok(s) => subs.push(s),
+        Err(e) => eprintln!(
+            "swarm: warning: {e}; looking every {:?} instead",
+            rescan_interval()
+        ),
     }
     Ok(subs)
 }
@@ -159,16 +176,17 @@ impl Link<'_> {
                 }
                 event = rx.recv() => {
                     let Some(event) = event else { return Ok(0) };
+                    // Every event that piled up is handled in order; the file events among
+                    // them take one round, after the frames.
+                    let mut batch = vec![event];
+                    while let Ok(more) = rx.try_recv() {
+                        batch.push(more);
+                    }
+                    let (mut changed, mut poked) = (false, false);
+                    for event in batch {
                     match event {
-                        Event::Changed | Event::Poked => {
-                            // One round covers every event that piled up.
-                            let mut poked = matches!(event, Event::Poked);
-                            while let Ok(e @ (Event::Changed | Event::Poked)) = rx.try_recv() {
-                                poked |= matches!(e, Event::Poked);
-                            }
-                            self.round(poked);
-                            last_scan = Instant::now();
-                        }
+                        Event::Changed => changed = true,
+                        Event::Poked => poked = true,
                         Event::Frame(g, frame) if Some(g) == self.live_generation() => {
                             match frame {
                                 Ok(frame) => {
@@ -185,6 +203,11 @@ impl Link<'_> {
                             backoff = (backoff * 2).min(LAST_RETRY);
                         }
                         Event::Frame(..) | Event::Closed(_) => {}
+                    }
+                    }
+                    if changed || poked {
+                        self.round(poked);
+                        last_scan = Instant::now();
                     }
                 }
                 _ = tick.tick() => {

@@ -186,23 +186,31 @@ fn take_over(store: &Store, team: &TeamName) -> Result<std::fs::File> {
 fn watch(store: &Store, team: &TeamName, tx: &UnboundedSender<Event>) -> Result<Vec<Subscription>> {
     let claims = store.relay_dir(team).join("claims");
     fsio::ensure_dir(&claims)?;
-    let mut subs = Vec::new();
-    for dir in [
+    let dirs = [
         store.team_dir(team),
         store.inboxes_dir(team),
         store.tasks_dir(team),
         store.pending_dir(team),
         claims,
-    ] {
-        let tx = tx.clone();
-        subs.push(Subscription::changes(&dir, move || {
-            let _ = tx.send(Event::Changed);
-        })?);
+    ];
+    let mut subs = Vec::new();
+    let changed = tx.clone();
+    let exited = tx.clone();
+    // Without file events (no inotify instance left) the re-scan timer still finds everything.
+    let watches = [
+        Subscription::changes_all(&dirs, move || {
+            let _ = changed.send(Event::Changed);
+        }),
+        Subscription::exits(&store.alive_dir(team), move || {
+            let _ = exited.send(Event::Changed);
+        }),
+    ];
+    for w in watches {
+        match w {
+            Ok(s) => subs.push(s),
+            Err(e) => eprintln!("swarm relay: warning: {e}; looking every few seconds instead"),
+        }
     }
-    let tx = tx.clone();
-    subs.push(Subscription::exits(&store.alive_dir(team), move || {
-        let _ = tx.send(Event::Changed);
-    })?);
     Ok(subs)
 }
 
@@ -211,44 +219,32 @@ impl Relay<'_> {
         let mut tick = tokio::time::interval(rescan_interval().min(Duration::from_secs(2)));
         loop {
             tokio::select! {
-                event = rx.recv() => match event {
-                    None | Some(Event::Closed) => return Ok(0),
-                    Some(Event::Frame(Err(e))) => {
-                        eprintln!("swarm relay: {e}");
-                        return Ok(1);
+                event = rx.recv() => {
+                    let Some(event) = event else { return Ok(0) };
+                    // Every event that piled up is handled in order (frames come in bursts);
+                    // one scan follows them all.
+                    let mut batch = vec![event];
+                    while let Ok(more) = rx.try_recv() {
+                        batch.push(more);
                     }
-                    Some(Event::Frame(Ok(frame))) => {
-                        self.last_heard = Instant::now();
-                        if let Some(code) = self.on_frame(frame)? {
-                            return Ok(code);
-                        }
-                        // Frames come in bursts; the scan waits until the burst is in.
-                        let mut more = Vec::new();
-                        while let Ok(e) = rx.try_recv() {
-                            more.push(e);
-                        }
-                        for e in more {
-                            match e {
-                                Event::Closed => return Ok(0),
-                                Event::Frame(Ok(f)) => {
-                                    if let Some(code) = self.on_frame(f)? {
-                                        return Ok(code);
-                                    }
-                                }
-                                Event::Frame(Err(e)) => {
-                                    eprintln!("swarm relay: {e}");
-                                    return Ok(1);
-                                }
-                                Event::Changed => {}
+                    for event in batch {
+                        match event {
+                            Event::Closed => return Ok(0),
+                            Event::Frame(Err(e)) => {
+                                eprintln!("swarm relay: {e}");
+                                return Ok(1);
                             }
+                            Event::Frame(Ok(frame)) => {
+                                self.last_heard = Instant::now();
+                                if let Some(code) = self.on_frame(frame)? {
+                                    return Ok(code);
+                                }
+                            }
+                            Event::Changed => {}
                         }
-                        self.scan()?;
                     }
-                    Some(Event::Changed) => {
-                        while let Ok(Event::Changed) = rx.try_recv() {}
-                        self.scan()?;
-                    }
-                },
+                    self.scan()?;
+                }
                 _ = tick.tick() => {
                     if self.last_heard.elapsed() > SILENCE {
                         eprintln!("swarm relay: nothing from home for 45 s; ending");

@@ -328,22 +328,26 @@ pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
     f.sync_all().map_err(Error::io("sync", path))
 }
 
-/// Creates `path` with `contents` unless it exists (O_EXCL), mode 0600.
+/// Creates `path` with `contents` unless it exists, mode 0600: written under a temp name and put
+/// in place without replacing anything, so nobody ever sees it empty.
 pub fn create_if_missing(path: &Path, contents: &[u8]) -> Result<()> {
     check_regular(path)?;
-    match OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(mut f) => {
-            f.write_all(contents).map_err(Error::io("write", path))?;
-            f.sync_all().map_err(Error::io("sync", path))
-        }
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::io("create", path)(e)),
+    if fs::symlink_metadata(path).is_ok() {
+        return Ok(());
     }
+    // Complete before it has its name: a reader racing the creation (a relay scanning every
+    // inbox) must never find the file empty and take it for a damaged one.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = temp_name(dir, path);
+    let result = (|| {
+        let _file = write_temp(&tmp, contents)?;
+        match place_new(&tmp, path) {
+            Err(e) if e.kind() != ErrorKind::AlreadyExists => Err(Error::io("create", path)(e)),
+            _ => Ok(()),
+        }
+    })();
+    let _ = fs::remove_file(&tmp);
+    result
 }
 
 /// Moves a corrupt file aside to `<file>.corrupt-<unix-ms>` and says so on stderr. Returns the

@@ -54,6 +54,8 @@ impl RemoteTeam {
             .env("SWARM_TMUX_SOCKET", &self.tmux.socket)
             .env("SWARM_SSH_CONFIG", self.hosts.ssh_config())
             .env("XDG_RUNTIME_DIR", self.hosts.runtime_dir())
+            // Every relay frame in the link's log, which a failure prints.
+            .env("SWARM_RELAY_TRACE", "1")
     }
 
     /// Writes swarm file `name` with `doc`.
@@ -112,10 +114,6 @@ impl RemoteTeam {
                 return v;
             }
             if start.elapsed() > WAIT {
-                if std::env::var_os("SWARM_TEST_PAUSE").is_some() {
-                    eprintln!("PAUSED: {what} root {}", self.env.root().display());
-                    std::thread::sleep(Duration::from_secs(600));
-                }
                 panic!("timed out waiting for {what}\n{}", self.diagnose());
             }
             std::thread::sleep(Duration::from_millis(50));

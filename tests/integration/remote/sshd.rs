@@ -79,7 +79,7 @@ impl Host {
     fn start(&self) {
         let bin_dir = Path::new(BIN).parent().unwrap();
         let mut set_env = format!(
-            "SetEnv HOME={} PATH={}:/usr/local/bin:/usr/bin:/bin TMUX_TMPDIR={}",
+            "SetEnv HOME={} PATH={}:/usr/local/bin:/usr/bin:/bin TMUX_TMPDIR={} SWARM_RELAY_TRACE=1",
             self.home.display(),
             bin_dir.display(),
             self.home.join("tmux").display()
@@ -127,7 +127,10 @@ impl Host {
         let mirrors = self.home.join(".local/share/swarm/mirrors");
         for m in std::fs::read_dir(&mirrors).into_iter().flatten().flatten() {
             let tasks = m.path().join("tasks/t");
-            for t in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+            let bases = m.path().join("teams/t/relay/base");
+            let files = std::fs::read_dir(&tasks).into_iter().flatten().flatten();
+            let base_files = std::fs::read_dir(&bases).into_iter().flatten().flatten();
+            for t in files.chain(base_files) {
                 let text = std::fs::read_to_string(t.path()).unwrap_or_default();
                 out.push_str(&format!(
                     "--- {} on {} ---\n{text}\n",

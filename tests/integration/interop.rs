@@ -10,7 +10,7 @@
 
 mod claude_led;
 mod dispatch;
-mod fake_api;
+pub(crate) mod fake_api;
 mod memory;
 mod messages;
 pub(crate) mod other_clis;
@@ -18,7 +18,7 @@ mod permissions;
 mod plans;
 mod restart;
 mod tasks;
-mod versions;
+pub(crate) mod versions;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -244,7 +244,7 @@ impl Drop for Team {
 /// The environment a claude teammate gets: the fake API, no telemetry, error reports, update
 /// checks or other traffic, and the task tools on whatever model family is reported
 /// (`CLAUDE_CODE_ENABLE_TODO_TOOLS`, issue 15 item 5: swarm itself sets it once that lands).
-fn teammate_env(api: &FakeApi) -> Value {
+pub(crate) fn teammate_env(api: &FakeApi) -> Value {
     json!({
         "ANTHROPIC_BASE_URL": api.base_url(),
         "ANTHROPIC_API_KEY": API_KEY,
@@ -258,7 +258,7 @@ fn teammate_env(api: &FakeApi) -> Value {
 
 /// The config a first start would ask about, answered: onboarding done, the API key approved,
 /// the work directory trusted. `swarm launch` points `CLAUDE_CONFIG_DIR` at the store root.
-fn seed_claude_config(root: &Path, work: &Path) {
+pub(crate) fn seed_claude_config(root: &Path, work: &Path) {
     let key_tail = &API_KEY[API_KEY.len() - 20..];
     let config = json!({
         "hasCompletedOnboarding": true,
@@ -274,7 +274,7 @@ fn seed_claude_config(root: &Path, work: &Path) {
 }
 
 /// Every id starting with `prefix` in `text` (request ids in messages the model is shown).
-fn find_ids<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+pub(crate) fn find_ids<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
     text.match_indices(prefix)
         .map(|(start, _)| {
             let rest = &text[start..];

@@ -5,6 +5,7 @@
 //! host's mirror through the files PROTOCOL.md documents.
 
 mod claims;
+mod claude;
 mod partition;
 mod refusals;
 mod shell;

@@ -39,7 +39,9 @@ fn two_hosts_and_the_lead_machine_racing_for_tasks_do_each_exactly_once() {
     let mut done: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for line in text.lines() {
         let (who, n) = line.split_once(' ').unwrap();
-        done.entry(n.parse().unwrap()).or_default().push(who.to_string());
+        done.entry(n.parse().unwrap())
+            .or_default()
+            .push(who.to_string());
     }
     for n in 1..=TASKS {
         let by = done.get(&n).cloned().unwrap_or_default();

@@ -23,6 +23,17 @@ pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> 
     let team = ctx.existing_team()?;
     let m = Roster::new(&ctx.store, &team).require_member(name.as_str())?;
     let who: AgentName = m.name.parse()?;
+    // A member on another host: its pane there, by the swarm there, printed here as it is.
+    if let Some(remote) = crate::remote::RemoteMember::of(&m) {
+        let code = crate::remote::member::logs(&team, &remote, &who, follow, ctx.json)?;
+        return match code {
+            0 => Ok(()),
+            _ => Err(Error::Command {
+                program: format!("swarm logs on {}", remote.host),
+                detail: format!("it exited with status {code}"),
+            }),
+        };
+    }
     let mut sink = LogSink::new(ctx.json, follow, who.as_str());
     let result = match for_member(&ctx.store, &team, &m).map(|b| b.kind()) {
         Some(BackendKind::Tmux) => tmux_logs(&ctx.store, &team, &m, follow, &mut sink),

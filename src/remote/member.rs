@@ -28,6 +28,10 @@ pub(crate) fn judge(
     pane: PaneState,
 ) -> Option<(Liveness, PaneState)> {
     let host = host_of(member)?;
+    // In a host's own mirror its members are local.
+    if store.mirror_marker_path(team).exists() {
+        return None;
+    }
     let state = LinkState::load(store, team, &host);
     let connected =
         state.as_ref().is_some_and(|s| s.connected) && daemon::running(store, team, &host);
@@ -64,6 +68,44 @@ pub(crate) fn run_on_host(
     ];
     argv.extend(args.iter().map(|a| a.to_string()));
     Ssh::to(&remote.host)?.run(&argv, stdin)
+}
+
+/// `swarm logs NAME [-f]` run by the swarm on the member's host against its mirror (where the
+/// member's roster entry names its pane there), its output passed through; its exit status.
+pub(crate) fn logs(
+    team: &TeamName,
+    remote: &RemoteMember,
+    name: &crate::store::names::AgentName,
+    follow: bool,
+    json: bool,
+) -> Result<i32> {
+    let mut argv = vec![
+        remote.exe.clone(),
+        "--root".into(),
+        remote.root.clone(),
+        "--team".into(),
+        team.to_string(),
+    ];
+    if json {
+        argv.push("--json".into());
+    }
+    argv.extend(["logs".into(), name.to_string()]);
+    if follow {
+        argv.push("--follow".into());
+    }
+    let ssh = Ssh::to(&remote.host)?;
+    let ssh_argv = ssh.argv(&argv, false);
+    let status = std::process::Command::new(&ssh_argv[0])
+        .args(&ssh_argv[1..])
+        .stdin(std::process::Stdio::null())
+        .status()
+        .map_err(|e| ssh.unreachable(format!("could not start ssh: {e}")))?;
+    match status.code() {
+        Some(super::ssh::SSH_FAILED) | None => {
+            Err(ssh.unreachable("the connection failed while printing the logs"))
+        }
+        Some(code) => Ok(code),
+    }
 }
 
 /// Closes a remote member's pane on its host; `Ok` when it is gone or never started there.

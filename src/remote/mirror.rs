@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::frame::{Down, Outcome, Up};
 use super::relay::{Pending, Relay};
-use super::{local, HOST_FIELD};
+use super::{local, HOST_FIELD, REMOTE_FIELD};
 use crate::backend::tmux::SOCKET_FIELD;
 use crate::error::Result;
 use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_HOST_FIELD, PID_START_FIELD};
@@ -65,7 +65,7 @@ impl Relay<'_> {
                 self.send(&Up::Synced { mark })?;
             }
             Down::Ping { now_ms } => self.send(&Up::Pong {
-                now_ms: fsio::now_ms(),
+                now_ms: super::relay::clock_ms(),
                 echo: now_ms,
             })?,
         }
@@ -104,12 +104,15 @@ impl Relay<'_> {
                 let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
                 let here = m.get(HOST_FIELD).and_then(Value::as_str) == Some(alias);
                 let pane = panes.get(name).filter(|_| here).cloned();
+                // How home reaches a member's pane is no business of the host itself: its own
+                // members' panes are local here.
                 for field in [
                     SOCKET_FIELD,
                     PID_FIELD,
                     PID_START_FIELD,
                     PID_HOST_FIELD,
                     EXIT_FIELD,
+                    REMOTE_FIELD,
                 ] {
                     m.remove(field);
                 }

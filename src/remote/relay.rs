@@ -138,11 +138,25 @@ pub(crate) fn serve(mirror: &str, team: &TeamName, alias: &Host) -> Result<i32> 
         relay.send(&Up::Hello {
             version: VERSION.into(),
             machine: Machine::this().clone(),
-            now_ms: fsio::now_ms(),
+            now_ms: clock_ms(),
             root: root.display().to_string(),
         })?;
         relay.run(rx).await
     })
+}
+
+/// This host's clock as the relay reports it (home measures the difference from it). Built with
+/// the `seams` feature, `SWARM_SEAM_CLOCK_OFFSET_MS` moves it, so a test can show a host whose
+/// clock is off without changing any machine's.
+pub(super) fn clock_ms() -> u64 {
+    #[cfg(feature = "seams")]
+    if let Some(offset) = std::env::var("SWARM_SEAM_CLOCK_OFFSET_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+    {
+        return fsio::now_ms().saturating_add_signed(offset);
+    }
+    fsio::now_ms()
 }
 
 /// Creates the mirror's root (and its parents) private to this user.

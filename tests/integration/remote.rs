@@ -11,6 +11,7 @@ mod refusals;
 mod shell;
 mod sshd;
 mod trust;
+mod worktree;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

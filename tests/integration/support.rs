@@ -601,6 +601,15 @@ pub fn cpu_ticks(pid: u32) -> u64 {
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
+/// Whether some running process's command line holds every one of `words`.
+pub fn cmdlines_contain(words: &[&str]) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        !cmdline.is_empty() && words.iter().all(|w| cmdline.contains(w))
+    })
+}
+
 /// Polls `f` until it returns `Some` or `timeout` passes (then panics with `what`).
 #[track_caller]
 pub fn eventually<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {

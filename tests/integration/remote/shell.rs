@@ -79,6 +79,10 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
         1
     );
 
+    // Its output, from its pane on its host.
+    let logs = team.swarm(["logs", "builder"]).ok().stdout;
+    assert!(logs.contains("task #1 (build) completed"), "{logs}");
+
     let out = team.swarm(["shutdown", "builder", "--timeout", "60"]).ok();
     assert!(out.stdout.contains("approved the shutdown"), "{out:?}");
     let status = team.status();
@@ -88,6 +92,81 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
         let left = walk_sockets(&sockets);
         left.is_empty().then_some(())
     });
+
+    // `swarm up` brings it back on its host, as it was; `swarm restart` starts it again there.
+    team.swarm([
+        std::ffi::OsStr::new("up"),
+        file.as_os_str(),
+        "--backend".as_ref(),
+        "tmux".as_ref(),
+        "--no-lead-pane".as_ref(),
+    ])
+    .ok();
+    let up = team.eventually("builder running again", || {
+        let s = team.status();
+        (member(&s, "builder")["state"] == "alive").then_some(s)
+    });
+    assert_eq!(member(&up, "builder")["host"], "box1");
+    assert_eq!(
+        walk_sockets(&host.home.join("tmux")).len(),
+        1,
+        "its pane is on its host"
+    );
+    // Which runtime runs it there: the liveness lock says (pid, host).
+    let alive = host.mirror().join("teams/t/alive/builder.lock");
+    let runtime = || std::fs::read_to_string(&alive).unwrap_or_default();
+    let before = runtime();
+    assert!(before.contains("\"pid\""), "{before}");
+    team.swarm(["restart", "builder", "--timeout", "60"]).ok();
+    team.eventually(
+        "builder running again after the restart, another process",
+        || {
+            let s = team.status();
+            (member(&s, "builder")["state"] == "alive"
+                && runtime() != before
+                && !runtime().is_empty())
+            .then_some(())
+        },
+    );
+    team.swarm(["down", "--timeout", "60"]).ok();
+    team.eventually("nothing of the team left on its host", || {
+        walk_sockets(&host.home.join("tmux"))
+            .is_empty()
+            .then_some(())
+    });
+    team.eventually("the link gone", || {
+        (!crate::support::cmdlines_contain(&["relay", "link", team.env.root().to_str().unwrap()]))
+            .then_some(())
+    });
+}
+
+/// A host whose clock is 9 s ahead (the relay's clock, moved by a test seam): `swarm status`
+/// says so, with what it breaks.
+#[test]
+fn a_host_whose_clock_is_off_gets_a_warning_in_status() {
+    let team = RemoteTeam::with_host_env(&["box1"], &[("SWARM_SEAM_CLOCK_OFFSET_MS", "9000")]);
+    let file = team.file(
+        "team.json",
+        &json!({"team": "t", "agent": "shell", "remoteSwarm": BIN,
+                "teammates": [{"name": "builder", "host": "box1"}]}),
+    );
+    team.launch(&file);
+    let status = team.eventually("the skew measured", || {
+        let s = team.status();
+        s["hosts"][0]["skewMs"]
+            .as_i64()
+            .filter(|ms| *ms > 5000)
+            .map(|_| s)
+    });
+    assert!(
+        status["hosts"][0]["skewMs"].as_i64().unwrap() < 13000,
+        "{status}"
+    );
+    let text = team.swarm(["status"]).ok().stdout;
+    assert!(text.contains("warning: box1's clock is 9."), "{text}");
+    assert!(text.contains("ahead of this machine's"), "{text}");
+    assert!(text.contains("120 s"), "{text}");
+    team.swarm(["down", "--timeout", "30"]).ok();
 }
 
 /// The tmux sockets under `dir` that a server still answers on.

@@ -50,7 +50,7 @@ enum Event {
     Changed,
     /// A launch wants a sync mark now (`daemon::poke`).
     Poked,
-    Frame(u64, std::result::Result<Up, String>),
+    Frame(u64, Box<std::result::Result<Up, String>>),
     Closed(u64),
 }
 
@@ -188,7 +188,7 @@ impl Link<'_> {
                         Event::Changed => changed = true,
                         Event::Poked => poked = true,
                         Event::Frame(g, frame) if Some(g) == self.live_generation() => {
-                            match frame {
+                            match *frame {
                                 Ok(frame) => {
                                     if let Some(code) = self.on_frame(frame, &mut backoff)? {
                                         return Ok(code);
@@ -270,7 +270,7 @@ impl Link<'_> {
         let tx = self.tx.clone();
         std::thread::spawn(move || {
             frame::read_all::<Up>(BufReader::new(stdout), |f| {
-                tx.send(Event::Frame(generation, f)).is_ok()
+                tx.send(Event::Frame(generation, Box::new(f))).is_ok()
             });
             let _ = tx.send(Event::Closed(generation));
         });

@@ -94,7 +94,7 @@ impl Relay<'_> {
             let inbox: Vec<InboxMessage> = mailbox.read(&to, false)?;
             for m in &inbox {
                 let key = m.key();
-                let from_here = here.iter().any(|h| *h == m.from);
+                let from_here = here.contains(&m.from);
                 if from_here && !self.records.seen(&key) && (on_host || !m.read) {
                     ops.push((
                         format!("m:{}", digest(&(&key, to.as_str()))),
@@ -266,7 +266,7 @@ impl Relay<'_> {
                 continue;
             };
             let key = format!("p:{}", record.id);
-            if here.iter().any(|h| *h == record.worker_name) && !self.records.seen(&key) {
+            if here.contains(&record.worker_name) && !self.records.seen(&key) {
                 ops.push((
                     key,
                     Op::Permission { record: value },

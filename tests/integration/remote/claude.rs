@@ -113,8 +113,7 @@ fn remote_claude(claude: &Installed) {
     .run_within(SLOW);
     assert_eq!(out.code, 0, "{out:?}");
 
-    let slow =
-        |what: &str, f: &mut dyn FnMut() -> Option<Value>| eventually(SLOW, what, || f()).clone();
+    let slow = |what: &str, f: &mut dyn FnMut() -> Option<Value>| eventually(SLOW, what, f);
     let hello = slow("coder's greeting at home", &mut || {
         team.inbox("team-lead")
             .into_iter()

@@ -26,6 +26,7 @@ pub(crate) mod admit;
 pub(crate) mod attach;
 pub(crate) mod claims;
 pub(crate) mod daemon;
+mod downstream;
 pub(crate) mod frame;
 pub(crate) mod hello;
 pub(crate) mod host;

@@ -12,17 +12,16 @@
 //! idempotent. A host that runs another swarm version ends the link with that as its state.
 //! It exits on SIGTERM (`swarm down`) or once no member on the host is left on the roster.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::BufReader;
 use std::process::{Child, ChildStdin};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use super::admit::{self, Applied};
 use super::daemon::LinkLock;
-use super::frame::{self, Down, Op, Up, VERSION};
+use super::downstream::{self, members_on, Scope, Sent};
+use super::frame::{self, Down, Up, VERSION};
 use super::ssh::Ssh;
 use super::state::{LinkState, RemoteEnd};
 use super::{host_of, mirror_id, Host};
@@ -30,12 +29,9 @@ use crate::error::{Error, Result};
 use crate::process::signals::Signals;
 use crate::store::fsio;
 use crate::store::machine::Machine;
-use crate::store::mailbox::Mailbox;
-use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::requests::Permissions;
-use crate::store::roster::{Roster, TeamConfig};
-use crate::store::tasks::TaskList;
+use crate::store::roster::Roster;
 use crate::store::watcher::{rescan_interval, Subscription};
 
 /// Longest silence from the relay before the connection is taken for dead.
@@ -142,17 +138,6 @@ struct Session {
     last_ping: Instant,
 }
 
-/// What this connection has carried, so a round sends only what changed.
-#[derive(Default)]
-struct Sent {
-    roster: Option<Value>,
-    /// Per member: the unread keys last sent, and every entry key sent.
-    inbox: HashMap<String, (Vec<String>, HashSet<String>)>,
-    tasks: BTreeMap<TaskId, Value>,
-    high_water: u64,
-    resolved: HashSet<String>,
-}
-
 impl Link<'_> {
     async fn serve(&mut self, mut rx: UnboundedReceiver<Event>) -> Result<i32> {
         let mut signals = Signals::catch()?;
@@ -184,26 +169,26 @@ impl Link<'_> {
                     }
                     let (mut changed, mut poked) = (false, false);
                     for event in batch {
-                    match event {
-                        Event::Changed => changed = true,
-                        Event::Poked => poked = true,
-                        Event::Frame(g, frame) if Some(g) == self.live_generation() => {
-                            match *frame {
-                                Ok(frame) => {
-                                    if let Some(code) = self.on_frame(frame, &mut backoff)? {
-                                        return Ok(code);
+                        match event {
+                            Event::Changed => changed = true,
+                            Event::Poked => poked = true,
+                            Event::Frame(g, frame) if Some(g) == self.live_generation() => {
+                                match *frame {
+                                    Ok(frame) => {
+                                        if let Some(code) = self.on_frame(frame, &mut backoff)? {
+                                            return Ok(code);
+                                        }
                                     }
+                                    Err(e) => self.drop_session(&e),
                                 }
-                                Err(e) => self.drop_session(&e),
                             }
+                            Event::Closed(g) if Some(g) == self.live_generation() => {
+                                self.drop_session("the connection closed");
+                                retry_at = Instant::now() + backoff;
+                                backoff = (backoff * 2).min(LAST_RETRY);
+                            }
+                            Event::Frame(..) | Event::Closed(_) => {}
                         }
-                        Event::Closed(g) if Some(g) == self.live_generation() => {
-                            self.drop_session("the connection closed");
-                            retry_at = Instant::now() + backoff;
-                            backoff = (backoff * 2).min(LAST_RETRY);
-                        }
-                        Event::Frame(..) | Event::Closed(_) => {}
-                    }
                     }
                     if changed || poked {
                         self.round(poked);
@@ -443,89 +428,10 @@ impl Link<'_> {
 
     /// The frames that bring the mirror up to home, within `scope`, noted as sent.
     fn changes(&mut self, scope: Scope) -> Result<Vec<Down>> {
-        let (store, team, host) = (self.store, self.team, self.host);
-        let Some(s) = self.session.as_mut() else {
-            return Ok(vec![]);
-        };
-        let sent = &mut s.sent;
-        let mut frames = Vec::new();
-        let config = Roster::new(store, team).load()?;
-        let members = members_on(&config, host);
-        if matches!(scope, Scope::All | Scope::Roster) {
-            let value = serde_json::to_value(&config).map_err(|e| Error::Backend(e.to_string()))?;
-            if sent.roster.as_ref() != Some(&value) {
-                sent.roster = Some(value.clone());
-                frames.push(Down::Roster { config: value });
-            }
+        match self.session.as_mut() {
+            Some(s) => downstream::changes(self.store, self.team, self.host, &mut s.sent, scope),
+            None => Ok(vec![]),
         }
-        let mailbox = Mailbox::new(store, team);
-        for m in &members {
-            if !(matches!(scope, Scope::All) || scope == Scope::Inbox(m.clone())) {
-                continue;
-            }
-            let unread: Vec<_> = mailbox.read(m, true)?;
-            let keys: Vec<String> = unread.iter().map(|e| e.key()).collect();
-            let (last, sent_keys) = sent.inbox.entry(m.to_string()).or_default();
-            let new: Vec<_> = unread
-                .into_iter()
-                .filter(|e| !sent_keys.contains(&e.key()))
-                .collect();
-            if new.is_empty() && *last == keys {
-                continue;
-            }
-            sent_keys.extend(new.iter().map(|e| e.key()));
-            *last = keys.clone();
-            frames.push(Down::Inbox {
-                member: m.clone(),
-                unread: keys,
-                new,
-            });
-        }
-        if matches!(scope, Scope::All | Scope::Tasks) {
-            let tasks = TaskList::by_stat(store, team).list()?;
-            let mut now = BTreeMap::new();
-            for t in tasks {
-                let v = serde_json::to_value(&t).map_err(|e| Error::Backend(e.to_string()))?;
-                now.insert(t.id, v);
-            }
-            for (id, v) in &now {
-                if sent.tasks.get(id) != Some(v) {
-                    frames.push(Down::Task {
-                        id: id.clone(),
-                        task: Some(v.clone()),
-                    });
-                }
-            }
-            for id in sent.tasks.keys().filter(|id| !now.contains_key(*id)) {
-                frames.push(Down::Task {
-                    id: id.clone(),
-                    task: None,
-                });
-            }
-            sent.tasks = now;
-            let hwm = fsio::read_file(&store.highwatermark_path(team))?
-                .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<u64>().ok())
-                .unwrap_or(0);
-            if hwm > sent.high_water {
-                sent.high_water = hwm;
-                frames.push(Down::HighWater { n: hwm });
-            }
-        }
-        if matches!(scope, Scope::All) {
-            for r in Permissions::new(store, team).resolved()? {
-                let ours = members.iter().any(|m| m.as_str() == r.worker_name);
-                if ours && !sent.resolved.contains(&r.id) {
-                    sent.resolved.insert(r.id.clone());
-                    let record =
-                        serde_json::to_value(&r).map_err(|e| Error::Backend(e.to_string()))?;
-                    frames.push(Down::Resolved {
-                        id: r.id.clone(),
-                        record,
-                    });
-                }
-            }
-        }
-        Ok(frames)
     }
 
     fn drop_session(&mut self, why: &str) {
@@ -566,35 +472,4 @@ impl Link<'_> {
             eprintln!("swarm: could not write the state of {}: {e}", self.host);
         }
     }
-}
-
-/// What an operation can change at home, so only that is sent after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Scope {
-    All,
-    Roster,
-    Tasks,
-    Inbox(AgentName),
-    Nothing,
-}
-
-impl Scope {
-    fn of(op: &Op) -> Scope {
-        match op {
-            Op::Deliver { to, .. } => Scope::Inbox(to.clone()),
-            Op::Delivered { member, .. } => Scope::Inbox(member.clone()),
-            Op::TaskChange { .. } | Op::TaskCreate { .. } | Op::Claim { .. } => Scope::Tasks,
-            Op::Active { .. } => Scope::Roster,
-            Op::Permission { .. } => Scope::Nothing,
-        }
-    }
-}
-
-/// The members of `config` placed on `host`.
-pub(crate) fn members_on(config: &TeamConfig, host: &Host) -> Vec<AgentName> {
-    config
-        .teammates()
-        .filter(|m| host_of(m).as_ref() == Some(host))
-        .filter_map(|m| m.name.parse().ok())
-        .collect()
 }

@@ -57,6 +57,21 @@ fn script(turn: &Turn) -> Reply {
     Reply::text("waiting for work")
 }
 
+/// On a failure, what the binary sent the API (each turn's newest input).
+struct ShowTurns<'a>(&'a FakeApi);
+
+impl Drop for ShowTurns<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for (i, body) in self.0.turns().iter().enumerate() {
+                let new = Turn { body }.last_user_text();
+                let cut: String = new.chars().take(800).collect();
+                eprintln!("--- API turn {i}: new input ---\n{cut}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_remote_claude_teammate_talks_to_the_lead_completes_a_dispatched_task_and_asks_permission() {
     each_claude(remote_claude);
@@ -65,6 +80,7 @@ fn a_remote_claude_teammate_talks_to_the_lead_completes_a_dispatched_task_and_as
 fn remote_claude(claude: &Installed) {
     let claude = &claude.bin;
     let api = FakeApi::start(script);
+    let _turns = ShowTurns(&api);
     let team = RemoteTeam::with_host_env(
         &["box1"],
         &[("CLAUDE_CODE_TEAMMATE_COMMAND", claude.to_str().unwrap())],

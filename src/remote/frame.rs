@@ -230,12 +230,16 @@ pub(crate) fn send<T: Serialize>(out: &mut impl Write, frame: &T) -> Result<()> 
 }
 
 /// With `SWARM_RELAY_TRACE=1`, every frame a link or relay sends or reads goes to its error
-/// output (the link's log), cut to 300 characters: what to look at when a host misbehaves.
+/// output (the link's log), cut to 300 characters, after this machine's clock in ms: what to
+/// look at when a host misbehaves.
 fn trace(what: &str, line: &[u8]) {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if *ON.get_or_init(|| std::env::var_os("SWARM_RELAY_TRACE").is_some_and(|v| v == "1")) {
         let text: String = String::from_utf8_lossy(line).chars().take(300).collect();
-        eprintln!("swarm trace: {what} {text}");
+        eprintln!(
+            "swarm trace: {} {what} {text}",
+            crate::store::fsio::now_ms()
+        );
     }
 }
 

@@ -4,6 +4,7 @@
 //! and a private tmux server. Every assertion reads the home store (the source of truth) or a
 //! host's mirror through the files PROTOCOL.md documents.
 
+mod bench;
 mod claims;
 mod claude;
 mod partition;
@@ -31,6 +32,8 @@ pub struct RemoteTeam {
     pub env: Env,
     pub tmux: Tmux,
     pub hosts: Hosts,
+    /// Every relay frame goes to the links' and relays' logs (off only for benchmarks).
+    trace: bool,
 }
 
 impl RemoteTeam {
@@ -43,6 +46,17 @@ impl RemoteTeam {
             env: Env::new(),
             tmux: Tmux::new(),
             hosts: Hosts::start(aliases, host_env),
+            trace: true,
+        }
+    }
+
+    /// A team whose links and relays do not trace their frames, as a user's would not.
+    pub fn untraced(aliases: &[&str]) -> RemoteTeam {
+        RemoteTeam {
+            env: Env::new(),
+            tmux: Tmux::new(),
+            hosts: Hosts::start(aliases, &[("SWARM_RELAY_TRACE", "0")]),
+            trace: false,
         }
     }
 
@@ -58,7 +72,7 @@ impl RemoteTeam {
             .env("SWARM_SSH_CONFIG", self.hosts.ssh_config())
             .env("XDG_RUNTIME_DIR", self.hosts.runtime_dir())
             // Every relay frame in the link's log, which a failure prints.
-            .env("SWARM_RELAY_TRACE", "1")
+            .env("SWARM_RELAY_TRACE", if self.trace { "1" } else { "0" })
     }
 
     /// Writes swarm file `name` with `doc`.

@@ -79,11 +79,14 @@ impl Host {
     fn start(&self) {
         let bin_dir = Path::new(BIN).parent().unwrap();
         let mut set_env = format!(
-            "SetEnv HOME={} PATH={}:/usr/local/bin:/usr/bin:/bin TMUX_TMPDIR={} SWARM_RELAY_TRACE=1",
+            "SetEnv HOME={} PATH={}:/usr/local/bin:/usr/bin:/bin TMUX_TMPDIR={}",
             self.home.display(),
             bin_dir.display(),
             self.home.join("tmux").display()
         );
+        if !self.extra_env.iter().any(|(k, _)| k == "SWARM_RELAY_TRACE") {
+            set_env.push_str(" SWARM_RELAY_TRACE=1");
+        }
         for (k, v) in &self.extra_env {
             set_env.push_str(&format!(" {k}={v}"));
         }
@@ -177,6 +180,11 @@ impl Host {
             .trim()
             .parse()
             .ok()
+    }
+
+    /// Every process this host's server runs now: its sessions and what they started.
+    pub fn server_processes(&self) -> Vec<i32> {
+        self.listener().map(descendants).unwrap_or_default()
     }
 
     /// Breaks the network to this host: its listener and every connection it serves (each a

@@ -1,7 +1,9 @@
 //! What a launch refuses before placing anything on a host, and the one place words cross to a
 //! remote shell: a host ssh cannot reach (the error names the host and what ssh said), a host
 //! running another swarm version (both named), and shell metacharacters in the remote swarm's
-//! path, a teammate's directory there and its prompt, which arrive as the same words.
+//! path, a teammate's directory there and its prompt, which arrive as the same words; and
+//! `--host`, which places the teammates it names (or all that name none) and refuses a name
+//! that is not in the launch.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -141,4 +143,62 @@ fn exists_under(dir: &Path, name: &str) -> bool {
         e.file_name() == name
             || (e.file_type().is_ok_and(|t| t.is_dir()) && exists_under(&e.path(), name))
     })
+}
+
+#[test]
+fn the_host_flag_places_named_teammates_and_refuses_a_name_not_in_the_launch() {
+    let team = RemoteTeam::new(&["box1", "box2"]);
+    let launch = |hosts: &[&str]| {
+        let mut args = vec![
+            "--json",
+            "launch",
+            "--team",
+            "t",
+            "--agent",
+            "shell",
+            "--teammate",
+            "far=x",
+            "--teammate",
+            "farther=y",
+            "--teammate",
+            "near=z",
+            "--remote-swarm",
+            BIN,
+            "--backend",
+            "tmux",
+            "--dry-run",
+        ];
+        for h in hosts {
+            args.extend(["--host", h]);
+        }
+        team.swarm(args)
+    };
+    // NAME=HOST places one teammate; a bare HOST every teammate that names none.
+    let dry = launch(&["far=box1", "box2"]).ok().json();
+    let host_of = |name: &str| {
+        dry["teammates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["host"].clone())
+            .unwrap()
+    };
+    assert_eq!(host_of("far"), "box1", "{dry}");
+    assert_eq!(host_of("farther"), "box2", "{dry}");
+    assert_eq!(host_of("near"), "box2", "{dry}");
+    assert_eq!(
+        dry["teammates"][0]["remote"]["argv"][0], BIN,
+        "its command line on the host runs the remote swarm: {dry}"
+    );
+    // Without --host nobody leaves this machine.
+    let local = launch(&[]).ok().json();
+    assert!(local["teammates"][0].get("host").is_none(), "{local}");
+    // A name that is not in the launch is a usage error naming it, and nothing is made.
+    let before = team.env.snapshot();
+    let out = launch(&["nobody=box1"]).refused("no teammate \"nobody\" in this launch");
+    out.stderr_has("--host HOST for all of them");
+    team.env
+        .snapshot()
+        .assert_unchanged_since(&before, "the refused launch");
 }

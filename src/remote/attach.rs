@@ -151,7 +151,7 @@ fn ended(store: &Store, team: &TeamName, name: &AgentName) -> Result<Option<i32>
             }))
         }
         PaneState::Gone => Ok(Some(0)),
-        PaneState::Alive { .. } | PaneState::Unknown => Ok(None),
+        PaneState::Alive { .. } | PaneState::Unknown | PaneState::InsideLead => Ok(None),
     }
 }
 

@@ -11,8 +11,8 @@
 mod commit;
 mod file;
 mod flush;
-mod restamp;
 mod relayed;
+mod restamp;
 mod sidecar;
 mod spool;
 

@@ -1,8 +1,8 @@
-//! A real `claude` teammate (the pinned Claude Code, against the project's fake Messages API) on
-//! another host (each listed Claude Code): it reads its first message there, its reply reaches the lead at home, it gets
-//! a task dispatched by the lead console at home, asks permission for the tool it runs (decided
-//! at home with `swarm permission approve`), completes the task, and obeys a lead-signed
-//! shutdown request, signed at home and copied to the host as it was signed.
+//! A real `claude` teammate (each Claude Code in `interop/versions.txt`, against the project's
+//! fake Messages API) on another host: it reads its first message there, its reply reaches the
+//! lead at home, it gets a task dispatched by the lead console at home, asks permission for the
+//! tool it runs (decided at home with `swarm permission approve`), completes the task, and obeys
+//! a lead-signed shutdown request, signed at home and copied to the host as it was signed.
 
 use std::ffi::OsStr;
 use std::time::Duration;

@@ -159,6 +159,14 @@ impl RemoteTeam {
     }
 }
 
+/// Whether `swarm status --json` says member `name` runs (idle or busy).
+pub fn runs(status: &Value, name: &str) -> bool {
+    matches!(
+        member(status, name)["state"].as_str(),
+        Some("idle" | "busy")
+    )
+}
+
 impl Drop for RemoteTeam {
     fn drop(&mut self) {
         if std::thread::panicking() {

@@ -122,8 +122,7 @@ fn a_connection_killed_mid_run_and_restored_loses_nothing_and_doubles_nothing() 
     );
     let status = team.eventually("box1 connected again", || {
         let s = team.status();
-        (s["hosts"][0]["connected"] == true && member(&s, "builder")["state"] == "alive")
-            .then_some(s)
+        (s["hosts"][0]["connected"] == true && super::runs(&s, "builder")).then_some(s)
     });
     assert_eq!(member(&status, "builder")["retired"], false);
     team.swarm(["down", "--timeout", "30"]).ok();

@@ -64,7 +64,7 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
     let status = team.status();
     let builder = member(&status, "builder");
     assert_eq!(builder["host"], "box1");
-    assert_eq!(builder["state"], "alive", "{status}");
+    assert_eq!(builder["state"], "idle", "{status}");
     assert_eq!(status["hosts"][0]["host"], "box1");
     assert_eq!(status["hosts"][0]["connected"], true);
     let text = team.swarm(["status"]).ok().stdout;
@@ -104,7 +104,7 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
     .ok();
     let up = team.eventually("builder running again", || {
         let s = team.status();
-        (member(&s, "builder")["state"] == "alive").then_some(s)
+        super::runs(&s, "builder").then_some(s)
     });
     assert_eq!(member(&up, "builder")["host"], "box1");
     assert_eq!(
@@ -122,10 +122,8 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
         "builder running again after the restart, another process",
         || {
             let s = team.status();
-            (member(&s, "builder")["state"] == "alive"
-                && runtime() != before
-                && !runtime().is_empty())
-            .then_some(())
+            (super::runs(&s, "builder") && runtime() != before && !runtime().is_empty())
+                .then_some(())
         },
     );
     team.swarm(["down", "--timeout", "60"]).ok();

@@ -33,7 +33,22 @@ fn script(turn: &Turn) -> Reply {
             );
         }
     }
-    if turn.just_answered("toolu_touch") && !turn.called("toolu_done") {
+    // Now and then (both versions, about one run in three on a loaded machine) Claude Code
+    // fails its own permission request: its debug log says "Failed to read team file ... JSON
+    // Parse error", then "leader name not found", and the tool result says the request "could
+    // not be delivered ... Retry the tool call". Claude reads config.json without the lock and
+    // rewrites it in place (PROTOCOL.md section 5); every write swarm makes there is a rename.
+    // A model retries, as told; so does this one, once.
+    let touch = json!({"command": "touch remote-done.txt", "description": "Mark the job done"});
+    if turn.just_answered("toolu_touch")
+        && text.contains("could not be delivered to the team lead")
+        && !turn.called("toolu_touch_again")
+    {
+        return Reply::tool("toolu_touch_again", "Bash", touch);
+    }
+    if (turn.just_answered("toolu_touch") || turn.just_answered("toolu_touch_again"))
+        && !turn.called("toolu_done")
+    {
         return Reply::tool(
             "toolu_done",
             "TaskUpdate",
@@ -41,11 +56,7 @@ fn script(turn: &Turn) -> Reply {
         );
     }
     if text.contains("task_assignment") && !turn.called("toolu_touch") {
-        return Reply::tool(
-            "toolu_touch",
-            "Bash",
-            json!({"command": "touch remote-done.txt", "description": "Mark the job done"}),
-        );
+        return Reply::tool("toolu_touch", "Bash", touch);
     }
     if text.contains(PROMPT) && !turn.called("toolu_hello") {
         return Reply::tool(

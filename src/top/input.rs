@@ -217,6 +217,7 @@ mod tests {
                 .iter()
                 .map(|n| MemberRow {
                     name: n.to_string(),
+                    host: None,
                     color: "blue".into(),
                     state: MemberState::Idle,
                     task: None,

@@ -27,17 +27,22 @@ fn facts(model: &Model) -> BTreeMap<String, Fact> {
     let mut out = BTreeMap::new();
     for m in &model.members {
         let task = m.task.as_deref().unwrap_or("-");
+        let at = m
+            .host
+            .as_deref()
+            .map(|h| format!("@{}", visible(h)))
+            .unwrap_or_default();
         out.insert(
             format!("member {}", m.name),
             Fact {
                 text: format!(
-                    "{}: {}, task {}, {} unread",
+                    "{}{at}: {}, task {}, {} unread",
                     visible(&m.name),
                     visible(&m.state.to_string()),
                     visible(task),
                     m.unread
                 ),
-                json: json!({"kind": "member", "name": m.name, "state": m.state.word(),
+                json: json!({"kind": "member", "name": m.name, "host": m.host, "state": m.state.word(),
                     "why": m.state.why(), "task": m.task, "unread": m.unread}),
             },
         );

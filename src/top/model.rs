@@ -35,6 +35,8 @@ pub(crate) struct Model {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MemberRow {
     pub(crate) name: String,
+    /// The ssh destination it runs on, for a member on another machine.
+    pub(crate) host: Option<String>,
     pub(crate) color: String,
     pub(crate) state: MemberState,
     /// `#3 subject` of the task it is on.
@@ -123,6 +125,7 @@ impl Model {
                 });
                 MemberRow {
                     name: m.name.clone(),
+                    host: crate::remote::host_of(m).map(|h| h.to_string()),
                     color: m.color_or_default().to_string(),
                     state: lifecycle::member_state(store, team, &config, m, &tasks),
                     task: lifecycle::current_task(&tasks, &m.name)

@@ -96,7 +96,11 @@ fn draw_members(frame: &mut Frame, area: Rect, model: &Model, ui: &Ui) {
             MemberState::Unknown(_) => Style::new(),
         };
         Row::new(vec![
-            Cell::from(visible(&m.name).into_owned()).style(Style::new().fg(colour(&m.color))),
+            Cell::from(match &m.host {
+                Some(host) => format!("{}@{}", visible(&m.name), visible(host)),
+                None => visible(&m.name).into_owned(),
+            })
+            .style(Style::new().fg(colour(&m.color))),
             Cell::from(visible(&m.state.to_string()).into_owned()).style(state_style),
             Cell::from(m.unread.to_string()),
             Cell::from(visible(m.task.as_deref().unwrap_or("-")).into_owned()),

@@ -1,7 +1,7 @@
 //! A shell teammate on another host does everything a local one does: reads its first message
 //! from its inbox, takes tasks in dependency order (claimed at home), messages the lead, waits
-//! for a permission the lead decides at home, shows in `swarm status` with its host, and
-//! answers the shutdown handshake, after which nothing of it runs on its host.
+//! for a permission the lead decides at home, shows in `swarm status` and `swarm top` with its
+//! host, and answers the shutdown handshake, after which nothing of it runs on its host.
 
 use serde_json::json;
 
@@ -69,6 +69,10 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
     assert_eq!(status["hosts"][0]["connected"], true);
     let text = team.swarm(["status"]).ok().stdout;
     assert!(text.contains("tmux@box1"), "{text}");
+    // `swarm top` (its line form, `status --watch`) names the host too.
+    let mut watch = team.swarm(["status", "--watch"]).live();
+    watch.expect("builder@box1: idle, task -, 0 unread");
+    drop(watch);
     assert!(text.contains("host box1: connected since"), "{text}");
     // One hello, exactly.
     assert_eq!(

@@ -18,10 +18,11 @@ use crate::store::mailbox::{InboxMessage, KEEP_DELIVERED};
 use crate::store::names::AgentName;
 
 fn seed_inbox(path: &Path, count: u64, delivered: bool) -> Result<()> {
+    let coder: AgentName = "coder".parse()?;
     let messages: Vec<InboxMessage> = (0..count)
         .map(|i| {
             let mut m = InboxMessage::new(
-                "coder",
+                &coder,
                 format!("seed message {i}: the parser is done, tests pass, please review the diff"),
             );
             m.read = delivered;

@@ -76,7 +76,7 @@ fn append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     let to = &args.to;
     let mailbox = Mailbox::new(&ctx.store, &team);
     for seq in args.start..args.start + args.count {
-        let message = InboxMessage::new("team-lead", message_text(&args.writer, seq));
+        let message = InboxMessage::new(&AgentName::lead(), message_text(&args.writer, seq));
         let started = Instant::now();
         if args.no_lock {
             append_without_lock(&ctx.store, &team, to, message)?;
@@ -111,7 +111,7 @@ fn cc_append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     let to = &args.to;
     let path = ctx.store.inbox_path(&team, to);
     for seq in args.start..args.start + args.count {
-        let message = InboxMessage::new("team-lead", message_text(&args.writer, seq));
+        let message = InboxMessage::new(&AgentName::lead(), message_text(&args.writer, seq));
         let started = Instant::now();
         let delivered = claude_code::append(&path, &message)
             .map_err(Error::io("append (Claude Code baseline) to", &path))?;

@@ -327,7 +327,7 @@ fn wait_alive(ctx: &Context, count: usize, since_ms: u64, timeout: Duration) -> 
         let config = roster.load()?;
         let mut alive = 0;
         for m in config.teammates() {
-            if liveness::probe(&ctx.store, &team, &m.name.parse()?)? == Liveness::Alive {
+            if liveness::probe(&ctx.store, &team, &m.name)? == Liveness::Alive {
                 alive += 1;
             }
         }

@@ -22,7 +22,7 @@ use crate::store::roster::{Member, Roster};
 pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> {
     let team = ctx.existing_team()?;
     let m = Roster::new(&ctx.store, &team).require_member(name.as_str())?;
-    let who: AgentName = m.name.parse()?;
+    let who = m.name.clone();
     let mut sink = LogSink::new(ctx.json, follow, who.as_str());
     let result = match for_member(&ctx.store, &team, &m).map(|b| b.kind()) {
         Some(BackendKind::Tmux) => tmux_logs(&ctx.store, &team, &m, follow, &mut sink),

@@ -50,13 +50,10 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                 Err(e) => (None, Some(e.to_string())),
             }
         };
-        let task = tasks
-            .iter()
-            .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == TaskStatus::InProgress);
-        let unread = match m.name.parse::<AgentName>() {
-            Ok(n) => mailbox.read(&n, true).map(|v| v.len()).unwrap_or(0),
-            Err(_) => 0,
-        };
+        let task = tasks.iter().find(|t| {
+            t.owner.as_deref() == Some(m.name.as_str()) && t.status == TaskStatus::InProgress
+        });
+        let unread = mailbox.read(&m.name, true).map(|v| v.len()).unwrap_or(0);
         rows.push(json!({
             "name": m.name,
             "color": m.color_or_default(),
@@ -106,7 +103,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             })
             .unwrap_or_else(|| "-".into());
         table.push([
-            visible(&m.name).into_owned(),
+            visible(m.name.as_str()).into_owned(),
             visible(m.color_or_default()).into_owned(),
             visible(m.backend_type.as_deref().unwrap_or("-")).into_owned(),
             if m.tmux_pane_id.is_empty() {
@@ -314,10 +311,10 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                 detail: err.to_string(),
             })
         }
-        Some((BackendKind::InProcess, _)) => super::logs::logs(ctx, &target.name.parse()?, true),
+        Some((BackendKind::InProcess, _)) => super::logs::logs(ctx, &target.name, true),
         Some((BackendKind::Iterm2, _)) => output::line(format!(
             "{} runs in iTerm2 session {}, split into the tab swarm was launched from",
-            visible(&target.name),
+            visible(target.name.as_str()),
             visible(&target.tmux_pane_id)
         )),
         Some((BackendKind::Tmux, None)) | None => Err(Error::usage(format!(
@@ -342,8 +339,8 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
         config
             .teammates()
             .filter(|m| !m.retired())
-            .map(|m| m.name.parse())
-            .collect::<Result<_>>()?
+            .map(|m| m.name.clone())
+            .collect()
     } else {
         let name = args.name.ok_or_else(|| {
             Error::usage(format!(
@@ -351,7 +348,7 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
                  to stop every teammate of team {team}"
             ))
         })?;
-        vec![member(ctx, &team, &name)?.name.parse()?]
+        vec![member(ctx, &team, &name)?.name]
     };
     if names.is_empty() {
         if ctx.json {
@@ -435,7 +432,7 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
             "the lead is not killed with `swarm kill`; name a teammate",
         ));
     }
-    let who: AgentName = m.name.parse()?;
+    let who = m.name.clone();
     // In a team a Claude Code lead made, a teammate swarm cannot identify may well run (inside
     // Claude's own process, or a pane on a server the roster does not name).
     let config = Roster::new(&ctx.store, &team).load()?;

@@ -27,7 +27,7 @@ use crate::store::tasks::{TaskList, TaskStatus};
 #[derive(Debug, Default)]
 struct Plan {
     /// (team, teammate) pairs to retire.
-    retire: Vec<(TeamName, String)>,
+    retire: Vec<(TeamName, AgentName)>,
     /// Teams to delete, each with why.
     delete: Vec<(TeamName, String)>,
 }
@@ -75,9 +75,9 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         }
         let tasks = TaskList::new(&ctx.store, team).list().unwrap_or_default();
         for m in config.teammates() {
-            let owns_work = tasks
-                .iter()
-                .any(|t| t.owner.as_deref() == Some(&m.name) && t.status != TaskStatus::Completed);
+            let owns_work = tasks.iter().any(|t| {
+                t.owner.as_deref() == Some(m.name.as_str()) && t.status != TaskStatus::Completed
+            });
             if (!m.retired() || owns_work) && !lifecycle::member_running(&ctx.store, team, m) {
                 plan.retire.push((team.clone(), m.name.clone()));
             }
@@ -105,11 +105,10 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
     }
     let mut retired = Vec::new();
     for (team, name) in &plan.retire {
-        let who: AgentName = name.parse()?;
         let released = lifecycle::retire_member(
             &ctx.store,
             team,
-            &who,
+            name,
             "swarm prune found it was no longer running",
         )?;
         retired.push(json!({"team": team.as_str(), "name": name, "released": released}));

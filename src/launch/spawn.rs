@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::store::colour::LEAD_COLOR;
 use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::{TaskId, LEAD};
+use crate::store::names::{AgentName, TaskId, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::tasks::{NewTask, TaskList};
@@ -172,9 +172,9 @@ impl Prepared {
                     worktrees[i] = true;
                 }
                 if t.previous.is_none() && !t.prompt.trim().is_empty() {
-                    let message = InboxMessage::new(LEAD, t.prompt.clone())
+                    let message = InboxMessage::new(&AgentName::lead(), t.prompt.clone())
                         .with_color(Some(LEAD_COLOR.into()));
-                    mailbox.append(&t.name, message)?;
+                    mailbox.send(&t.name, message)?;
                 }
                 Ok::<_, Error>(())
             })();
@@ -329,7 +329,7 @@ impl Prepared {
             config.members.retain(|m| {
                 !teammates
                     .iter()
-                    .any(|t| t.previous.is_none() && t.name.as_str() == m.name)
+                    .any(|t| t.previous.is_none() && t.name == m.name)
             });
             Ok(())
         });

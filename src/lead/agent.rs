@@ -386,7 +386,7 @@ impl<'a> LeadAgent<'a> {
         let names: Vec<AgentName> = roster
             .teammates()
             .filter(|m| !m.retired())
-            .filter_map(|m| m.name.parse().ok())
+            .map(|m| m.name.clone())
             .collect();
         let opts = crate::lifecycle::ShutdownOptions {
             timeout: SHUTDOWN_TIMEOUT,

@@ -151,7 +151,7 @@ impl<'a> Console<'a> {
 
     fn handle(&mut self, m: &InboxMessage) -> Result<()> {
         let color = m.color.clone().unwrap_or_default();
-        let say = |rest: &str| self.say_from(&m.from, &color, rest);
+        let say = |rest: &str| self.say_from(m.from.as_str(), &color, rest);
         match m.payload() {
             Payload::Text(text) => {
                 let summary = m
@@ -189,11 +189,8 @@ impl<'a> Console<'a> {
 
     /// Whether a shutdown request with this id was sent to `name` (by this console or by
     /// `swarm shutdown` in another shell): replies to requests nobody made are ignored.
-    fn asked(&self, name: &str, request_id: &str) -> Result<bool> {
-        let Ok(who) = name.parse::<AgentName>() else {
-            return Ok(false);
-        };
-        shutdown_was_requested(self.store, self.team, &who, request_id)
+    fn asked(&self, name: &AgentName, request_id: &str) -> Result<bool> {
+        shutdown_was_requested(self.store, self.team, name, request_id)
     }
 
     /// Teammates whose runtime died without approving shutdown: retire them so their tasks go
@@ -210,14 +207,14 @@ impl<'a> Console<'a> {
             // After seeing this death, not before: its approval is in by now if it sent one.
             self.drain_inbox()?;
             let _gate = ReapGate::take(self.store, self.team)?;
-            let Some(m) = roster.load()?.member(&m.name).cloned() else {
+            let Some(m) = roster.load()?.member(m.name.as_str()).cloned() else {
                 continue;
             };
             if m.retired() || !lifecycle::member_health(self.store, self.team, &m)?.dead {
                 continue;
             }
             self.say_from(
-                &m.name,
+                m.name.as_str(),
                 m.color_or_default(),
                 " stopped without saying goodbye",
             );
@@ -229,21 +226,21 @@ impl<'a> Console<'a> {
     /// Closes the member's pane (already gone is fine) and retires it; the notice lifecycle
     /// writes to the lead's inbox is printed on the next pass. A member no longer on the roster
     /// (removed meanwhile) has nothing left to retire.
-    fn retire(&self, name: &str, why: &str) -> Result<()> {
+    fn retire(&self, name: &AgentName, why: &str) -> Result<()> {
         let config = Roster::new(self.store, self.team).load()?;
-        let Some(member) = config.member(name) else {
+        let Some(member) = config.member(name.as_str()) else {
             self.say(&format!("{name} is no longer on the team"));
             return Ok(());
         };
         match lifecycle::kill_member(self.store, self.team, member) {
             Ok(killed) => {
-                if let Some(report) = killed.report(name) {
+                if let Some(report) = killed.report(name.as_str()) {
                     self.say(&format!("! {report}"));
                 }
             }
             Err(e) => self.say(&format!("! could not close {name}'s pane: {e}")),
         }
-        match lifecycle::retire_member(self.store, self.team, &name.parse()?, why) {
+        match lifecycle::retire_member(self.store, self.team, name, why) {
             Err(Error::NoSuchMember { .. }) => {
                 self.say(&format!("{name} is no longer on the team"))
             }

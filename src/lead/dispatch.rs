@@ -58,7 +58,7 @@ pub(crate) fn dispatch(store: &Store, team: &TeamName) -> Result<Vec<Assigned>> 
         if lifecycle::member_health(store, team, member)?.dead {
             continue;
         }
-        let to: AgentName = member.name.parse()?;
+        let to = member.name.clone();
         let Some(task) = tasks.claim_next(&to, true)? else {
             continue;
         };
@@ -80,7 +80,7 @@ fn send_assignment(store: &Store, team: &TeamName, to: &AgentName, task: &Task) 
         timestamp: timestamp_now(),
         extra: Map::new(),
     });
-    let envelope = InboxMessage::protocol(lead.as_str(), &message)
+    let envelope = InboxMessage::protocol(&lead, &message)
         .with_color(Some(LEAD_COLOR.into()))
         .with_summary(Some(format!(
             "Task #{} is yours: {}. Do it, then mark it completed with TaskUpdate.",

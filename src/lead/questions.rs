@@ -254,10 +254,7 @@ pub(crate) fn answer_plan(
         feedback,
         Some(mode_after_plan(mode)),
     ));
-    Mailbox::new(store, team).send(
-        &to,
-        InboxMessage::protocol(crate::store::names::LEAD, &response),
-    )
+    Mailbox::new(store, team).send(&to, InboxMessage::protocol(&AgentName::lead(), &response))
 }
 
 /// The line under the current question: which request `y` and `n` answer.

@@ -11,7 +11,6 @@ use crate::lifecycle;
 use crate::output::terminal::visible;
 use crate::store::liveness::Liveness;
 use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::AgentName;
 use crate::store::roster::{Member, Roster};
 use crate::store::tasks::TaskStatus;
 
@@ -73,10 +72,9 @@ impl Console<'_> {
             return Err(Error::usage("write @name followed by the message"));
         }
         let mailbox = Mailbox::new(self.store, self.team);
-        let message =
-            InboxMessage::new(self.lead.as_str(), text.trim()).with_color(Some("red".into()));
+        let message = InboxMessage::new(&self.lead, text.trim()).with_color(Some("red".into()));
         if to == "*" {
-            let sent = mailbox.broadcast(self.lead.as_str(), message)?;
+            let sent = mailbox.broadcast(message)?;
             self.say(&format!("sent to {} teammates", sent.len()));
         } else {
             mailbox.send(&to.parse()?, message)?;
@@ -88,17 +86,21 @@ impl Console<'_> {
         let config = Roster::new(self.store, self.team).load()?;
         let tasks = self.tasks()?;
         for m in config.teammates() {
-            let name: AgentName = m.name.parse()?;
             let health = lifecycle::member_health(self.store, self.team, m)?;
             let current = tasks
                 .iter()
-                .find(|t| t.owner.as_deref() == Some(&m.name) && t.status == TaskStatus::InProgress)
+                .find(|t| {
+                    t.owner.as_deref() == Some(m.name.as_str())
+                        && t.status == TaskStatus::InProgress
+                })
                 .map(|t| format!("#{} {}", t.id, t.subject))
                 .unwrap_or_else(|| "-".into());
-            let unread = Mailbox::new(self.store, self.team).read(&name, true)?.len();
-            let pad = 20usize.saturating_sub(visible(&m.name).chars().count());
+            let unread = Mailbox::new(self.store, self.team)
+                .read(&m.name, true)?
+                .len();
+            let pad = 20usize.saturating_sub(visible(m.name.as_str()).chars().count());
             self.say_from(
-                &m.name,
+                m.name.as_str(),
                 m.color_or_default(),
                 &format!(
                     "{:pad$} {:<8} {:<7} unread {:<3} {current}",
@@ -149,7 +151,7 @@ impl Console<'_> {
             })?]
         };
         for m in targets {
-            lifecycle::send_shutdown_request(self.store, self.team, &m.name.parse()?, None)?;
+            lifecycle::send_shutdown_request(self.store, self.team, &m.name, None)?;
             self.say(&format!("asked {} to shut down", m.name));
         }
         Ok(())

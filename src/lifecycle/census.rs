@@ -62,9 +62,9 @@ pub fn presence(store: &Store, team: &TeamName, member: &Member, tasks: &[Task])
         Ok(Verdict::Unknown) => return Presence::Unknown,
         Ok(Verdict::Dead) | Err(_) => return Presence::Dead,
     }
-    let busy = tasks
-        .iter()
-        .any(|t| t.status == TaskStatus::InProgress && t.owner.as_deref() == Some(&member.name));
+    let busy = tasks.iter().any(|t| {
+        t.status == TaskStatus::InProgress && t.owner.as_deref() == Some(member.name.as_str())
+    });
     if busy {
         Presence::Busy
     } else {

@@ -18,7 +18,7 @@ use crate::backend::{for_member, BackendKind, PaneState};
 use crate::error::Result;
 use crate::process::pid::PidRecord;
 use crate::store::liveness::{self, Liveness};
-use crate::store::names::{AgentName, TeamName};
+use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::{LeadProcess, Member};
 
@@ -44,8 +44,7 @@ pub struct Health {
 
 /// Liveness lock plus pane state; used by `swarm status` and the lead console.
 pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<Health> {
-    let name: AgentName = member.name.parse()?;
-    let liveness = liveness::probe(store, team, &name)?;
+    let liveness = liveness::probe(store, team, &member.name)?;
     let pane = match for_member(store, team, member) {
         Some(backend) => backend.state()?,
         None => PaneState::Unknown,

@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 
 /// The lead's name in every team.
 pub const LEAD: &str = "team-lead";
+/// The sender of swarm's own notices to the lead (a member retired, its tasks returned).
+pub const SYSTEM: &str = "system";
 const RESERVED: &[&str] = &["team-lead", "user", "system", "main"];
 const MAX_LEN: usize = 64;
 
@@ -64,6 +66,26 @@ macro_rules! string_newtype {
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0
+            }
+        }
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+        impl PartialEq<$name> for &str {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
             }
         }
         impl Serialize for $name {
@@ -124,6 +146,11 @@ impl FromStr for AgentName {
 impl AgentName {
     pub fn lead() -> AgentName {
         AgentName(LEAD.to_string())
+    }
+
+    /// The sender of swarm's own notices ([`SYSTEM`]).
+    pub fn system() -> AgentName {
+        AgentName(SYSTEM.to_string())
     }
 
     /// A name a new teammate may take: valid and not reserved in any case.

@@ -207,16 +207,16 @@ impl<'a> Permissions<'a> {
             permission_suggestions: vec![],
             extra: Map::new(),
         });
-        let envelope = InboxMessage::protocol(worker.as_str(), &message)
+        let envelope = InboxMessage::protocol(worker, &message)
             .with_color(member.color.clone())
             .with_summary(Some(format!("permission: {}", record.tool_name)));
-        Mailbox::new(self.store, self.team).append(&AgentName::lead(), envelope)?;
+        Mailbox::new(self.store, self.team).send(&AgentName::lead(), envelope)?;
         Ok(record)
     }
 
     /// Files a request that arrived only as a message (Claude Code teammates send no file), so
     /// it shows in `ls pending/` and resolves like any other. Does nothing if it is filed.
-    pub fn adopt(&self, request: &PermissionRequest, from: &str) -> Result<()> {
+    pub fn adopt(&self, request: &PermissionRequest, from: &AgentName) -> Result<()> {
         valid_id(&request.request_id)?;
         if self.filed(&request.request_id)? {
             return Ok(());
@@ -236,13 +236,12 @@ impl<'a> Permissions<'a> {
     fn record_of(
         &self,
         request: &PermissionRequest,
-        from: &str,
+        worker: &AgentName,
         sent_ms: Option<u64>,
     ) -> Result<PermissionRecord> {
-        let worker: AgentName = from.parse()?;
         let color = Roster::new(self.store, self.team)
             .load()?
-            .member(from)
+            .member(worker.as_str())
             .map(|m| m.color_or_default().to_string())
             .unwrap_or_default();
         let ask = Ask {
@@ -254,7 +253,7 @@ impl<'a> Permissions<'a> {
         let mut record = PermissionRecord::pending(
             request.request_id.clone(),
             self.team,
-            &worker,
+            worker,
             color,
             ask,
             request.permission_suggestions.clone(),
@@ -406,12 +405,11 @@ impl<'a> Permissions<'a> {
             PermissionResponse::deny(&record.id, &record.tool_use_id, error)
         };
         let worker: AgentName = record.worker_name.parse()?;
-        let resolved_by = record
-            .resolved_by
-            .as_deref()
-            .unwrap_or(crate::store::names::LEAD);
-        let envelope = InboxMessage::protocol(resolved_by, &Protocol::PermissionResponse(response));
-        Mailbox::new(self.store, self.team).append(&worker, envelope)
+        // Claude Code takes a permission answer only from `team-lead` (PROTOCOL.md section 7),
+        // whoever `resolvedBy` names (the lead agent records itself there).
+        let envelope =
+            InboxMessage::protocol(&AgentName::lead(), &Protocol::PermissionResponse(response));
+        Mailbox::new(self.store, self.team).send(&worker, envelope)
     }
 
     /// The decision, if made.

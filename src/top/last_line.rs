@@ -6,7 +6,7 @@
 use std::io::{Read, Seek, SeekFrom};
 
 use crate::backend::{for_member, BackendKind};
-use crate::store::names::{AgentName, TeamName};
+use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::Member;
 
@@ -16,10 +16,7 @@ const TAIL_BYTES: u64 = 4096;
 pub(crate) fn last_line(store: &Store, team: &TeamName, member: &Member) -> Option<String> {
     let backend = for_member(store, team, member)?;
     let text = match backend.kind() {
-        BackendKind::InProcess => {
-            let name: AgentName = member.name.parse().ok()?;
-            tail(&store.log_path(team, &name))?
-        }
+        BackendKind::InProcess => tail(&store.log_path(team, &member.name))?,
         BackendKind::Tmux => {
             // A pane that is gone (or no longer swarm's) is refused by `capture`.
             backend.tmux()?.capture(&backend.pane()?).ok()?

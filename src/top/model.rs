@@ -135,12 +135,7 @@ impl Model {
             .members
             .iter()
             .map(|m| {
-                let unread = m
-                    .name
-                    .parse::<AgentName>()
-                    .ok()
-                    .and_then(|n| mailbox.read(&n, true).ok())
-                    .map_or(0, |v| v.len());
+                let unread = mailbox.read(&m.name, true).map_or(0, |v| v.len());
                 let output = if last_lines {
                     last_line(store, team, m)
                 } else {
@@ -154,13 +149,13 @@ impl Model {
                         .map(|msg| first_line(msg.summary.as_deref().unwrap_or(&msg.text)))
                 });
                 MemberRow {
-                    name: m.name.clone(),
+                    name: m.name.to_string(),
                     color: m.color_or_default().to_string(),
                     state: state_of(store, team, m),
                     task: tasks
                         .iter()
                         .find(|t| {
-                            t.owner.as_deref() == Some(&m.name)
+                            t.owner.as_deref() == Some(m.name.as_str())
                                 && t.status == TaskStatus::InProgress
                         })
                         .map(|t| format!("#{} {}", t.id, t.subject)),

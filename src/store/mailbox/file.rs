@@ -202,12 +202,14 @@ pub(super) fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fixture::agent;
+    use crate::store::names::AgentName;
 
     #[test]
     fn a_spliced_append_is_byte_for_byte_a_full_rewrite() {
-        let m1 =
-            InboxMessage::new("team-lead", "first\nline \"two\"").with_summary(Some("s".into()));
-        let m2 = InboxMessage::new("coder", "second");
+        let m1 = InboxMessage::new(&AgentName::lead(), "first\nline \"two\"")
+            .with_summary(Some("s".into()));
+        let m2 = InboxMessage::new(&agent("coder"), "second");
         let mut full = serde_json::to_vec_pretty(&vec![m1.clone()]).unwrap();
         full.push(b'\n');
         let spliced = splice_append(b"[]\n", &m1).unwrap();
@@ -235,7 +237,7 @@ mod tests {
     #[test]
     fn several_entries_spliced_at_once_are_byte_for_byte_a_full_rewrite() {
         let ms: Vec<InboxMessage> = (0..3)
-            .map(|i| InboxMessage::new("coder", format!("m{i}")))
+            .map(|i| InboxMessage::new(&agent("coder"), format!("m{i}")))
             .collect();
         let printed: Vec<Vec<u8>> = ms.iter().map(|m| print_entry(m).unwrap()).collect();
         let refs: Vec<&[u8]> = printed.iter().map(Vec::as_slice).collect();

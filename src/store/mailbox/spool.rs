@@ -210,6 +210,8 @@ fn sweep_once(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fixture::agent;
+    use crate::store::names::AgentName;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -218,8 +220,8 @@ mod tests {
         let spool = Spool::new(dir.path().join("spool/coder"));
         assert!(spool.list().unwrap().is_empty(), "a missing spool is empty");
         assert!(!spool.has_entries());
-        let first = InboxMessage::new("team-lead", "one");
-        let second = InboxMessage::new("coder", "two");
+        let first = InboxMessage::new(&AgentName::lead(), "one");
+        let second = InboxMessage::new(&agent("coder"), "two");
         let p1 = spool.drop_entry(&print_entry(&first).unwrap()).unwrap();
         spool.drop_entry(&print_entry(&second).unwrap()).unwrap();
         assert_eq!(
@@ -238,7 +240,8 @@ mod tests {
 
     #[test]
     fn a_printed_entry_parses_back_to_the_message() {
-        let m = InboxMessage::new("team-lead", "a \"quoted\"\nline").with_summary(Some("s".into()));
+        let m = InboxMessage::new(&AgentName::lead(), "a \"quoted\"\nline")
+            .with_summary(Some("s".into()));
         let printed = print_entry(&m).unwrap();
         assert!(printed.starts_with(b"  {\n    \"from\""));
         assert!(printed.ends_with(b"\n  }"));

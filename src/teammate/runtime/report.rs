@@ -244,15 +244,15 @@ impl Runtime {
     }
 
     pub(super) fn to_lead(&self, message: &Protocol, summary: Option<String>) -> Result<()> {
-        let envelope = InboxMessage::protocol(self.cfg.name.as_str(), message)
+        let envelope = InboxMessage::protocol(&self.cfg.name, message)
             .with_color(Some(self.cfg.color.clone()))
             .with_summary(summary);
-        self.mailbox().append(&AgentName::lead(), envelope)
+        self.mailbox().send(&AgentName::lead(), envelope)
     }
 
     pub(super) fn tell_lead(&self, text: String) -> Result<()> {
-        let envelope = InboxMessage::new(self.cfg.name.as_str(), text)
-            .with_color(Some(self.cfg.color.clone()));
-        self.mailbox().append(&AgentName::lead(), envelope)
+        let envelope =
+            InboxMessage::new(&self.cfg.name, text).with_color(Some(self.cfg.color.clone()));
+        self.mailbox().send(&AgentName::lead(), envelope)
     }
 }

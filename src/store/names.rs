@@ -63,6 +63,13 @@ macro_rules! string_newtype {
                 f.pad(&self.0)
             }
         }
+        /// As the string it is (`"coder"`), so a message that quotes a name with `{:?}` reads
+        /// the same whether the name is typed or not.
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
+            }
+        }
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0
@@ -103,7 +110,7 @@ macro_rules! string_newtype {
 }
 
 /// `^[a-z0-9][a-z0-9-]{0,63}$`
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TeamName(String);
 string_newtype!(TeamName);
 
@@ -125,7 +132,7 @@ impl FromStr for TeamName {
 
 /// `^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`. `team-lead` is a valid agent name (it is the lead);
 /// [`AgentName::teammate`] additionally refuses every reserved name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AgentName(String);
 string_newtype!(AgentName);
 

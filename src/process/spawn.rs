@@ -8,8 +8,6 @@
 //! zombie, and while it is a zombie its pid (and so its group id) cannot be handed to another
 //! process; [`LoggedChild::reap`] then collects the status.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
@@ -41,13 +39,7 @@ impl LoggedChild {
             fsio::ensure_dir(dir)?;
         }
         fsio::check_regular(log)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(log)
-            .map_err(Error::io("open", log))?;
+        let file = fsio::open_append(log)?;
         let err = file.try_clone().map_err(Error::io("open", log))?;
         let (program, args) = argv
             .split_first()

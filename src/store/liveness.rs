@@ -4,9 +4,8 @@
 //! whole life. The kernel drops the lock when the process dies however it dies, so anyone who
 //! can take the lock knows the holder is gone: no pid reuse, no heartbeat files, no clocks.
 
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::io::Write;
 
 use fs4::fs_std::FileExt;
 
@@ -38,16 +37,7 @@ impl AliveLock {
     pub fn hold(store: &Store, team: &TeamName, agent: &AgentName) -> Result<AliveLock> {
         fsio::ensure_dir(&store.alive_dir(team))?;
         let path = store.alive_path(team, agent);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(&path)
-            .map_err(Error::io("open", &path))?;
-        fsio::check_opened(&file, &path)?;
+        let mut file = fsio::open_or_create(&path)?;
         if !take_exclusive(&file, &path)? {
             return Err(Error::usage(format!(
                 "{agent} is already running in team {team} (another process holds {})",
@@ -95,15 +85,7 @@ impl ReapGate {
     pub fn take(store: &Store, team: &TeamName) -> Result<ReapGate> {
         fsio::ensure_dir(&store.alive_dir(team))?;
         let path = store.alive_gate_path(team);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(&path)
-            .map_err(Error::io("open", &path))?;
+        let file = fsio::open_or_create(&path)?;
         FileExt::lock_exclusive(&file).map_err(Error::io("lock", &path))?;
         Ok(ReapGate { _file: file })
     }
@@ -112,14 +94,8 @@ impl ReapGate {
 /// Whether `agent`'s runtime is alive, judged by its lock.
 pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Liveness> {
     let path = store.alive_path(team, agent);
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(&path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Liveness::Unknown),
-        Err(e) => return Err(Error::io("open", &path)(e)),
+    let Some(file) = fsio::open_read(&path)? else {
+        return Ok(Liveness::Unknown);
     };
     if FileExt::try_lock_shared(&file).map_err(Error::io("lock", &path))? {
         // A runtime writes its pid once it holds the lock, so an empty, unlocked file is one
@@ -192,5 +168,20 @@ mod tests {
         let err = AliveLock::hold(&store, &team, &coder).unwrap_err();
         assert!(matches!(err, Error::HardLinked { links: 2, .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+    }
+
+    /// The reap gate is a store file like any other: opened through `fsio`, so one that is a
+    /// hard link to a file elsewhere is refused (it used to be opened without the check).
+    #[test]
+    fn a_reap_gate_hard_linked_elsewhere_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("root"));
+        let team: TeamName = "t".parse().unwrap();
+        fsio::ensure_dir(&store.alive_dir(&team)).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "").unwrap();
+        std::fs::hard_link(&elsewhere, store.alive_gate_path(&team)).unwrap();
+        let err = ReapGate::take(&store, &team).unwrap_err();
+        assert!(matches!(err, Error::HardLinked { links: 2, .. }), "{err}");
     }
 }

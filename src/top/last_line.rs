@@ -6,6 +6,7 @@
 use std::io::{Read, Seek, SeekFrom};
 
 use crate::backend::{for_member, BackendKind};
+use crate::store::fsio;
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::Member;
@@ -31,7 +32,7 @@ pub(crate) fn last_line(store: &Store, team: &TeamName, member: &Member) -> Opti
 }
 
 fn tail(path: &std::path::Path) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut file = fsio::open_read(path).ok()??;
     let len = file.metadata().ok()?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
         .ok()?;

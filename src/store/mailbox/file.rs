@@ -2,9 +2,7 @@
 //! damaged array (bad entries out, good ones kept) and the append-only archive.
 
 use std::borrow::Cow;
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -187,14 +185,7 @@ pub(super) fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> 
         })?;
         buf.push(b'\n');
     }
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(path)
-        .map_err(Error::io("open", path))?;
-    fsio::check_opened(&f, path)?;
+    let mut f = fsio::open_append(path)?;
     f.write_all(&buf).map_err(Error::io("append to", path))?;
     f.sync_all().map_err(Error::io("sync", path))
 }

@@ -14,9 +14,8 @@
 //! Names start with the time in nanoseconds, so entries are taken in roughly in the order they
 //! were dropped (one sender's are always in order: it drops the next only after the last went).
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -27,7 +26,6 @@ use crate::error::{Error, Result};
 use crate::store::fsio;
 
 const ENTRY_SUFFIX: &str = ".entry";
-const O_NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 /// One recipient's spool directory.
 pub(super) struct Spool {
@@ -81,13 +79,7 @@ impl Spool {
             .dir
             .join(format!(".{name}{}{pid}-{}", fsio::TEMP_MARK, &unique[12..]));
         let placed = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(fsio::NOFOLLOW)
-                .open(&tmp)
-                .map_err(Error::io("create", &tmp))?;
+            let mut file = fsio::create_new(&tmp)?;
             // Held until the rename, so the temp sweep never takes a live sender's file.
             FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
             file.write_all(printed).map_err(Error::io("write", &tmp))?;
@@ -160,16 +152,9 @@ fn is_entry(name: &str) -> bool {
 
 /// Reads one entry; `Ok(None)` if it went meanwhile, `Err(why)` if it is not an entry.
 fn read_entry(path: &Path) -> std::result::Result<Option<Spooled>, String> {
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+    let Some(mut file) = fsio::open_read(path).map_err(|e| e.to_string())? else {
+        return Ok(None);
     };
-    fsio::check_opened(&file, path).map_err(|e| e.to_string())?;
     let mut printed = Vec::new();
     file.read_to_end(&mut printed).map_err(|e| e.to_string())?;
     let message = fsio::parse_json::<InboxMessage>(&printed)?;

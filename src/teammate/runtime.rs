@@ -3,12 +3,13 @@
 //! It holds the member's liveness lock for its whole life and sleeps until the inbox or the task
 //! list changes (file-system events plus a slow re-scan, never a busy poll), a turn ends or a
 //! signal arrives: one `tokio::select!` on a single-threaded runtime waits for all of them.
-//! Every time it wakes it reads the inbox first, then starts the next turn if none is running.
-//! The loop owns all state; the file watches and the turn's worker only send it events, so there
-//! is no shared mutable state beyond the running turn's process group. The loop's steps live in
-//! the files below: `inbox` (protocol messages), `turns` (choosing and starting turns), `claim`
-//! (tasks), `report` (idle notifications and plans), `membership` (is this still our team and
-//! our roster entry), `stop` (shutdown, signals, leaving, failures).
+//! Every time it wakes it reads the inbox first, once, then starts the next turn over what it
+//! found if none is running. The loop owns all state; the file watches and the turn's worker
+//! only send it events, so there is no shared mutable state beyond the running turn's process
+//! group. The loop's steps live in the files below: `inbox` (protocol messages and who may send
+//! them), `turns` (choosing and starting turns), `claim` (tasks), `report` (idle notifications
+//! and plans), `membership` (is this still our team and our roster entry), `stop` (shutdown,
+//! signals, leaving, failures).
 
 mod claim;
 mod inbox;
@@ -16,7 +17,6 @@ mod membership;
 mod report;
 mod stop;
 mod turns;
-mod verify;
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
@@ -39,6 +39,7 @@ use crate::store::names::TaskId;
 use crate::store::roster::Roster;
 use crate::store::tasks::{TaskIndex, TaskList};
 use crate::store::watcher::{rescan_interval, Subscription};
+use inbox::Unread;
 use membership::Membership;
 
 enum Event {
@@ -215,10 +216,11 @@ impl Runtime {
             if let Some(why) = self.left_team()? {
                 return self.leave(&why).await;
             }
-            if let Some(request) = self.read_inbox()? {
-                return self.shutdown(request).await;
-            }
-            if self.current.is_none() && self.next_turn()? {
+            let ordinary = match self.read_inbox()? {
+                Unread::Shutdown(request) => return self.shutdown(request).await,
+                Unread::Ordinary(messages) => messages,
+            };
+            if self.current.is_none() && self.next_turn(ordinary)? {
                 continue;
             }
             tokio::select! {

@@ -20,7 +20,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use file::{append_jsonl, parse_inbox};
+use file::append_jsonl;
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -243,7 +243,7 @@ impl<'a> Mailbox<'a> {
         move_aside_if_special(&path)?;
         let messages = match fsio::read_file(&path)? {
             None => vec![],
-            Some(bytes) => match parse_inbox(&bytes) {
+            Some(bytes) => match fsio::parse_json::<Vec<InboxMessage>>(&bytes) {
                 Ok(messages) => messages,
                 // Quarantine under the lock, so we never move a file a writer is replacing.
                 Err(_) => {

@@ -18,9 +18,9 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::file::{load_locked, splice_printed, Repaired};
+use super::file::{load_locked, print_entry, splice_printed, Repaired};
 use super::sidecar::{self, Sidecar};
-use super::spool::{print_entry, Spool, Spooled};
+use super::spool::{Spool, Spooled};
 use super::{InboxMessage, Mailbox, KEEP_DELIVERED};
 use crate::error::{Error, Result};
 use crate::store::fsio;

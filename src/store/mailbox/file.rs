@@ -1,13 +1,13 @@
-//! The inbox file itself: splicing printed entries in before the closing `]`, the repair of a
-//! damaged array (bad entries out, good ones kept) and the append-only archive.
+//! The inbox file itself: how one entry is printed in the array, splicing printed entries in
+//! before the closing `]`, the repair of a damaged array (bad entries out, good ones kept) and
+//! the append-only archive.
 
 use std::borrow::Cow;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::spool::print_entry;
 use super::{InboxMessage, KEEP_DELIVERED};
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -53,6 +53,25 @@ pub(super) fn splice_append(bytes: &[u8], message: &InboxMessage) -> Option<Vec<
     splice_printed(bytes, &[&print_entry(message).ok()?])
 }
 
+/// `message` as the inbox array holds it: pretty-printed, every line indented two spaces, no
+/// trailing newline. Spliced after `[` or `,` plus a newline, it gives the bytes a full rewrite
+/// of the array would.
+pub(super) fn print_entry(message: &InboxMessage) -> Result<Vec<u8>> {
+    let entry = serde_json::to_string_pretty(message).map_err(|source| Error::Json {
+        path: PathBuf::from("<message>"),
+        source,
+    })?;
+    let mut out = Vec::with_capacity(entry.len() + entry.len() / 8);
+    for (i, line) in entry.lines().enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(b"  ");
+        out.extend_from_slice(line.as_bytes());
+    }
+    Ok(out)
+}
+
 /// Splices entries printed by [`print_entry`] in before the closing `]` of `bytes`, without
 /// parsing it: the caller knows it is a good array (the sidecar says swarm wrote it). `None` if
 /// it does not even end like one.
@@ -82,11 +101,6 @@ pub(super) fn splice_printed(bytes: &[u8], new: &[&[u8]]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Parses an inbox. `Err` if the file is not a JSON array of messages.
-pub(super) fn parse_inbox(bytes: &[u8]) -> std::result::Result<Vec<InboxMessage>, String> {
-    fsio::parse_json(bytes)
-}
-
 /// Whether [`load_locked`] moved something aside.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Repaired {
@@ -102,7 +116,7 @@ pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> 
     let Some(bytes) = fsio::read_file(path)? else {
         return Ok((vec![], Repaired::No));
     };
-    let why = match parse_inbox(&bytes) {
+    let why = match fsio::parse_json(&bytes) {
         Ok(messages) => return Ok((messages, Repaired::No)),
         Err(why) => why,
     };
@@ -238,6 +252,16 @@ mod tests {
         let one = splice_printed(b"[]\n", &refs[..1]).unwrap();
         assert_eq!(splice_printed(&one, &refs[1..]).unwrap(), full);
         assert!(splice_printed(b"[1", &refs).is_none());
+    }
+
+    #[test]
+    fn a_printed_entry_parses_back_to_the_message() {
+        let m = InboxMessage::new(&AgentName::lead(), "a \"quoted\"\nline")
+            .with_summary(Some("s".into()));
+        let printed = print_entry(&m).unwrap();
+        assert!(printed.starts_with(b"  {\n    \"from\""));
+        assert!(printed.ends_with(b"\n  }"));
+        assert_eq!(fsio::parse_json::<InboxMessage>(&printed).unwrap(), m);
     }
 
     #[test]

@@ -35,28 +35,9 @@ pub(super) struct Spool {
 /// An entry found in the spool.
 pub(super) struct Spooled {
     pub(super) path: PathBuf,
-    /// The entry exactly as it goes into the array (see [`print_entry`]).
+    /// The entry exactly as it goes into the array (see [`print_entry`](super::file::print_entry)).
     pub(super) printed: Vec<u8>,
     pub(super) message: InboxMessage,
-}
-
-/// `message` as the inbox array holds it: pretty-printed, every line indented two spaces, no
-/// trailing newline. Spliced after `[` or `,` plus a newline, it gives the bytes a full rewrite
-/// of the array would.
-pub(super) fn print_entry(message: &InboxMessage) -> Result<Vec<u8>> {
-    let entry = serde_json::to_string_pretty(message).map_err(|source| Error::Json {
-        path: PathBuf::from("<message>"),
-        source,
-    })?;
-    let mut out = Vec::with_capacity(entry.len() + entry.len() / 8);
-    for (i, line) in entry.lines().enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        out.extend_from_slice(b"  ");
-        out.extend_from_slice(line.as_bytes());
-    }
-    Ok(out)
 }
 
 impl Spool {
@@ -196,6 +177,7 @@ fn sweep_once(dir: &Path) {
 mod tests {
     use super::*;
     use crate::store::fixture::agent;
+    use crate::store::mailbox::file::print_entry;
     use crate::store::names::AgentName;
     use std::os::unix::fs::PermissionsExt;
 
@@ -221,15 +203,5 @@ mod tests {
         assert_eq!(listed[0].message, first);
         spool.remove(&listed);
         assert!(!spool.has_entries(), "the bad file was set aside");
-    }
-
-    #[test]
-    fn a_printed_entry_parses_back_to_the_message() {
-        let m = InboxMessage::new(&AgentName::lead(), "a \"quoted\"\nline")
-            .with_summary(Some("s".into()));
-        let printed = print_entry(&m).unwrap();
-        assert!(printed.starts_with(b"  {\n    \"from\""));
-        assert!(printed.ends_with(b"\n  }"));
-        assert_eq!(fsio::parse_json::<InboxMessage>(&printed).unwrap(), m);
     }
 }

@@ -134,14 +134,21 @@ impl<'a> Mailbox<'a> {
 
     /// Appends `message` to the inbox of `to`, who must be on the roster (a message to a
     /// stranger would make an orphan inbox and report success, as Claude Code does). The lead
-    /// is on every roster, so a message to it reads no roster: a teammate's report to its lead
-    /// does not depend on a roster it cannot parse at that instant.
+    /// is on every roster, so for it the team's existing is enough and no roster is parsed: a
+    /// teammate's report to its lead does not depend on a roster it cannot parse at that
+    /// instant.
     pub fn send(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
-        if to.is_lead() {
-            return self.append(to, message);
+        let roster = Roster::new(self.store, self.team);
+        if !to.is_lead() {
+            return self.send_to(&roster.require_member(to.as_str())?, message);
         }
-        let member = Roster::new(self.store, self.team).require_member(to.as_str())?;
-        self.send_to(&member, message)
+        if !roster.exists() {
+            return Err(Error::NoSuchTeam {
+                team: self.team.to_string(),
+                root: self.store.root().to_path_buf(),
+            });
+        }
+        self.append(to, message)
     }
 
     /// [`Mailbox::send`] for a caller that has just read the roster and holds the recipient's
@@ -434,6 +441,21 @@ mod tests {
             mb.send(&coder, InboxMessage::new(&AgentName::lead(), big)),
             Err(Error::MessageTooLarge { .. })
         ));
+    }
+
+    /// The lead needs no roster lookup, but its team must exist: a report to the lead of a
+    /// deleted team would otherwise bring back part of its directory.
+    #[test]
+    fn a_message_to_the_lead_of_a_missing_team_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "gone".parse().unwrap();
+        let sent = Mailbox::new(&store, &team).send(
+            &AgentName::lead(),
+            InboxMessage::new(&AgentName::system(), "x"),
+        );
+        assert!(matches!(sent, Err(Error::NoSuchTeam { .. })), "{sent:?}");
+        assert!(!store.team_dir(&team).exists());
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! user-provided is ever pasted into a shell string. Detection follows PROTOCOL.md section 10.
 //! For a member that is already running, [`for_member`] is the one place that decides which
 //! backend runs it and how its pane or process is inspected and killed: a tmux pane only on the
-//! server recorded for it and only while the pane's marks name the member's root, team and name.
+//! server recorded for it and only while the pane's marks name the member's root, team and name;
+//! a pane with no server recorded (a Claude Code lead's roster) only where its process says it
+//! runs that member (`tmux/claude_pane.rs`).
 //! Every pane starts through the `swarm pane-exec` trampoline ([`pane_exec`]). Backends know
 //! panes and processes, not the protocol or the shutdown policy.
 
@@ -33,7 +35,7 @@ use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::Member;
 use iterm2::Iterm2Backend;
-use tmux::{PaneOwner, TmuxBackend, TmuxServer};
+use tmux::{ClaudeMember, PaneOwner, TmuxBackend, TmuxEnv, TmuxServer};
 
 /// Between SIGTERM and SIGKILL when killing a teammate's recorded process group.
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(3);
@@ -47,9 +49,12 @@ pub struct MemberBackend<'a> {
 
 #[derive(Debug)]
 enum Runner {
-    /// On the tmux server recorded for the member; `None` when none was recorded, so the pane
-    /// id names nothing swarm can find (its state is unknown and nothing is touched).
-    Tmux(Option<TmuxBackend>),
+    /// On the tmux server recorded for the member.
+    Tmux(TmuxBackend),
+    /// A tmux pane id with no server recorded, as a Claude Code lead writes it: the id names
+    /// nothing swarm can trust, so the member is looked for by what runs in the panes of the
+    /// server swarm is in; not found, its state is unknown and nothing is touched.
+    Unrecorded(ClaudeMember),
     Iterm2(Iterm2Backend),
     InProcess,
 }
@@ -73,15 +78,20 @@ pub fn for_member<'a>(
             }
         })?;
     let runner = match kind {
-        BackendKind::Tmux => Runner::Tmux(TmuxServer::for_member(member).map(|server| {
-            TmuxBackend::for_member(
+        BackendKind::Tmux => match TmuxServer::for_member(member) {
+            Some(server) => Runner::Tmux(TmuxBackend::for_member(
                 Arc::new(SystemExec),
                 server,
                 PaneOwner::new(store.root(), team.as_str()),
                 PaneId(member.tmux_pane_id.clone()),
                 member.name.as_str(),
-            )
-        })),
+            )),
+            None => Runner::Unrecorded(ClaudeMember::new(
+                store.root(),
+                team.as_str(),
+                member.name.as_str(),
+            )),
+        },
         BackendKind::Iterm2 => Runner::Iterm2(Iterm2Backend::for_ops(Arc::new(SystemExec))),
         BackendKind::InProcess => Runner::InProcess,
     };
@@ -91,7 +101,7 @@ pub fn for_member<'a>(
 impl MemberBackend<'_> {
     pub fn kind(&self) -> BackendKind {
         match self.runner {
-            Runner::Tmux(_) => BackendKind::Tmux,
+            Runner::Tmux(_) | Runner::Unrecorded(_) => BackendKind::Tmux,
             Runner::Iterm2(_) => BackendKind::Iterm2,
             Runner::InProcess => BackendKind::InProcess,
         }
@@ -100,8 +110,22 @@ impl MemberBackend<'_> {
     /// The tmux backend on the member's server, for what only tmux can do (attach, capture).
     pub fn tmux(&self) -> Option<&TmuxBackend> {
         match &self.runner {
-            Runner::Tmux(b) => b.as_ref(),
+            Runner::Tmux(b) => Some(b),
             _ => None,
+        }
+    }
+
+    /// Whether swarm can positively identify what runs the member, so stopping it stops that
+    /// and nothing else: a pane on its recorded server (whose marks the backend checks), a pane
+    /// whose process is the member (a Claude Code lead's teammate), a recorded pid; iTerm2
+    /// sessions are addressed by their own ids.
+    pub fn identifiable(&self) -> bool {
+        match &self.runner {
+            Runner::Tmux(_) | Runner::Iterm2(_) => true,
+            Runner::Unrecorded(m) => m
+                .find(Arc::new(SystemExec), &TmuxEnv::from_process())
+                .is_ok_and(|found| found.is_some()),
+            Runner::InProcess => PidRecord::of_member(self.member).is_some(),
         }
     }
 
@@ -114,9 +138,23 @@ impl MemberBackend<'_> {
     /// The state of the member's pane (tmux) or recorded process (in-process, iTerm2).
     pub fn state(&self) -> Result<PaneState> {
         match (&self.runner, self.pane()) {
-            (Runner::Tmux(Some(b)), Some(pane)) => b.state(&pane),
-            (Runner::Tmux(_), _) => Ok(PaneState::Unknown),
-            (Runner::Iterm2(_) | Runner::InProcess, _) => Ok(pid_state(self.member)),
+            (Runner::Tmux(b), Some(pane)) => b.state(&pane),
+            (Runner::Tmux(_), None) => Ok(PaneState::Unknown),
+            (Runner::Unrecorded(m), _) => Ok(
+                match m.find(Arc::new(SystemExec), &TmuxEnv::from_process())? {
+                    Some(found) => PaneState::Alive {
+                        pid: Some(found.pane_pid),
+                    },
+                    None => PaneState::Unknown,
+                },
+            ),
+            (Runner::Iterm2(_), _) => Ok(pid_state(self.member)),
+            (Runner::InProcess, _) => Ok(match pid_state(self.member) {
+                PaneState::Unknown if self.member.tmux_pane_id == IN_PROCESS_PANE_ID => {
+                    PaneState::InsideLead
+                }
+                state => state,
+            }),
         }
     }
 
@@ -125,13 +163,16 @@ impl MemberBackend<'_> {
     pub fn kill(&mut self) -> Result<()> {
         let pane = self.pane();
         match &mut self.runner {
-            Runner::Tmux(Some(b)) => pane.map_or(Ok(()), |p| b.kill(&p)),
-            Runner::Tmux(None) => {
-                if let Some(p) = pane {
-                    eprintln!(
-                        "swarm: warning: not touching {}'s pane {p}: no tmux server was recorded for it",
-                        self.member.name
-                    );
+            Runner::Tmux(b) => pane.map_or(Ok(()), |p| b.kill(&p)),
+            Runner::Unrecorded(m) => {
+                if !m.kill(Arc::new(SystemExec), &TmuxEnv::from_process())? {
+                    if let Some(p) = pane {
+                        eprintln!(
+                            "swarm: warning: not touching {}'s pane {p}: no tmux server was \
+                             recorded for it and no pane on this one runs it",
+                            self.member.name
+                        );
+                    }
                 }
                 Ok(())
             }

@@ -3,8 +3,8 @@
 pub(crate) mod cli;
 pub(crate) mod completions;
 mod current;
-mod debug;
-mod debug_runtime;
+#[cfg(feature = "seams")]
+pub(crate) mod debug;
 mod demo;
 mod done;
 mod down;
@@ -12,6 +12,7 @@ mod identity;
 mod launch;
 mod logs;
 mod man;
+mod memory;
 mod message;
 mod ops;
 mod permission;
@@ -85,6 +86,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Inbox(args) => message::inbox(&ctx, args).map(|()| 0),
         Command::Task(cmd) => task::run(&ctx, cmd).map(|()| 0),
         Command::Permission(cmd) => permission::run(&ctx, cmd),
+        Command::Memory(cmd) => memory::run(&ctx, cmd).map(|()| 0),
         Command::Teammate(args) => teammate::run(&ctx, args),
         Command::Hook(cmd) => teammate::hook(&ctx, cmd),
         Command::Demo(args) => demo(&ctx, args),
@@ -121,8 +123,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
         Command::Logs { name, follow } => logs::logs(&ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
+        #[cfg(feature = "seams")]
         Command::Debug(cmd) => debug::run(&ctx, cmd),
-        Command::Bench(args) => crate::bench::run(args, ctx.json).map(|()| 0),
     }
 }
 

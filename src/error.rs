@@ -56,8 +56,22 @@ pub enum Error {
     #[error("task #{from} cannot be blocked by #{to}: that would close a dependency cycle")]
     DependencyCycle { from: String, to: String },
 
-    #[error("no permission request {0:?} is pending; `swarm permission list` shows the open ones")]
-    NoSuchPermission(String),
+    #[error("no permission or plan request {0:?} is waiting for the lead; `swarm permission list` shows the open ones")]
+    NoSuchRequest(String),
+
+    /// A second decision on a request: `verdict` and `by` are the first one's.
+    #[error("{id} was already decided: {verdict} by {by}; nothing changed (`swarm permission list --all` shows every decision)")]
+    AlreadyDecided {
+        id: String,
+        verdict: &'static str,
+        by: String,
+    },
+
+    #[error("refusing team memory topic {name:?}: {reason}; a topic name is a relative path inside the team memory directory, like `build` or `ci/flaky-tests`")]
+    UnsafeMemoryName { name: String, reason: String },
+
+    #[error("team memory has no topic {name:?} in {}; `swarm memory list` shows the topics", dir.display())]
+    NoSuchTopic { name: String, dir: PathBuf },
 
     #[error("message is {size} bytes, over the {limit} byte limit; put large content in a file and send its path")]
     MessageTooLarge { size: usize, limit: usize },
@@ -160,8 +174,11 @@ impl Error {
             | Error::InvalidRoster { .. }
             | Error::NoSuchTask { .. }
             | Error::DependencyCycle { .. }
-            | Error::NoSuchPermission(_)
+            | Error::NoSuchRequest(_)
+            | Error::AlreadyDecided { .. }
             | Error::MessageTooLarge { .. }
+            | Error::UnsafeMemoryName { .. }
+            | Error::NoSuchTopic { .. }
             | Error::NotARegularFile { .. }
             | Error::InsecureDir { .. }
             | Error::NotOwned { .. }
@@ -172,10 +189,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> Error {
+    pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io {
             action,
@@ -184,7 +198,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn usage(msg: impl Into<String>) -> Error {
+    pub fn usage(msg: impl Into<String>) -> Error {
         Error::Usage(msg.into())
     }
 }

@@ -28,7 +28,6 @@ use crate::store::roster::Roster;
 use crate::store::watcher::{rescan_interval, Subscription};
 use console::Console;
 pub(crate) use console::LeadOptions;
-pub(crate) use questions::answer_plan;
 
 /// After a runtime's exit is seen, one more look this soon: the kernel reports the close of its
 /// lock file as it tears the descriptor down, possibly a moment before the lock is free.

@@ -11,17 +11,46 @@
 //! - `store`: the on-disk protocol shared with Claude Code's agent teams.
 
 pub(crate) mod backend;
-pub(crate) mod bench;
 pub(crate) mod commands;
 pub(crate) mod error;
 pub(crate) mod launch;
 pub(crate) mod lead;
 pub(crate) mod lifecycle;
-pub(crate) mod output;
+pub mod output;
 pub(crate) mod process;
 pub(crate) mod store;
 pub(crate) mod teammate;
 pub(crate) mod top;
+
+// The library's public surface: what the benchmark crate (`bench/`, `swarm-bench`) drives and
+// measures, and nothing else. Everything else is `pub(crate)`; an item belongs here only when
+// another crate uses it.
+pub use error::{Error, Result};
+pub use store::lead_key::{LeadKey, SIG_FIELD};
+pub use store::lock::FileLock;
+pub use store::mailbox::{InboxMessage, Mailbox, KEEP_DELIVERED};
+pub use store::names::{AgentName, TaskId, TeamName};
+pub use store::paths::Store;
+pub use store::protocol::{Payload, Protocol};
+pub use store::roster::{Member, Roster};
+pub use store::tasks::{Task, TaskIndex, TaskList, TaskPatch, TaskStatus};
+pub use store::watcher::DirWatcher;
+
+/// Claude Code's inbox append and read, re-implemented (the `seams` feature).
+#[cfg(feature = "seams")]
+pub use commands::debug::claude_code;
+
+/// The store's file operations (no-follow opens, atomic writes, the store's clock).
+pub mod fsio {
+    pub use crate::store::fsio::{
+        create_if_missing, ensure_dir, now_ms, read_file, read_json, write_atomic, write_json,
+    };
+}
+
+/// Whether a member's runtime is alive, by its liveness lock.
+pub mod liveness {
+    pub use crate::store::liveness::{probe, Liveness};
+}
 
 use clap::Parser;
 

@@ -1,8 +1,9 @@
 //! The end of a teammate's life: is it alive, asking it to stop, killing it, and retiring it.
 //!
 //! These are the operations `swarm status`, `swarm shutdown`, `swarm kill`, the in-process
-//! supervisor and the lead console share (PROTOCOL.md sections 7, 8 and 10): [`health`] judges a
-//! member alive or dead and [`census`] counts who really runs, [`shutdown`] is the one shutdown
+//! supervisor and the lead console share (PROTOCOL.md sections 7, 8 and 10): [`health`] judges
+//! whether a member runs, [`state`] turns that, the retired mark and the task list into the one
+//! state every view shows, and [`census`] counts a team by it; [`shutdown`] is the one shutdown
 //! state machine and the command built on it, [`teardown`] closes a team's panes, [`retire`]
 //! kills, retires and cleans up, [`worktree`] makes a teammate's git worktree at
 //! launch and removes it (if unchanged) at retirement. Which backend runs a member is decided by
@@ -12,13 +13,15 @@ pub(crate) mod census;
 pub(crate) mod health;
 pub(crate) mod retire;
 pub(crate) mod shutdown;
+pub(crate) mod state;
 pub(crate) mod teardown;
 pub(crate) mod worktree;
 
 pub use census::{census, member_running, Census};
-pub use health::{claude_led_notice, lead_health, member_health, Health, LeadHealth, Verdict};
+pub use health::{claude_led_notice, lead_health, member_health, Health};
 pub use retire::{finish_worktree, kill_member, rejoin, retire_member};
 pub use shutdown::{
     send_shutdown_request, shutdown, ShutdownOptions, ShutdownOutcome, ShutdownResult, Stopping,
 };
+pub use state::{current_task, judge, member_state, MemberState};
 pub use teardown::close_team_panes;

@@ -22,7 +22,7 @@ fn stdout_err(e: io::Error) -> Error {
 }
 
 /// One line of text, flushed at once so a follower (`swarm inbox --follow | ...`) sees it.
-pub(crate) fn line(text: impl AsRef<str>) -> Result<()> {
+pub fn line(text: impl AsRef<str>) -> Result<()> {
     let mut out = io::stdout().lock();
     writeln!(out, "{}", text.as_ref())
         .and_then(|()| out.flush())
@@ -30,13 +30,13 @@ pub(crate) fn line(text: impl AsRef<str>) -> Result<()> {
 }
 
 /// Pretty JSON document.
-pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
+pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("serializable");
     line(text)
 }
 
 /// One compact JSON object on one line (for streams).
-pub(crate) fn json_line<T: Serialize + ?Sized>(value: &T) -> Result<()> {
+pub fn json_line<T: Serialize + ?Sized>(value: &T) -> Result<()> {
     let text = serde_json::to_string(value).expect("serializable");
     line(text)
 }

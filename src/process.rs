@@ -9,6 +9,7 @@ pub mod child;
 pub mod exec;
 pub mod group;
 pub mod pid;
+pub(crate) mod procfs;
 pub mod signals;
 pub mod spawn;
 

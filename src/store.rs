@@ -2,8 +2,8 @@
 //! sections 1-9).
 //!
 //! Everything swarm knows about a team lives in files under one root: the roster, one JSON
-//! inbox per agent, one JSON file per task, permission requests and decisions, liveness locks.
-//! This wing owns reading and writing them safely (atomic replaces, the Claude Code lock
+//! inbox per agent, one JSON file per task, requests to the lead and their decisions, liveness
+//! locks. This wing owns reading and writing them safely (atomic replaces, the Claude Code lock
 //! protocol, quarantine of damaged files) and nothing else: it starts no process and knows no
 //! backend, so every other wing can depend on it.
 
@@ -16,10 +16,11 @@ pub mod lead_key;
 pub mod liveness;
 pub mod lock;
 pub mod mailbox;
+pub mod memory;
 pub mod names;
 pub mod paths;
-pub mod permissions;
 pub mod protocol;
+pub(crate) mod requests;
 pub mod roster;
 pub mod tasks;
 pub mod watcher;

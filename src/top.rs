@@ -2,19 +2,19 @@
 //! printing twin.
 //!
 //! The dashboard reads the team (`model`), draws it (`view`), turns keys into actions
-//! (`input`) and carries them out through the code the rest of swarm uses (`actions`,
-//! `requests`). This file is its event loop: one `tokio::select!` over keys (read on a thread
-//! of their own), file events in the team's directories (`wakes`), the outcome of a shutdown
-//! running in the background, and SIGINT/SIGTERM/SIGHUP. There is no timer: with nothing
-//! changing on disk and no key pressed the process sleeps, and the team costs it no CPU. The
-//! terminal is restored on every way out (`screen`).
+//! (`input`) and carries them out through the code the rest of swarm uses (`actions`; a
+//! request is decided by `store::requests`, as everywhere). This file is its event loop: one
+//! `tokio::select!` over keys (read on a thread of their own), file events in the team's
+//! directories (`wakes`), the outcome of a shutdown running in the background, and
+//! SIGINT/SIGTERM/SIGHUP. There is no timer: with nothing changing on disk and no key pressed the
+//! process sleeps, and the team costs it no CPU. The terminal is restored on every way out
+//! (`screen`).
 
 mod actions;
 mod input;
 mod last_line;
 mod lines;
 mod model;
-mod requests;
 mod screen;
 mod view;
 mod wakes;

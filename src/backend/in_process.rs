@@ -7,6 +7,8 @@
 //! [`crate::launch::supervisor`], which reports their exits and shuts them down on a signal. The
 //! pid and its start time are kept in the roster (`swarmPid`, `swarmPidStart`), so `swarm status`
 //! and `swarm kill` work from other shells and a recycled pid is never mistaken for the teammate.
+//! A launch without a log is an agent lead's runtime: its console goes on the launcher's
+//! terminal instead (`LoggedChild::spawn_console`).
 
 use super::pane::{
     BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, Started, IN_PROCESS_PANE_ID,
@@ -49,11 +51,17 @@ impl PaneBackend for InProcessBackend {
             .take()
             .ok_or_else(|| Error::Backend("in-process start without open_pane".into()))?
             .parse()?;
-        let log = launch
-            .log
-            .as_deref()
-            .ok_or_else(|| Error::Backend("in-process teammates need a log path".into()))?;
-        let child = LoggedChild::spawn_logged(&launch.argv, &launch.env, &launch.cwd, log)?;
+        let child = match launch.log.as_deref() {
+            Some(log) => LoggedChild::spawn_logged(&launch.argv, &launch.env, &launch.cwd, log)?,
+            None if name.is_lead() => {
+                LoggedChild::spawn_console(&launch.argv, &launch.env, &launch.cwd)?
+            }
+            None => {
+                return Err(Error::Backend(
+                    "in-process teammates need a log path".into(),
+                ))
+            }
+        };
         let pid = child.pid();
         self.children.push((name, child));
         Ok(Started { pid: Some(pid) })

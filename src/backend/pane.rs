@@ -130,6 +130,9 @@ pub enum PaneState {
     Gone,
     /// The backend cannot tell (iTerm2 without a recorded pid).
     Unknown,
+    /// A teammate a Claude Code lead runs inside its own process (roster pane `in-process`,
+    /// no process of its own): nothing to look at but the lead.
+    InsideLead,
 }
 
 impl PaneState {
@@ -153,6 +156,7 @@ impl fmt::Display for PaneState {
             PaneState::Dead { .. } => f.write_str("dead"),
             PaneState::Gone => f.write_str("gone"),
             PaneState::Unknown => f.write_str("unknown"),
+            PaneState::InsideLead => f.write_str("unknown (inside the lead)"),
         }
     }
 }

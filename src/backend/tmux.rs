@@ -10,9 +10,11 @@
 //! `respawn-pane -k -t PANE -- <swarm> pane-exec SPEC`. `remain-on-exit on` keeps a crashed
 //! teammate's last output and exit status on screen. A backend touches only the panes it knows
 //! the member of, and only while their marks say so. Which server, where the panes go, whose a
-//! pane is and what `list-panes` says each live in their own file under `tmux/`.
+//! pane is, what `list-panes` says, and which pane runs a teammate a Claude Code lead started
+//! (`claude_pane.rs`) each live in their own file under `tmux/`.
 
 mod batch;
+mod claude_pane;
 mod owner;
 mod placement;
 mod server;
@@ -33,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::process::exec::Exec;
 use crate::store::colour::Colour;
 use batch::BatchPane;
+pub(crate) use claude_pane::ClaudeMember;
 pub use owner::PaneOwner;
 use placement::{Layout, Placement};
 use server::{literal, words_of, Client};

@@ -10,17 +10,20 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::store::names::{AgentName, TeamName};
 
+#[cfg(feature = "seams")]
 mod debug;
 mod launch;
 mod lifecycle;
+mod memory;
 mod store;
 mod view;
 
-pub(crate) use crate::bench::BenchArgs;
 pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
-pub(crate) use debug::{DebugAppendArgs, DebugCommand, DebugRuntimeCommand};
+#[cfg(feature = "seams")]
+pub(crate) use debug::{DebugAppendArgs, DebugCommand};
 pub(crate) use launch::{DemoArgs, LaunchArgs};
 pub(crate) use lifecycle::{DownArgs, PruneArgs, RestartArgs};
+pub(crate) use memory::{MemoryAt, MemoryCommand, MemoryWriteArgs};
 pub(crate) use store::{
     DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,
 };
@@ -109,7 +112,7 @@ pub(crate) enum Command {
     Prune(PruneArgs),
 
     /// Members, their panes (alive, or dead with exit code), current tasks, unread messages,
-    /// pending permissions and quarantined files.
+    /// permission requests and plans waiting for the lead, and quarantined files.
     ///
     /// Example: swarm status --team refactor --json
     ///
@@ -192,9 +195,14 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Task(TaskCommand),
 
-    /// Ask the lead for permission, and decide requests as the lead.
+    /// Ask the lead for permission, and decide permission requests and plans as the lead.
     #[command(subcommand)]
     Permission(PermissionCommand),
+
+    /// The team memory every member shares: one Markdown file per topic and MEMORY.md, their
+    /// index, in Claude Code's layout (<root>/projects/<project>/memory/team/).
+    #[command(subcommand)]
+    Memory(MemoryCommand),
 
     /// Run one teammate: the process inside a pane that gives an agent CLI (or the built-in
     /// shell agent) the team protocol. Started by `swarm launch`; can be run by hand.
@@ -221,13 +229,10 @@ pub(crate) enum Command {
     /// Example: swarm man --dir ~/.local/share/man/man1
     Man(ManArgs),
 
-    /// Tools for tests and debugging; not a stable interface.
+    /// Seams for the fault suite (built with the `seams` feature only); not a stable interface.
+    #[cfg(feature = "seams")]
     #[command(subcommand, hide = true)]
     Debug(DebugCommand),
-
-    /// Run the store benchmarks against Claude Code baselines and print tables (scripts/bench).
-    #[command(hide = true)]
-    Bench(BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,18 +1,19 @@
-//! `swarm debug ...`: hidden seams for the fault suite and the benchmarks.
+//! `swarm debug ...`: hidden seams for the fault suite (`tests/integration/faults`), compiled only
+//! with the `seams` feature, which the tests turn on; an installed swarm has none of this.
 //!
-//! The claims those two make are about separate OS processes (many writers on one inbox, many
-//! claimers on one task list, a writer killed between its write and its acknowledgement), so
-//! they need a process that performs one store operation in a loop and says, line by line, what
-//! it has finished. These commands are that process. They call the same store functions the
-//! normal commands call and change nothing about them; `--no-lock` and `cc-append` exist only
-//! to prove the harness can fail, and `cc-append` and `append --baseline` to measure the Claude
-//! Code and pre-group-commit baselines. Not a stable interface.
+//! The claims the fault suite makes are about separate OS processes (many writers on one inbox,
+//! many claimers on one task list, a writer killed between its write and its acknowledgement),
+//! so it needs a process that performs one store operation in a loop and says, line by line,
+//! what it has finished. These commands are that process. They call the same store functions
+//! the normal commands call and change nothing about them; `append --no-lock` and `claim-loop
+//! --trust-index` exist only to prove the harness can fail, and `cc-append` is Claude Code's own
+//! append (`claude_code.rs`, which the benchmarks in `bench/` race against too). `frame` sends
+//! what only swarm itself may (lifecycle frames), for tests that play a teammate's runtime.
+//! Not a stable interface.
 
-use std::time::Instant;
+pub mod claude_code;
 
 use super::Context;
-use crate::bench::claude_code;
-use crate::bench::worker::message_text;
 use crate::commands::cli::{DebugAppendArgs, DebugCommand};
 use crate::error::{Error, Result};
 use crate::output;
@@ -20,7 +21,7 @@ use crate::store::fsio;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::tasks::{Task, TaskIndex, TaskList, TaskPatch, TaskStatus};
+use crate::store::tasks::{Task, TaskIndex};
 
 pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
     match cmd {
@@ -31,20 +32,28 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
                 std::thread::park();
             }
         }
-        DebugCommand::Runtime(cmd) => super::debug_runtime::run(ctx, cmd),
         DebugCommand::LeadVerifyKey => {
             let team = ctx.team()?;
             let key = crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)?
                 .ok_or_else(|| Error::usage("a teammate's shell has no lead key"))?;
             output::line(key.verify_key()).map(|()| 0)
         }
+        DebugCommand::Frame { to, from, text } => {
+            super::identity::check_acting_as(from.as_str(), "--from")?;
+            let team = ctx.existing_team()?;
+            let config = crate::store::roster::Roster::new(&ctx.store, &team).load()?;
+            let color = config
+                .member(from.as_str())
+                .map(|m| m.color_or_default().to_string());
+            let message = InboxMessage::new(&from, text).with_color(color);
+            Mailbox::new(&ctx.store, &team).send(&to, message)?;
+            Ok(0)
+        }
         DebugCommand::Append(args) => append(ctx, args).map(|()| 0),
         DebugCommand::CcAppend(args) => cc_append(ctx, args).map(|()| 0),
         DebugCommand::ClaimLoop {
             agent,
             no_busy_check,
-            max,
-            baseline,
             ready,
             step,
             trust_index,
@@ -52,8 +61,6 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             let args = ClaimLoop {
                 agent,
                 no_busy_check,
-                max,
-                baseline,
                 ready,
                 step,
                 trust_index,
@@ -63,12 +70,9 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
     }
 }
 
-fn ack(seq: u64, started: Instant, timings: bool) -> Result<()> {
-    if timings {
-        output::line(format!("{seq} {}", started.elapsed().as_micros()))
-    } else {
-        output::line(seq.to_string())
-    }
+/// The text of message `seq` from `writer`: what the fault tests read back.
+fn message_text(writer: &str, seq: u64) -> String {
+    format!("{writer}:{seq}")
 }
 
 fn append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
@@ -77,15 +81,12 @@ fn append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     let mailbox = Mailbox::new(&ctx.store, &team);
     for seq in args.start..args.start + args.count {
         let message = InboxMessage::new(&AgentName::lead(), message_text(&args.writer, seq));
-        let started = Instant::now();
         if args.no_lock {
             append_without_lock(&ctx.store, &team, to, message)?;
-        } else if args.baseline {
-            mailbox.send_baseline(to, message)?;
         } else {
             mailbox.send(to, message)?;
         }
-        ack(seq, started, args.timings)?;
+        output::line(seq.to_string())?;
     }
     Ok(())
 }
@@ -108,17 +109,14 @@ fn append_without_lock(
 
 fn cc_append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     let team = ctx.existing_team()?;
-    let to = &args.to;
-    let path = ctx.store.inbox_path(&team, to);
+    let path = ctx.store.inbox_path(&team, &args.to);
     for seq in args.start..args.start + args.count {
         let message = InboxMessage::new(&AgentName::lead(), message_text(&args.writer, seq));
-        let started = Instant::now();
         let delivered = claude_code::append(&path, &message)
-            .map_err(Error::io("append (Claude Code baseline) to", &path))?;
-        if delivered {
-            ack(seq, started, args.timings)?;
-        } else {
-            output::line(format!("fail {seq}"))?;
+            .map_err(Error::io("append (Claude Code's way) to", &path))?;
+        match delivered {
+            true => output::line(seq.to_string())?,
+            false => output::line(format!("fail {seq}"))?,
         }
     }
     Ok(())
@@ -128,26 +126,20 @@ fn cc_append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
 struct ClaimLoop {
     agent: AgentName,
     no_busy_check: bool,
-    max: Option<u64>,
-    baseline: bool,
     ready: bool,
     step: bool,
     trust_index: bool,
 }
 
-/// Claims the next available task, prints its id, completes it, and repeats until none is left
-/// (or `max` were claimed): through the task index, or today's path with `--baseline`.
+/// Claims the next available task through the task index, prints its id, completes it, and
+/// repeats until none is left (with `--step`, one claim per line on stdin).
 fn claim_loop(ctx: &Context, args: &ClaimLoop) -> Result<()> {
     let team = ctx.team()?;
     let (who, busy_check) = (&args.agent, !args.no_busy_check);
-    let tasks = TaskList::new(&ctx.store, &team);
-    let mut index = match args.baseline {
-        true => None,
-        false => Some(TaskIndex::open(&ctx.store, &team)?),
-    };
-    let snapshot: Vec<Task> = match (&mut index, args.trust_index) {
-        (Some(index), true) => index.available()?,
-        _ => Vec::new(),
+    let mut index = TaskIndex::open(&ctx.store, &team)?;
+    let snapshot = match args.trust_index {
+        true => index.available()?,
+        false => Vec::new(),
     };
     let mut snapshot = snapshot.into_iter();
     let mut lines = std::io::stdin().lines();
@@ -155,38 +147,22 @@ fn claim_loop(ctx: &Context, args: &ClaimLoop) -> Result<()> {
         output::line("ready")?;
         lines.next();
     }
-    let mut claimed = 0;
-    while args.max.is_none_or(|m| claimed < m) {
+    loop {
         if args.step && lines.next().is_none() {
             break;
         }
         let mut report = |task: &Task| output::line(task.id.to_string());
-        let task = match &mut index {
-            _ if args.trust_index => claim_without_lock(&ctx.store, &team, snapshot.next(), who)?,
-            Some(index) => index.claim_and_complete(who, busy_check, &mut report)?,
-            None => {
-                let task = tasks.claim_next(who, busy_check)?;
-                if let Some(task) = &task {
-                    report(task)?;
-                    tasks.update(&task.id, completed())?;
-                }
-                task
-            }
+        let task = match args.trust_index {
+            true => claim_without_lock(&ctx.store, &team, snapshot.next(), who)?,
+            false => index.claim_and_complete(who, busy_check, &mut report)?,
         };
         match task {
-            Some(_) => claimed += 1,
+            Some(_) => {}
             None if args.step => output::line("none")?,
             None => break,
         }
     }
     Ok(())
-}
-
-fn completed() -> TaskPatch {
-    TaskPatch {
-        status: Some(TaskStatus::Completed),
-        ..TaskPatch::default()
-    }
 }
 
 /// The negative control: `task` as the index saw it at the start, written claimed and completed
@@ -201,7 +177,7 @@ fn claim_without_lock(
         return Ok(None);
     };
     task.owner = Some(who.to_string());
-    task.status = TaskStatus::Completed;
+    task.status = crate::store::tasks::TaskStatus::Completed;
     output::line(task.id.to_string())?;
     fsio::write_json(&store.task_path(team, &task.id), &task)?;
     Ok(Some(task))

@@ -213,7 +213,7 @@ fn clear_previous(store: &Store, team: &TeamName) -> Result<()> {
     }
     let config = roster.load()?;
     for m in config.teammates().filter(|m| !m.retired()) {
-        if !lifecycle::member_health(store, team, m)?.dead {
+        if !lifecycle::member_health(store, team, m)?.runs.ended() {
             return Err(Error::usage(format!(
                 "team {team} is still running ({} is alive); stop it with `swarm down --root {} --team {team}` or pick another --team",
                 m.name,

@@ -192,7 +192,12 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
         output::line(format!("  argv  {}", display_argv(&c.argv)))
     };
     if let Some(lead) = &doc.lead {
-        show("lead console (first pane)".into(), lead)?;
+        let title = if doc.backend == BackendKind::InProcess {
+            "lead agent (a child of the launcher, its console on this terminal)"
+        } else {
+            "lead console (first pane)"
+        };
+        show(title.into(), lead)?;
     }
     for t in &doc.teammates {
         let again = if t.again { ", started again" } else { "" };

@@ -2,7 +2,9 @@
 //!
 //! They let a person or a script talk to a team the way teammates do, by writing to and reading
 //! from inbox files; `inbox --follow` keeps printing as messages arrive, and `--mark-read` marks
-//! only what was printed, by `msg_id`.
+//! only what was printed, by `msg_id`. `send` refuses lifecycle frames as text (idle, task
+//! completed, teammate terminated), as Claude Code's SendMessage does: only the process that
+//! lived through the event reports it.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -16,7 +18,7 @@ use crate::output;
 use crate::output::terminal::{visible, visible_lines};
 use crate::store::mailbox::{InboxMessage, Mailbox, MAX_MESSAGE_BYTES};
 use crate::store::names::AgentName;
-use crate::store::protocol::Payload;
+use crate::store::protocol::{lifecycle_frame, Payload};
 use crate::store::roster::Roster;
 use crate::store::watcher::DirWatcher;
 
@@ -37,6 +39,14 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
     };
     if text.trim().is_empty() {
         return Err(Error::usage("the message is empty; say something"));
+    }
+    if let Some(frame) = lifecycle_frame(&text) {
+        return Err(Error::usage(format!(
+            "refusing to send a {frame} frame as message text: message text must not be a \
+             teammate lifecycle frame (idle_notification, task_completed, teammate_terminated), \
+             which only swarm's runtime sends, for what it lived through; send plain text \
+             instead"
+        )));
     }
     // The roster is read once: it says the team exists, who the sender is and that the
     // recipient is a member (a cold `swarm send` is mostly start-up; see BENCHMARKS.md).
@@ -134,7 +144,11 @@ fn print_message(json: bool, m: &InboxMessage) -> Result<()> {
     }
     let mark = if m.read { " " } else { "*" };
     let body = match m.payload() {
-        Payload::Protocol(p) => format!("[{}] {}", p.type_name(), m.text),
+        Payload::Protocol(p) => format!(
+            "[{}] {}",
+            p.type_name(),
+            p.describe().unwrap_or_else(|| m.text.clone())
+        ),
         Payload::Text(t) => t,
     };
     // Everything here came from a file any member can write: make control characters visible.

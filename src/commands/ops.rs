@@ -17,73 +17,65 @@ use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneStat
 use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
 use crate::lifecycle::{
-    self, Health, LeadHealth, ShutdownOptions, ShutdownOutcome, ShutdownResult, Verdict,
+    self, Health, MemberState, ShutdownOptions, ShutdownOutcome, ShutdownResult,
 };
 use crate::output;
 use crate::output::terminal::visible;
-use crate::store::liveness::Liveness;
 use crate::store::mailbox::Mailbox;
+use crate::store::memory::TeamMemory;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::permissions::Permissions;
-use crate::store::roster::{Member, Roster, CLAUDE_LEAD_PANE};
-use crate::store::tasks::{TaskList, TaskStatus};
+use crate::store::requests::{self, Kind, Request};
+use crate::store::roster::{Member, Roster};
+use crate::store::tasks::{Task, TaskList};
 
 pub(crate) fn status(ctx: &Context) -> Result<()> {
     let team = ctx.existing_team()?;
     let config = Roster::new(&ctx.store, &team).load()?;
     let tasks = TaskList::new(&ctx.store, &team).list()?;
     let mailbox = Mailbox::new(&ctx.store, &team);
-    let mut rows = Vec::new();
-    let mut states = Vec::new();
     let lead = config.lead_process().map(|p| lifecycle::lead_health(&p));
     let led_by_claude = config.led_by_claude();
-    for m in &config.members {
-        // A lead without a pane of its own (swarm's in a shell, Claude Code's `leader`) has no
-        // health to ask for; a Claude lead's process is judged below from `leadProcess`.
-        let paneless_lead = m.tmux_pane_id.is_empty() || m.tmux_pane_id == CLAUDE_LEAD_PANE;
-        let (health, error) = if m.is_lead() && paneless_lead {
-            (None, None)
-        } else {
-            match lifecycle::member_health(&ctx.store, &team, m) {
-                Ok(h) => (Some(h), None),
-                Err(e) => (None, Some(e.to_string())),
+    // Each member judged once; the table and `--json` both render these.
+    let rows: Vec<Row> = config
+        .members
+        .iter()
+        .map(|m| {
+            let (health, state) = lifecycle::judge(&ctx.store, &team, &config, m, &tasks);
+            let unread = mailbox.read(&m.name, true).map(|v| v.len()).unwrap_or(0);
+            Row {
+                member: m,
+                health,
+                state,
+                task: lifecycle::current_task(&tasks, m.name.as_str()),
+                unread,
             }
-        };
-        let task = tasks.iter().find(|t| {
-            t.owner.as_deref() == Some(m.name.as_str()) && t.status == TaskStatus::InProgress
-        });
-        let unread = mailbox.read(&m.name, true).map(|v| v.len()).unwrap_or(0);
-        rows.push(json!({
-            "name": m.name,
-            "color": m.color_or_default(),
-            "agent": m.agent_label(),
-            "backend": m.backend_type,
-            "paneId": m.tmux_pane_id,
-            "state": health.map(|h| h.verdict),
-            "busy": m.is_active,
-            "retired": m.retired(),
-            "liveness": health.map(|h| h.liveness),
-            "pane": health.map(|h| h.pane),
-            "dead": health.map(|h| h.dead),
-            "error": error,
-            "task": task.map(|t| json!({"id": t.id, "subject": t.subject})),
-            "unread": unread,
-            "worktree": m.extra.get(crate::lifecycle::worktree::FIELD).and_then(|w| w.get("path")),
-        }));
-        states.push(describe_state(m, health, error.as_deref(), lead.as_ref()));
-    }
-    let pending = Permissions::new(&ctx.store, &team).pending()?;
+        })
+        .collect();
+    let (pending, plans): (Vec<Request>, Vec<Request>) = requests::pending(&ctx.store, &team)?
+        .into_iter()
+        .partition(|r| r.kind() == Kind::Permission);
     let quarantined = quarantined(&ctx.store, &team);
+    // A memory that cannot be read is said, not a reason to fail the whole status.
+    let memory = TeamMemory::of_team(&ctx.store, &config).map(|m| {
+        let figures = m.figures().map_err(|e| e.to_string());
+        (m, figures)
+    });
     if ctx.json {
         return output::json(&json!({
             "team": team.as_str(),
             "description": config.description,
-            "members": rows,
+            "members": rows.iter().map(Row::json).collect::<Vec<_>>(),
             "ledByClaude": led_by_claude,
             "leadProcess": lead,
             "pendingPermissions": pending,
+            "pendingPlans": plans,
             "quarantined": quarantined,
+            "memory": memory.as_ref().map(|(m, f)| match f {
+                Ok(f) => json!({"dir": m.dir(), "topics": f.topics,
+                    "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
+                Err(e) => json!({"dir": m.dir(), "error": e}),
+            }),
         }));
     }
     output::line(format!("team {}  {}", team, visible(&config.description)))?;
@@ -91,17 +83,8 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         "NAME", "COLOR", "BACKEND", "PANE", "STATE", "UNREAD", "TASK",
     ]
     .map(String::from)];
-    for ((m, row), state) in config.members.iter().zip(&rows).zip(&states) {
-        let task = row["task"]
-            .as_object()
-            .map(|t| {
-                format!(
-                    "#{} {}",
-                    visible(t["id"].as_str().unwrap_or_default()),
-                    visible(t["subject"].as_str().unwrap_or_default())
-                )
-            })
-            .unwrap_or_else(|| "-".into());
+    for r in &rows {
+        let m = r.member;
         table.push([
             visible(m.name.as_str()).into_owned(),
             visible(m.color_or_default()).into_owned(),
@@ -111,9 +94,11 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             } else {
                 visible(&m.tmux_pane_id).into_owned()
             },
-            visible(state).into_owned(),
-            row["unread"].as_u64().unwrap_or_default().to_string(),
-            task,
+            visible(&r.state.to_string()).into_owned(),
+            r.unread.to_string(),
+            r.task
+                .map(|t| format!("#{} {}", t.id, visible(&t.subject)))
+                .unwrap_or_else(|| "-".into()),
         ]);
     }
     // Columns as wide as their widest cell, so `in-process` rows line up with tmux ones.
@@ -143,20 +128,35 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             w5 = widths[5],
         ))?;
     }
+    if let Some(lead) = &lead {
+        output::line(format!(
+            "lead process: pid {} ({})",
+            lead.pid,
+            visible(&lead.why)
+        ))?;
+    }
     if led_by_claude {
         output::line(lifecycle::claude_led_notice(&team))?;
     }
-    if pending.is_empty() {
-        output::line("pending permissions: none")?;
-    } else {
-        output::line(format!("pending permissions: {}", pending.len()))?;
-        for p in &pending {
+    if let Some((_, figures)) = &memory {
+        let text = match figures {
+            Ok(f) => f.text(),
+            Err(e) => format!("unreadable: {e}"),
+        };
+        output::line(format!("team memory: {}", visible(&text)))?;
+    }
+    for (title, waiting) in [("pending permissions", &pending), ("pending plans", &plans)] {
+        if waiting.is_empty() {
+            output::line(format!("{title}: none"))?;
+            continue;
+        }
+        output::line(format!("{title}: {}", waiting.len()))?;
+        for r in waiting {
             output::line(format!(
-                "  {} {} {} {}",
-                visible(&p.id),
-                visible(&p.worker_name),
-                visible(&p.tool_name),
-                visible(&p.description)
+                "  {} {} {}",
+                visible(r.id()),
+                visible(r.from()),
+                visible(&r.what())
             ))?;
         }
     }
@@ -169,58 +169,38 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     Ok(())
 }
 
-fn describe_state(
-    m: &Member,
+/// One member as `swarm status` shows it.
+struct Row<'a> {
+    member: &'a Member,
+    /// What its lock and pane said (`None` for a lead with no pane, or when probing failed).
     health: Option<Health>,
-    error: Option<&str>,
-    lead: Option<&LeadHealth>,
-) -> String {
-    if let Some(e) = error {
-        return format!("unknown ({})", crate::store::protocol::truncate(e, 40));
-    }
-    let Some(h) = health else {
-        return match (m.is_lead(), lead) {
-            (true, Some(p)) => format!("lead, {} (pid {})", verdict_text(p.verdict), p.pid),
-            (true, None) => "lead".into(),
-            (false, _) => "unknown".into(),
-        };
-    };
-    let pane_text = match h.pane {
-        p @ PaneState::Dead { .. } => p.to_string(),
-        PaneState::Gone => "dead (pane gone)".into(),
-        PaneState::Alive { .. } => "alive".into(),
-        PaneState::Unknown => match h.liveness {
-            Liveness::Alive => "alive".into(),
-            Liveness::Dead => "dead".into(),
-            Liveness::Unknown => "unknown".into(),
-        },
-    };
-    let pane_text = if h.dead && !pane_text.starts_with("dead") {
-        format!("dead ({pane_text})")
-    } else {
-        pane_text
-    };
-    if m.is_lead() {
-        format!("lead, {pane_text}")
-    } else if m.retired() && h.pane == PaneState::Gone {
-        // Shut down cleanly: its pane was closed on purpose.
-        "stopped".into()
-    } else if m.retired() {
-        format!("inactive, {pane_text}")
-    } else {
-        // Busy or idle is Claude Code's `isActive`; it says nothing about a dead member.
-        match m.busy_text().filter(|_| !h.dead) {
-            Some(busy) => format!("{pane_text}, {busy}"),
-            None => pane_text,
-        }
-    }
+    state: MemberState,
+    task: Option<&'a Task>,
+    unread: usize,
 }
 
-fn verdict_text(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Alive => "alive",
-        Verdict::Dead => "dead",
-        Verdict::Unknown => "unknown",
+impl Row<'_> {
+    fn json(&self) -> serde_json::Value {
+        let m = self.member;
+        let mut row = json!({
+            "name": m.name,
+            "color": m.color_or_default(),
+            "agent": m.agent_label(),
+            "backend": m.backend_type,
+            "paneId": m.tmux_pane_id,
+            "retired": m.retired(),
+            "liveness": self.health.as_ref().map(|h| h.liveness),
+            "pane": self.health.as_ref().map(|h| h.pane),
+            "task": self.task.map(|t| json!({"id": t.id, "subject": t.subject})),
+            "unread": self.unread,
+            "worktree": m.extra.get(crate::lifecycle::worktree::FIELD).and_then(|w| w.get("path")),
+        });
+        if let (Some(row), serde_json::Value::Object(state)) =
+            (row.as_object_mut(), self.state.json())
+        {
+            row.extend(state);
+        }
+        row
     }
 }
 
@@ -442,8 +422,9 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
              it), so it neither signals it nor marks it stopped; stop it from its own lead"
         )));
     }
-    let health = lifecycle::member_health(&ctx.store, &team, &m)?;
-    let was_running = lifecycle::census::running(&health);
+    let was_running = lifecycle::member_health(&ctx.store, &team, &m)?
+        .runs
+        .running();
     let killed = lifecycle::kill_member(&ctx.store, &team, &m)?;
     let released = lifecycle::retire_member(&ctx.store, &team, &who, "killed with swarm kill")?;
     let current = Roster::new(&ctx.store, &team).require_member(who.as_str())?;

@@ -1,8 +1,11 @@
-//! `swarm permission request|list|approve|deny|wait`
+//! `swarm permission request|list|approve|deny|wait`: requests waiting on the lead, permission
+//! or plan, from a shell.
 //!
-//! `request --wait` and `wait` exit 0 when approved, 1 when denied and 2 on timeout, so a hook
-//! script can branch on the code alone. Requests are printed with their control characters
-//! made visible: the requester wrote every field.
+//! It presents what `store::requests` lists and decides nothing itself: `approve` and `deny`
+//! hand the verdict to `requests::decide`, as the console and the dashboard do. `request --wait`
+//! and `wait` exit 0 when approved, 1 when rejected and 2 on timeout, so a hook script can branch
+//! on the code alone. Requests are printed with their control characters made visible: the
+//! requester wrote every field.
 
 use std::time::{Duration, Instant};
 
@@ -13,13 +16,12 @@ use crate::commands::cli::PermissionCommand;
 use crate::error::{Error, Result};
 use crate::output;
 use crate::output::terminal::visible;
-use crate::store::names::TeamName;
-use crate::store::permissions::{Ask, Decision, PermissionRecord, Permissions};
+use crate::store::names::{AgentName, TeamName};
+use crate::store::requests::{self, Ask, Decider, Permissions, Request, Verdict};
 use crate::store::roster::Roster;
 
 pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
     let team = ctx.existing_team()?;
-    let perms = Permissions::new(&ctx.store, &team);
     match cmd {
         PermissionCommand::Request {
             tool,
@@ -32,7 +34,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
         } => {
             super::identity::check_acting_as(from.as_str(), "--from")?;
             let input = json_arg("--input", &input)?;
-            let record = perms.request(
+            let record = Permissions::new(&ctx.store, &team).request(
                 &from,
                 Ask {
                     tool_name: tool,
@@ -41,27 +43,32 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
                     input,
                 },
             )?;
+            let record = Request::Permission(Box::new(record));
             if !wait {
-                print_record(ctx, &record)?;
+                print_request(ctx, &record)?;
                 return Ok(0);
             }
             if !ctx.json {
-                eprintln!("swarm: waiting for the lead to decide {}", record.id);
+                eprintln!("swarm: waiting for the lead to decide {}", record.id());
             }
-            wait_and_report(ctx, &perms, &record.id, timeout)
+            wait_and_report(ctx, &team, record.id(), timeout)
         }
         PermissionCommand::List { all } => {
-            let mut records = perms.pending()?;
+            let mut shown = requests::pending(&ctx.store, &team)?;
             if all {
-                records.extend(perms.resolved()?);
+                shown.extend(
+                    requests::resolved(&ctx.store, &team)?
+                        .into_iter()
+                        .map(|d| d.request().clone()),
+                );
             }
             if ctx.json {
-                output::json(&records)?;
-            } else if records.is_empty() {
-                output::line("no pending permission requests")?;
+                output::json(&shown)?;
+            } else if shown.is_empty() {
+                output::line("no permission or plan requests waiting for the lead")?;
             } else {
-                for r in &records {
-                    print_record(ctx, r)?;
+                for r in &shown {
+                    print_request(ctx, r)?;
                 }
             }
             Ok(0)
@@ -73,40 +80,36 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
             accept_suggestions,
             by,
         } => {
-            super::identity::require_lead("approve permission requests")?;
-            refuse_if_led_by_claude(ctx, &team)?;
             let updated_input = updated_input
                 .map(|u| json_arg("--updated-input", &u))
                 .transpose()?;
-            let record = perms.resolve(
-                &id,
-                Decision {
-                    approve: true,
-                    feedback,
-                    updated_input,
-                    accept_suggestions,
-                    resolved_by: by.to_string(),
-                },
-            )?;
-            print_record(ctx, &record).map(|()| 0)
+            let verdict = Verdict {
+                approve: true,
+                feedback,
+                updated_input,
+                accept_suggestions,
+            };
+            decide(ctx, &team, &id, verdict, by)
         }
         PermissionCommand::Deny { id, feedback, by } => {
-            super::identity::require_lead("deny permission requests")?;
-            refuse_if_led_by_claude(ctx, &team)?;
-            let record = perms.resolve(
-                &id,
-                Decision {
-                    approve: false,
-                    feedback,
-                    updated_input: None,
-                    accept_suggestions: false,
-                    resolved_by: by.to_string(),
-                },
-            )?;
-            print_record(ctx, &record).map(|()| 0)
+            decide(ctx, &team, &id, Verdict::new(false, feedback), by)
         }
-        PermissionCommand::Wait { id, timeout } => wait_and_report(ctx, &perms, &id, timeout),
+        PermissionCommand::Wait { id, timeout } => wait_and_report(ctx, &team, &id, timeout),
     }
+}
+
+fn decide(
+    ctx: &Context,
+    team: &TeamName,
+    id: &str,
+    verdict: Verdict,
+    by: AgentName,
+) -> Result<i32> {
+    super::identity::require_lead("decide permission and plan requests")?;
+    refuse_if_led_by_claude(ctx, team)?;
+    let request = requests::lookup(&ctx.store, team, id)?;
+    let decided = requests::decide(&ctx.store, team, &request, verdict, &Decider::named(by))?;
+    print_request(ctx, decided.request()).map(|()| 0)
 }
 
 /// A team a Claude Code lead made trusts only that lead's key, so an answer swarm signs would be
@@ -118,12 +121,12 @@ fn refuse_if_led_by_claude(ctx: &Context, team: &TeamName) -> Result<()> {
     Ok(())
 }
 
-fn wait_and_report(ctx: &Context, perms: &Permissions, id: &str, timeout: u64) -> Result<i32> {
+fn wait_and_report(ctx: &Context, team: &TeamName, id: &str, timeout: u64) -> Result<i32> {
     let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_secs(timeout));
-    match perms.wait(id, deadline)? {
-        Some(record) => {
-            print_record(ctx, &record)?;
-            Ok(if record.approved() { 0 } else { 1 })
+    match requests::wait(&ctx.store, team, id, deadline)? {
+        Some(decided) => {
+            print_request(ctx, decided.request())?;
+            Ok(if decided.approved() { 0 } else { 1 })
         }
         None => {
             if ctx.json {
@@ -136,22 +139,35 @@ fn wait_and_report(ctx: &Context, perms: &Permissions, id: &str, timeout: u64) -
     }
 }
 
-fn print_record(ctx: &Context, r: &PermissionRecord) -> Result<()> {
+/// One line a request: `ID  STATUS  NAME wants TOOL: DESCRIPTION INPUT - FEEDBACK`, or
+/// `... NAME submitted a plan (PATH): FIRST LINE`; with `--json`, its record.
+fn print_request(ctx: &Context, r: &Request) -> Result<()> {
     if ctx.json {
         return output::json(r);
     }
     let feedback = r
+        .resolution()
         .feedback
         .as_deref()
         .map(|f| format!(" - {}", visible(f)))
         .unwrap_or_default();
+    let what = match r {
+        Request::Permission(p) => format!(
+            "wants {}: {} {}",
+            visible(&p.tool_name),
+            visible(&p.description),
+            visible(&p.input.to_string())
+        ),
+        Request::Plan(p) => format!(
+            "submitted a plan ({}): {}",
+            visible(&p.plan_file_path),
+            visible(p.first_line())
+        ),
+    };
     output::line(format!(
-        "{}  {:<8} {} wants {}: {} {}{feedback}",
-        visible(&r.id),
-        visible(&r.status),
-        visible(&r.worker_name),
-        visible(&r.tool_name),
-        visible(&r.description),
-        visible(&r.input.to_string())
+        "{}  {:<8} {} {what}{feedback}",
+        visible(r.id()),
+        visible(&r.resolution().status),
+        visible(r.from()),
     ))
 }

@@ -1,8 +1,8 @@
 //! `swarm prune`: cleaning up after teams that stopped without saying so.
 //!
-//! Across every team under the root, a teammate that is not running (its pane, process and
-//! liveness lock say so: `lifecycle::census`) but is still marked active, or still owns an
-//! unfinished task, is retired: marked inactive, its tasks back to pending, the lead told. Teams
+//! Across every team under the root, a teammate whose state (`lifecycle::state`) is dead (not
+//! running, by its pane, process and liveness lock, and not retired), or stopped but still
+//! owning an unfinished task, is retired: marked inactive, its tasks back to pending, the lead told. Teams
 //! named on the command line, and with `--older-than` teams with nothing running whose files
 //! have not changed for that long, are deleted with their tasks (and their leftover panes
 //! closed). The plan is printed and confirmed first unless `--yes`; without a terminal to ask
@@ -17,11 +17,11 @@ use serde_json::json;
 use super::Context;
 use crate::commands::cli::PruneArgs;
 use crate::error::{Error, Result};
-use crate::lifecycle;
+use crate::lifecycle::{self, MemberState};
 use crate::output;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::{list_teams, Roster};
-use crate::store::tasks::{TaskList, TaskStatus};
+use crate::store::tasks::TaskList;
 
 /// What prune will do.
 #[derive(Debug, Default)]
@@ -75,10 +75,16 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         }
         let tasks = TaskList::new(&ctx.store, team).list().unwrap_or_default();
         for m in config.teammates() {
-            let owns_work = tasks.iter().any(|t| {
-                t.owner.as_deref() == Some(m.name.as_str()) && t.status != TaskStatus::Completed
-            });
-            if (!m.retired() || owns_work) && !lifecycle::member_running(&ctx.store, team, m) {
+            // Dead (not running, not retired), or stopped but still owning work; never one
+            // whose state nobody can tell.
+            let state = lifecycle::member_state(&ctx.store, team, &config, m, &tasks);
+            let owns_work = tasks.iter().any(|t| t.unfinished_by(m.name.as_str()));
+            let retire = match state {
+                MemberState::Dead(_) => true,
+                MemberState::Stopped(_) => owns_work,
+                _ => false,
+            };
+            if retire {
                 plan.retire.push((team.clone(), m.name.clone()));
             }
         }

@@ -13,7 +13,7 @@ use crate::output;
 use crate::output::terminal::visible;
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::roster::Roster;
-use crate::store::tasks::{NewTask, Task, TaskList, TaskPatch, TaskStatus};
+use crate::store::tasks::{NewTask, Task, TaskIndex, TaskList, TaskPatch, TaskStatus};
 
 pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
     let team = ctx.team()?;
@@ -161,7 +161,9 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
                 require_member(ctx, &team, n)?;
             }
             let next = match (claim, name) {
-                (true, Some(n)) => tasks.claim_next(&n, true)?,
+                (true, Some(n)) => {
+                    TaskIndex::open_by_stat(&ctx.store, &team)?.claim_next(&n, true)?
+                }
                 _ => tasks.available()?.into_iter().next(),
             };
             match next {

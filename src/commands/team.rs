@@ -13,7 +13,6 @@ use serde_json::json;
 use super::Context;
 use crate::commands::cli::TeamCommand;
 use crate::error::{Error, Result};
-use crate::lifecycle::census::Presence;
 use crate::lifecycle::{self, Census, ShutdownOptions, ShutdownOutcome, ShutdownResult};
 use crate::output;
 use crate::output::terminal::visible;
@@ -86,18 +85,8 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             ))?;
             let tasks = TaskList::new(&ctx.store, &team).list().unwrap_or_default();
             for m in &config.members {
-                // What runs, from panes, pids and liveness locks, not the roster's flag.
-                let state = if m.is_lead() {
-                    "lead"
-                } else {
-                    match lifecycle::census::presence(&ctx.store, &team, m, &tasks) {
-                        Presence::Busy => "busy",
-                        Presence::Idle => "idle",
-                        Presence::Unknown => "unknown",
-                        Presence::Dead if m.retired() => "stopped",
-                        Presence::Dead => "dead",
-                    }
-                };
+                // The word every view uses (`lifecycle::state`), not the roster's `isActive`.
+                let state = lifecycle::member_state(&ctx.store, &team, &config, m, &tasks).word();
                 output::line(format!(
                     "  {:<20} {:<8} {:<9} {:<10} pane {}",
                     visible(m.name.as_str()),

@@ -15,7 +15,7 @@ use crate::commands::cli::{BuiltinAgent, HookCommand, TeammateArgs};
 use crate::error::{Error, Result};
 use crate::output;
 use crate::store::names::{AgentName, TeamName};
-use crate::store::permissions::{Ask, Permissions};
+use crate::store::requests::{self, Ask, Permissions, Request};
 use crate::store::roster::Roster;
 use crate::teammate::{self, Agent, Config};
 
@@ -162,7 +162,7 @@ fn ask_lead(ctx: &Context, team: &TeamName, from: &str, ask: Ask, timeout: u64) 
         record.tool_name, record.id
     );
     let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_secs(timeout));
-    let Some(done) = perms.wait(&record.id, deadline)? else {
+    let Some(done) = requests::wait(&ctx.store, team, &record.id, deadline)? else {
         return Ok(decision(
             "deny",
             format!(
@@ -172,17 +172,20 @@ fn ask_lead(ctx: &Context, team: &TeamName, from: &str, ask: Ask, timeout: u64) 
             None,
         ));
     };
-    let by = done.resolved_by.as_deref().unwrap_or("team-lead");
     let feedback = done
+        .request()
+        .resolution()
         .feedback
         .as_deref()
         .map(|f| format!(": {f}"))
         .unwrap_or_default();
-    Ok(if done.approved() {
-        let updated = done.updated_input.filter(|u| *u != original);
-        decision("allow", format!("approved by {by}{feedback}"), updated)
-    } else {
-        decision("deny", format!("denied by {by}{feedback}"), None)
+    let reason = format!("{} by {}{feedback}", done.word(), done.by());
+    Ok(match done.request() {
+        Request::Permission(r) if done.approved() => {
+            let updated = r.updated_input.clone().filter(|u| *u != original);
+            decision("allow", reason, updated)
+        }
+        _ => decision("deny", reason, None),
     })
 }
 

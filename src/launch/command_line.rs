@@ -217,8 +217,15 @@ pub(super) fn layer_env(
     env
 }
 
-/// The lead console in the first tmux pane: `<swarm exe> lead --team T`.
-pub(super) fn lead(swarm_exe: &Path, root: &Path, team: &TeamName, cwd: PathBuf) -> Launch {
+/// The lead console in the first tmux pane, or an in-process agent lead's runtime:
+/// `<swarm exe> lead --team T`.
+pub(super) fn lead(
+    swarm_exe: &Path,
+    root: &Path,
+    team: &TeamName,
+    cwd: PathBuf,
+    backend: BackendKind,
+) -> Launch {
     Launch {
         argv: vec![
             swarm_exe.display().to_string(),
@@ -231,7 +238,7 @@ pub(super) fn lead(swarm_exe: &Path, root: &Path, team: &TeamName, cwd: PathBuf)
             ("SWARM_TEAM".into(), team.to_string()),
             ("SWARM_AGENT_NAME".into(), LEAD.into()),
             ("SWARM_AGENT_ID".into(), format!("{LEAD}@{team}")),
-            ("SWARM_BACKEND".into(), BackendKind::Tmux.as_str().into()),
+            ("SWARM_BACKEND".into(), backend.as_str().into()),
         ],
         cwd,
         log: None,

@@ -1,26 +1,27 @@
 //! The lead pane of a tmux launch: the lead console (`swarm lead`), or, with `--lead AGENT`,
-//! the lead agent's runtime (`swarm lead ... -- AGENT`) with its goal.
+//! the lead agent's runtime (`swarm lead ... -- AGENT`) with its goal. In-process, the lead
+//! agent's runtime is a child of the launcher instead, its console on the launcher's terminal.
 
 use std::path::{Path, PathBuf};
 
 use super::command_line;
 use super::program::{resolve_claude, resolve_program};
 use super::{AgentKind, LaunchOptions, LeadPlan};
-use crate::backend::Launch;
+use crate::backend::{BackendKind, Launch};
 use crate::error::{Error, Result};
 use crate::store::names::TeamName;
 
-/// The lead pane's command when the launch gives it one (`wants_pane`), and the lead agent's
-/// goal when the plan has a lead agent.
+/// The lead pane's (or in-process lead child's) command when the launch gives it one (`pane`:
+/// the backend it runs on), and the lead agent's goal when the plan has a lead agent.
 pub(super) fn lead_pane(
-    wants_pane: bool,
+    pane: Option<BackendKind>,
     plan: Option<&LeadPlan>,
     opts: &LaunchOptions,
     root: &Path,
     team: &TeamName,
     cwd: PathBuf,
 ) -> Result<(Option<Launch>, Option<String>)> {
-    let mut lead = wants_pane.then(|| command_line::lead(&opts.swarm_exe, root, team, cwd));
+    let mut lead = pane.map(|kind| command_line::lead(&opts.swarm_exe, root, team, cwd, kind));
     let goal = match plan {
         Some(l) => Some(lead_agent(l, lead.as_mut(), opts)?),
         None => None,
@@ -29,12 +30,14 @@ pub(super) fn lead_pane(
 }
 
 /// Makes the lead pane run the lead agent's runtime (`swarm lead ... -- AGENT`); returns the
-/// goal. The agent runs in the lead pane, so it needs one: a new team in tmux.
+/// goal. The agent runs in the lead pane, or in-process as a child of the launcher, so it needs
+/// one: a new team, in tmux with a lead pane, or in-process.
 fn lead_agent(l: &LeadPlan, lead: Option<&mut Launch>, opts: &LaunchOptions) -> Result<String> {
     let Some(lead) = lead else {
         return Err(Error::usage(
-            "an agent lead runs in the lead pane of a new team in tmux: use the tmux backend, \
-             without --split or --no-lead-pane, and a team name not in use",
+            "an agent lead runs in the lead pane of a new team in tmux, or in-process beside \
+             its teammates: use the tmux backend without --split or --no-lead-pane, or \
+             --backend in-process, and a team name not in use",
         ));
     };
     if l.goal.trim().is_empty() {

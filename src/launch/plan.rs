@@ -36,7 +36,8 @@ impl AgentKind {
     pub(crate) fn from_words(words: Vec<String>) -> Result<AgentKind> {
         match words.as_slice() {
             [] => Err(Error::usage(
-                "the agent is empty; use claude, shell or a command such as \"codex --full-auto\"",
+                "the agent is empty; use claude, shell or a command such as \
+                 \"codex exec -s workspace-write\"",
             )),
             [one] if one == "claude" => Ok(AgentKind::Claude),
             [one] if one == "shell" => Ok(AgentKind::Shell),

@@ -155,8 +155,12 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         && opts.lead_pane
         && !opts.split
         && (existing.is_none() || previous_lead.is_some());
+    // In-process, an agent lead runs as one more child of the launcher, its console on the
+    // launcher's terminal.
+    let lead_child =
+        backend.kind == BackendKind::InProcess && plan.lead.is_some() && existing.is_none();
     let (lead, lead_goal) = super::lead_pane::lead_pane(
-        wants_pane,
+        (wants_pane || lead_child).then_some(backend.kind),
         plan.lead.as_ref(),
         opts,
         &shared.root,

@@ -13,7 +13,9 @@
 //!
 //! A teammate started again (`swarm up`, `swarm restart`: on the roster, not running) keeps its
 //! entry and inbox: its old pane or process is closed and the entry replaced instead of added,
-//! it gets no first message, and a rollback only marks it not running. Tasks are seeded once:
+//! it gets no first message, the lead entries it never read are signed afresh (a claude
+//! teammate believes none more than 120 s older than its start; `store/mailbox/restamp.rs`),
+//! and a rollback only marks it not running. Tasks are seeded once:
 //! one whose key is already in the list is not created again.
 
 use std::collections::HashMap;
@@ -26,6 +28,7 @@ use crate::backend::pane::{NewPane, Opened, Started};
 use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec};
 use crate::error::{Error, Result};
 use crate::store::colour::LEAD_COLOR;
+use crate::store::lead_key::LeadKey;
 use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, LEAD};
@@ -98,8 +101,12 @@ impl Prepared {
                 return Err(e);
             }
         };
-        if let Some(pane) = &lead_pane {
-            progress(&format!("lead console in pane {pane}"));
+        match &lead_pane {
+            Some(_) if backend.kind() == BackendKind::InProcess => {
+                progress("lead agent started here: its console is on this terminal")
+            }
+            Some(pane) => progress(&format!("lead console in pane {pane}")),
+            None => {}
         }
         for (t, done) in self.teammates.iter().zip(&launched) {
             progress(&self.spawned_line(t, done));
@@ -176,6 +183,12 @@ impl Prepared {
                         .with_color(Some(LEAD_COLOR.into()));
                     mailbox.send(&t.name, message)?;
                 }
+                // Started again, it must still believe what the lead sent it and it never read.
+                if t.previous.is_some() {
+                    if let Some(key) = LeadKey::for_caller(store, &self.team)? {
+                        mailbox.restamp_for_restart(&t.name, &key)?;
+                    }
+                }
                 Ok::<_, Error>(())
             })();
             if let Err(e) = step {
@@ -218,10 +231,13 @@ impl Prepared {
             panes: mut opened,
             error,
         } = backend.open_started(&panes);
-        let lead_pane = match self.lead {
-            Some(_) if opened.is_empty() => None,
-            Some(_) => Some(opened.remove(0).0),
-            None => None,
+        let (lead_pane, lead_pid) = match self.lead {
+            Some(_) if opened.is_empty() => (None, None),
+            Some(_) => {
+                let (pane, started) = opened.remove(0);
+                (Some(pane), started.pid)
+            }
+            None => (None, None),
         };
         if opened.is_empty() {
             if let Some(pane) = &lead_pane {
@@ -235,7 +251,8 @@ impl Prepared {
             .zip(&opened)
             .map(|(t, (pane, started))| launched(t, pane, started))
             .collect();
-        if let Err(e) = self.record(store, backend, lead_pane.as_ref(), &launched) {
+        let lead = lead_pane.as_ref().map(|pane| (pane, lead_pid));
+        if let Err(e) = self.record(store, backend, lead, &launched) {
             for (pane, _) in &opened {
                 let _ = backend.kill(pane);
             }
@@ -247,22 +264,25 @@ impl Prepared {
         Ok((lead_pane, launched, error))
     }
 
-    /// One roster write for every pane opened: the lead's pane and colour, each teammate's
-    /// pane, process and backend fields.
+    /// One roster write for every pane opened: the lead's pane, colour and process (an
+    /// in-process lead agent's), each teammate's pane, process and backend fields.
     fn record(
         &self,
         store: &Store,
         backend: &dyn PaneBackend,
-        lead_pane: Option<&PaneId>,
+        lead: Option<(&PaneId, Option<u32>)>,
         launched: &[LaunchedTeammate],
     ) -> Result<()> {
         let extra = backend.member_extra();
         Roster::new(store, &self.team).update(|config| {
-            if let Some(pane) = lead_pane {
+            if let Some((pane, pid)) = lead {
                 if let Some(m) = config.member_mut(LEAD) {
                     m.tmux_pane_id = pane.to_string();
                     m.color = Some(LEAD_COLOR.into());
                     m.extra.extend(extra.clone());
+                    if let Some(pid) = pid {
+                        crate::process::pid::record_pid(m, pid);
+                    }
                 }
             }
             for done in launched {

@@ -1,11 +1,13 @@
 //! The in-process supervisor: the launcher staying in the foreground with its teammates.
 //!
 //! `swarm launch` with the in-process backend hands its children here. The supervisor reports
-//! each exit, records it in the roster, retires the member and finishes its worktree. On SIGINT,
-//! SIGTERM or SIGHUP it shuts the team down: a request to each teammate, then the shared
-//! [`Stopping`] machine settles each on its answer or the end of the wait; an approval gets the
-//! grace to exit by itself, everything else gets SIGTERM to its group, the grace, then SIGKILL. A
-//! second signal skips the wait, a third skips the grace.
+//! each exit, records it in the roster, retires the member and finishes its worktree. An agent
+//! lead's runtime is one of the children (its console on this terminal): its exit is recorded,
+//! but it is no teammate to retire. On SIGINT, SIGTERM or SIGHUP it shuts the team down: the
+//! lead's runtime first, with SIGTERM (asked nothing), then a request to each teammate, then the
+//! shared [`Stopping`] machine settles each on its answer or the end of the wait; an approval
+//! gets the grace to exit by itself, everything else gets SIGTERM to its group, the grace, then
+//! SIGKILL. A second signal skips the wait, a third skips the grace.
 //!
 //! It is one tokio loop (`select!` over child exits, caught signals, file events on the lead's
 //! inbox, and the next deadline), so nothing polls. A child's exit is learned on a plain thread
@@ -41,7 +43,9 @@ pub enum Event {
     Running {
         name: String,
         pid: u32,
-        log: String,
+        /// None for the lead agent's runtime, whose console is on this terminal.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        log: Option<String>,
     },
     Exited {
         name: String,
@@ -77,7 +81,14 @@ impl Event {
     /// One status line for people.
     pub fn line(&self) -> String {
         match self {
-            Event::Running { name, pid, log } => format!("{name}: running (pid {pid}, log {log})"),
+            Event::Running {
+                name,
+                pid,
+                log: Some(log),
+            } => format!("{name}: running (pid {pid}, log {log})"),
+            Event::Running { name, pid, .. } => {
+                format!("{name}: running (pid {pid}, its console on this terminal)")
+            }
             Event::Exited {
                 name,
                 code: Some(c),
@@ -216,7 +227,7 @@ impl Supervisor<'_> {
             (self.on_event)(Event::Running {
                 name: c.name.to_string(),
                 pid: c.child.pid(),
-                log: c.child.log().display().to_string(),
+                log: c.child.log().map(|l| l.display().to_string()),
             });
             let (tx, pid) = (exit_tx.clone(), c.child.pid());
             std::thread::spawn(move || {
@@ -269,10 +280,21 @@ impl Supervisor<'_> {
 
     fn start_shutdown(&mut self) {
         self.deadline = Some(Instant::now() + self.opts.shutdown_timeout);
-        let names: Vec<String> = self.running().map(|c| c.name.to_string()).collect();
+        let names: Vec<String> = self
+            .running()
+            .filter(|c| !c.name.is_lead())
+            .map(|c| c.name.to_string())
+            .collect();
         (self.on_event)(Event::ShutdownStarted { teammates: names });
         let (store, team) = (self.store, self.team);
         for c in self.children.iter_mut().filter(|c| !c.exited) {
+            if c.name.is_lead() {
+                // The lead agent's runtime goes first, so it hands out and decides nothing more;
+                // it is asked nothing (it is not a teammate).
+                c.why = Some("stopped by the launcher".into());
+                c.stop_at = Some(Instant::now());
+                continue;
+            }
             let mut stopping = Stopping::new(c.name.clone());
             if let Err(e) = stopping.ask(store, team, Some("the launcher was interrupted")) {
                 eprintln!("swarm: warning: could not ask {} to stop: {e}", c.name);
@@ -415,6 +437,11 @@ impl Supervisor<'_> {
             return Ok(());
         }
         let _ = roster.update_member(&c.name, |m| record_exit(m, status));
+        if c.name.is_lead() {
+            // Not a teammate: nothing to retire, no tasks to return.
+            self.exits.push(exit);
+            return Ok(());
+        }
         let why = c.why.clone().unwrap_or_else(|| match status.code() {
             Some(code) => format!("its process exited with status {code}"),
             None => format!(

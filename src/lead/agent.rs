@@ -33,6 +33,7 @@ use crate::process::signals::Signals;
 use crate::store::fsio;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
+use crate::store::requests::{self, Request};
 use crate::store::roster::Roster;
 use crate::store::tasks::{TaskList, TaskStatus};
 use crate::store::watcher::rescan_interval;
@@ -184,10 +185,11 @@ impl<'a> LeadAgent<'a> {
         ));
         let mut current: Option<TurnHandle> = None;
         let mut pending: Vec<String> = Vec::new();
-        let mut requests: VecDeque<decide::Request> = VecDeque::new();
+        let mut queue: VecDeque<Request> = VecDeque::new();
         // The request the running turn decides, if it is a decision turn.
-        let mut deciding: Option<decide::Request> = None;
+        let mut deciding: Option<Request> = None;
         let mut first_done = started_path(store, team).exists();
+        let mut notices = prompt::Notices::default();
         loop {
             console.drain_inbox()?;
             console.questions.forget_decided()?;
@@ -195,11 +197,14 @@ impl<'a> LeadAgent<'a> {
             // Native claude teammates claim nothing themselves: the lead hands tasks out.
             console.dispatch_tasks();
             let handled = console.handled.replace(Vec::new()).unwrap_or_default();
-            pending.extend(handled.iter().filter_map(prompt::block));
-            for request in handled.iter().filter_map(decide::request_of) {
+            pending.extend(handled.iter().filter_map(|m| notices.block(m)));
+            for m in &handled {
+                let Some(request) = requests::of_message(store, team, m)? else {
+                    continue;
+                };
                 match self.opts.approvals {
                     Approvals::Human => {}
-                    Approvals::Lead => requests.push_back(request),
+                    Approvals::Lead => queue.push_back(request),
                     // The console approved it as it handled it.
                     Approvals::Auto => {
                         decide::record(store, team, &request, true, None, decide::BY_AUTO)?
@@ -218,8 +223,8 @@ impl<'a> LeadAgent<'a> {
                     let roster = Roster::new(store, team).load()?;
                     let tasks = TaskList::new(store, team).list()?;
                     Some(prompt::first_turn(&goal, team.as_str(), &roster, &tasks))
-                } else if let Some(request) = requests.pop_front() {
-                    let prompt = request.prompt();
+                } else if let Some(request) = self.next_undecided(&mut queue)? {
+                    let prompt = decide::prompt(&request);
                     deciding = Some(request);
                     Some(prompt)
                 } else if !pending.is_empty() {
@@ -253,6 +258,12 @@ impl<'a> LeadAgent<'a> {
                     }
                     TurnEvent::Done(outcome) => {
                         current = None;
+                        if let (Some(session), Some(adapter)) =
+                            (self.session.as_mut(), self.agent.adapter())
+                        {
+                            let (out, err) = (&outcome.output, &outcome.stderr);
+                            session.after_turn(adapter, out, err, store, team, &AgentName::lead())?;
+                        }
                         if let Some(request) = deciding.take() {
                             self.pane.say(match decide::parse_answer(&outcome.output) {
                                 Some((approve, feedback)) => {
@@ -280,6 +291,17 @@ impl<'a> LeadAgent<'a> {
                 () = tokio::time::sleep(rescan_interval()) => {}
             }
         }
+    }
+
+    /// The first queued request nobody has decided yet; those the person decided meanwhile
+    /// are dropped (the console's queue says who decided them).
+    fn next_undecided(&self, queue: &mut VecDeque<Request>) -> Result<Option<Request>> {
+        while let Some(request) = queue.pop_front() {
+            if requests::decided(self.store, self.team, &request)?.is_none() {
+                return Ok(Some(request));
+            }
+        }
+        Ok(None)
     }
 
     /// Starts one turn of the agent with `prompt`.

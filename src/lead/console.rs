@@ -11,7 +11,7 @@
 //! several lines has its later lines indented, so none of them passes for a console line.
 
 use super::dispatch;
-use super::paint::{describe_idle, shown, Paint};
+use super::paint::{shown, Paint};
 use super::questions::Questions;
 use crate::error::{Error, Result};
 use crate::lifecycle;
@@ -19,8 +19,8 @@ use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::permissions::Permissions;
 use crate::store::protocol::{Payload, Protocol};
+use crate::store::requests;
 use crate::store::roster::Roster;
 use crate::store::tasks::{Task, TaskIndex};
 
@@ -63,15 +63,20 @@ impl<'a> Console<'a> {
     /// Every task, by id, as fresh as a scan: from the console's task index, which re-reads
     /// only the files that changed since the last look.
     pub(super) fn tasks(&self) -> Result<Vec<Task>> {
-        let mut slot = self.task_index.borrow_mut();
-        let index = match slot.as_mut() {
-            Some(index) => {
-                index.refresh()?;
-                index
-            }
-            None => slot.insert(TaskIndex::open(self.store, self.team)?),
-        };
+        let mut index = self.task_index()?;
+        index.refresh()?;
         Ok(index.tasks().cloned().collect())
+    }
+
+    /// The console's task index, opened on first use.
+    fn task_index(&self) -> Result<std::cell::RefMut<'_, TaskIndex>> {
+        let mut slot = self.task_index.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(TaskIndex::open(self.store, self.team)?);
+        }
+        Ok(std::cell::RefMut::map(slot, |s| {
+            s.as_mut().expect("opened just above")
+        }))
     }
 
     /// Prints `text` with control characters made visible and later lines indented.
@@ -87,7 +92,10 @@ impl<'a> Console<'a> {
     /// Hands available tasks to idle claude teammates ([`dispatch`]). A failure is reported and
     /// the console goes on: the next pass tries again.
     pub(super) fn dispatch_tasks(&self) {
-        match dispatch::dispatch(self.store, self.team) {
+        let assigned = self
+            .task_index()
+            .and_then(|mut index| dispatch::dispatch(self.store, self.team, &mut index));
+        match assigned {
             Ok(assigned) => {
                 for a in assigned {
                     self.say(&format!(
@@ -162,7 +170,14 @@ impl<'a> Console<'a> {
                 say(&format!("{summary}: {text}"));
             }
             Payload::Protocol(p) => match *p {
-                Protocol::IdleNotification(n) => say(&format!(" {}", describe_idle(&n))),
+                Protocol::IdleNotification(n) => say(&format!(" {}", n.describe())),
+                // Frames that report a teammate's own work count only from that teammate.
+                Protocol::TaskCompleted(ref c) if c.from.as_deref().is_none_or(|f| f == m.from) => {
+                    say(&format!(" {}", p.describe().unwrap_or_default()))
+                }
+                Protocol::TeammateTerminated(_) => {
+                    say(&format!(" {}", p.describe().unwrap_or_default()))
+                }
                 Protocol::ShutdownApproved(a)
                     if a.from == m.from && self.asked(&m.from, &a.request_id)? =>
                 {
@@ -172,14 +187,13 @@ impl<'a> Console<'a> {
                 Protocol::ShutdownRejected(r) if r.from == m.from => {
                     say(&format!(" declined shutdown: {}", r.reason));
                 }
-                Protocol::PermissionRequest(r) if r.agent_id == m.from => {
-                    // A Claude Code teammate only sends the message; file it so `ls pending/`
-                    // shows it and the normal resolve path applies.
-                    Permissions::new(self.store, self.team).adopt(&r, &m.from)?;
-                    self.questions.ask_permission(&r.request_id)?;
-                }
-                Protocol::PlanApprovalRequest(r) if r.from == m.from => {
-                    self.questions.ask_plan(r)?;
+                Protocol::PermissionRequest(_) | Protocol::PlanApprovalRequest(_) => {
+                    // A Claude Code teammate's permission request is only the message: this
+                    // files it, so `ls pending/` shows it and it is decided like any other.
+                    match requests::of_message(self.store, self.team, m)? {
+                        Some(request) => self.questions.ask(request)?,
+                        None => say(&format!(" sent {} (ignored)", p.type_name())),
+                    }
                 }
                 other => say(&format!(" sent {} (ignored)", other.type_name())),
             },
@@ -201,7 +215,10 @@ impl<'a> Console<'a> {
     pub(super) fn reap_dead(&mut self) -> Result<()> {
         let roster = Roster::new(self.store, self.team);
         for m in roster.load()?.teammates().filter(|m| !m.retired()) {
-            if !lifecycle::member_health(self.store, self.team, m)?.dead {
+            if !lifecycle::member_health(self.store, self.team, m)?
+                .runs
+                .ended()
+            {
                 continue;
             }
             // After seeing this death, not before: its approval is in by now if it sent one.
@@ -210,7 +227,11 @@ impl<'a> Console<'a> {
             let Some(m) = roster.load()?.member(m.name.as_str()).cloned() else {
                 continue;
             };
-            if m.retired() || !lifecycle::member_health(self.store, self.team, &m)?.dead {
+            if m.retired()
+                || !lifecycle::member_health(self.store, self.team, &m)?
+                    .runs
+                    .ended()
+            {
                 continue;
             }
             self.say_from(

@@ -2,31 +2,36 @@
 //!
 //! swarm's own runtime claims the next available task whenever its agent is idle, but a native
 //! `claude` teammate never claims one by itself (Claude Code 2.1.328, PROTOCOL.md section 7): it
-//! sits idle with tasks pending. So the lead does it for them. A claude teammate is idle when its
-//! roster entry says `isActive: false` (Claude writes that every time it finishes a turn, next to
-//! its `idle_notification`) and its pane is alive. For each such teammate, [`dispatch`] claims
-//! the lowest available task for it with the busy check (under the list lock and the task lock,
-//! so it never owns two unfinished tasks and two dispatchers can never both win one task), then
-//! sends it a `task_assignment` from the lead, signed like every lead entry. The claim happens
-//! once per task, so the assignment is sent once per task; a teammate that owns an unfinished
-//! task is busy and gets nothing, whatever its `isActive` says. Tasks a claude teammate claims
+//! sits idle with tasks pending. So the lead does it for them. A claude teammate is handed a task
+//! when its state is `idle` (`lifecycle::state`: it runs and owns no unfinished task) and its
+//! roster entry says `isActive: false` (Claude writes that every time it finishes a turn, next
+//! to its `idle_notification`, so the assignment waits for the turn to end). For each such
+//! teammate, [`dispatch`] claims the lowest available task for it through the lead's task index
+//! with the busy check (under the list lock and the task lock, so it never owns two unfinished
+//! tasks and two dispatchers can never both win one task), then sends it a `task_assignment`
+//! from the lead, signed like every lead entry. The claim happens once per task, so the
+//! assignment is sent once per task; a teammate that owns an unfinished task is busy and gets
+//! nothing, whatever its `isActive` says. Tasks a claude teammate claims
 //! itself with TaskUpdate already have an owner, so the `task_assignment` Claude then writes into
 //! its own inbox is the only one.
 //!
 //! It is a plain function of the store so the lead console's loop and a future agent-lead
-//! runtime can both call it on every pass.
+//! runtime can both call it on every pass. A lead killed between a claim and its announcement
+//! leaves a record the next pass takes up ([`inflight`]).
+
+mod inflight;
 
 use serde_json::Map;
 
 use crate::error::Result;
-use crate::lifecycle;
+use crate::lifecycle::{self, MemberState};
 use crate::store::colour::LEAD_COLOR;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{timestamp_now, Protocol, TaskAssignment};
 use crate::store::roster::{Member, Roster};
-use crate::store::tasks::{Task, TaskList};
+use crate::store::tasks::{Task, TaskIndex};
 
 /// A task handed to a teammate by one pass.
 #[derive(Debug, Clone)]
@@ -46,23 +51,33 @@ fn idle_claude(member: &Member) -> bool {
 /// One pass: every idle, live claude teammate that owns no unfinished task gets the lowest
 /// available task, claimed for it and announced with a `task_assignment`. Returns what it
 /// handed out.
-pub(crate) fn dispatch(store: &Store, team: &TeamName) -> Result<Vec<Assigned>> {
-    let tasks = TaskList::new(store, team);
+pub(crate) fn dispatch(
+    store: &Store,
+    team: &TeamName,
+    tasks: &mut TaskIndex,
+) -> Result<Vec<Assigned>> {
+    let mut assigned = inflight::recover(store, team)?;
     // The cheap check first: most passes have nothing to hand out, and then no pane is probed.
-    if tasks.available()?.is_empty() {
-        return Ok(vec![]);
+    if !tasks.any_available()? {
+        return Ok(assigned);
     }
     let config = Roster::new(store, team).load()?;
-    let mut assigned = Vec::new();
+    let owned: Vec<Task> = tasks.tasks().cloned().collect();
     for member in config.teammates().filter(|m| idle_claude(m)) {
-        if lifecycle::member_health(store, team, member)?.dead {
+        // Running and owning no unfinished task (the busy check below decides again, under
+        // the list lock).
+        if lifecycle::member_state(store, team, &config, member, &owned) != MemberState::Idle {
             continue;
         }
         let to = member.name.clone();
+        let mut announcing = inflight::Inflight::begin(store, team, &to)?;
         let Some(task) = tasks.claim_next(&to, true)? else {
+            announcing.done()?;
             continue;
         };
+        announcing.claimed(&task.id)?;
         send_assignment(store, team, &to, &task)?;
+        announcing.done()?;
         assigned.push(Assigned { to, task });
     }
     Ok(assigned)

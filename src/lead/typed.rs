@@ -9,10 +9,8 @@ use super::console::Console;
 use crate::error::{Error, Result};
 use crate::lifecycle;
 use crate::output::terminal::visible;
-use crate::store::liveness::Liveness;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::roster::{Member, Roster};
-use crate::store::tasks::TaskStatus;
 
 const HELP: &str = "\
 @name text  message a teammate     @* text   message everyone
@@ -86,13 +84,8 @@ impl Console<'_> {
         let config = Roster::new(self.store, self.team).load()?;
         let tasks = self.tasks()?;
         for m in config.teammates() {
-            let health = lifecycle::member_health(self.store, self.team, m)?;
-            let current = tasks
-                .iter()
-                .find(|t| {
-                    t.owner.as_deref() == Some(m.name.as_str())
-                        && t.status == TaskStatus::InProgress
-                })
+            let state = lifecycle::member_state(self.store, self.team, &config, m, &tasks);
+            let current = lifecycle::current_task(&tasks, m.name.as_str())
                 .map(|t| format!("#{} {}", t.id, t.subject))
                 .unwrap_or_else(|| "-".into());
             let unread = Mailbox::new(self.store, self.team)
@@ -103,14 +96,9 @@ impl Console<'_> {
                 m.name.as_str(),
                 m.color_or_default(),
                 &format!(
-                    "{:pad$} {:<8} {:<7} unread {:<3} {current}",
+                    "{:pad$} {:<18} unread {:<3} {current}",
                     "",
-                    if m.retired() { "stopped" } else { "active" },
-                    match (health.dead, health.liveness) {
-                        (true, _) => "dead",
-                        (false, Liveness::Alive) => "alive",
-                        (false, _) => "?",
-                    },
+                    state.to_string(),
                     unread
                 ),
             );

@@ -1,20 +1,24 @@
-//! Whether a member is alive: its liveness lock and its pane or process, taken together.
+//! Whether a member runs ([`Runs`]): its liveness lock and its pane or process, taken together
+//! into one verdict, with how its run ended or why nobody can tell.
 //!
 //! A member is judged dead when its liveness lock can be taken (the runtime holding it is gone)
 //! or its pane is dead; either alone can lag (a pane kept by remain-on-exit, a lock not yet
 //! released), so `swarm status`, `swarm shutdown` and the lead console all ask here. It is alive
 //! when its runtime holds its lock or its pane or recorded process runs, and otherwise
-//! unknown: a pane on a tmux server nobody recorded (a Claude Code lead's rosters never say), a
-//! member with no pid, is never called dead, so nothing acts on a guess. The roster's `isActive`
+//! unknown: a pane on a tmux server nobody recorded (a Claude Code lead's rosters never say)
+//! that no pane of swarm's server is found to run, a member with no pid, is never called dead,
+//! so nothing acts on a guess. The roster's `isActive`
 //! plays no part: to Claude Code it means busy, and it is `false` whenever a teammate is idle.
 //!
 //! A team a Claude Code lead made records its lead process in `leadProcess`; [`lead_health`]
 //! judges it the way Claude does: same pid space (`<hostname>#<pid namespace>`), the pid
 //! running, and started at the recorded `procStart`.
 
+use std::fmt;
+
 use serde::Serialize;
 
-use crate::backend::{for_member, BackendKind, PaneState};
+use crate::backend::{for_member, BackendKind, MemberBackend, PaneState};
 use crate::error::Result;
 use crate::process::pid::PidRecord;
 use crate::store::liveness::{self, Liveness};
@@ -22,82 +26,155 @@ use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::{LeadProcess, Member};
 
-/// The one answer to "does it run?".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Alive,
-    Dead,
-    /// Nothing swarm can look at says either way.
-    Unknown,
+/// The one answer to "does it run?", with what it rests on when the answer is not yes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Runs {
+    Yes,
+    /// Its run ended, and this says how.
+    No(Ended),
+    /// Nothing swarm can look at says either way, for this reason.
+    Unknown(Unsure),
 }
 
-/// How a member is doing, from its liveness lock and its pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+impl Runs {
+    pub fn running(&self) -> bool {
+        *self == Runs::Yes
+    }
+
+    /// Whether something positively says it does not run (never a guess).
+    pub fn ended(&self) -> bool {
+        matches!(self, Runs::No(_))
+    }
+}
+
+/// How a member's run ended, as far as its pane, pid and lock tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// Its pane's process exited with this code (the pane kept by remain-on-exit).
+    Exit(i32),
+    /// Its pane's process was killed by this signal.
+    Signal(i32),
+    /// Its pane is gone (closed, or its tmux server went away).
+    PaneGone,
+    /// Its recorded process is gone, or its pane's process ended without a status.
+    ProcessGone,
+    /// Its runtime let go of its liveness lock (exited) while its pane or process looks alive.
+    RuntimeGone,
+}
+
+impl fmt::Display for Ended {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ended::Exit(code) => write!(f, "exit {code}"),
+            Ended::Signal(signal) => write!(f, "signal {signal}"),
+            Ended::PaneGone => f.write_str("pane gone"),
+            Ended::ProcessGone => f.write_str("process gone"),
+            Ended::RuntimeGone => f.write_str("runtime gone"),
+        }
+    }
+}
+
+/// Why nothing says whether a member runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unsure {
+    /// No pane, pid or liveness lock to look at: never started by swarm (`team add`), not
+    /// started yet, or a lead working from a shell.
+    NoPane,
+    /// A tmux pane on a server the roster does not name (Claude Code's rosters never say).
+    NoServer,
+    /// An in-process or iTerm2 member with no pid swarm recorded.
+    NoPid,
+    /// A Claude Code lead process recorded in another pid space (another host or namespace).
+    OtherPidSpace(String),
+    /// A teammate a Claude Code lead runs inside its own process: only the lead runs.
+    InsideLead,
+    /// Looking failed; the error, shortened.
+    Unreadable(String),
+}
+
+impl fmt::Display for Unsure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unsure::NoPane => f.write_str("no pane"),
+            Unsure::NoServer => f.write_str("no tmux server recorded"),
+            Unsure::NoPid => f.write_str("no pid recorded"),
+            Unsure::OtherPidSpace(space) => write!(f, "recorded in another pid space ({space})"),
+            Unsure::InsideLead => f.write_str("inside the lead"),
+            Unsure::Unreadable(e) => f.write_str(e),
+        }
+    }
+}
+
+/// What a member's liveness lock and pane say, and the verdict they add up to.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Health {
     pub liveness: Liveness,
     pub pane: PaneState,
-    /// The liveness lock is free, or the pane is dead or gone.
-    pub dead: bool,
-    pub verdict: Verdict,
+    pub runs: Runs,
 }
 
-/// Liveness lock plus pane state; used by `swarm status` and the lead console.
+/// Liveness lock plus pane state, judged: dead when the lock can be taken or the pane is dead,
+/// alive when the lock is held or the pane or process runs, otherwise unknown (and why).
 pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<Health> {
     let liveness = liveness::probe(store, team, &member.name)?;
-    let pane = match for_member(store, team, member) {
+    let backend = for_member(store, team, member);
+    let pane = match &backend {
         Some(backend) => backend.state()?,
         None => PaneState::Unknown,
     };
-    let dead = liveness == Liveness::Dead || pane.is_dead();
-    let verdict = if dead {
-        Verdict::Dead
-    } else if liveness == Liveness::Alive || matches!(pane, PaneState::Alive { .. }) {
-        Verdict::Alive
-    } else {
-        Verdict::Unknown
+    let runs = match (pane, liveness) {
+        (PaneState::Dead { code, signal }, _) => Runs::No(match (code, signal) {
+            (Some(code), _) => Ended::Exit(code),
+            (None, Some(signal)) => Ended::Signal(signal),
+            (None, None) => Ended::ProcessGone,
+        }),
+        (PaneState::Gone, _) => Runs::No(Ended::PaneGone),
+        (PaneState::InsideLead, _) => Runs::Unknown(Unsure::InsideLead),
+        (_, Liveness::Dead) => Runs::No(Ended::RuntimeGone),
+        (PaneState::Alive { .. }, _) | (_, Liveness::Alive) => Runs::Yes,
+        (PaneState::Unknown, Liveness::Unknown) => Runs::Unknown(unsure(backend.as_ref())),
     };
     Ok(Health {
         liveness,
         pane,
-        dead,
-        verdict,
+        runs,
     })
 }
 
-/// Whether swarm can positively identify what runs `member`, so stopping it stops that and
-/// nothing else: a tmux pane on the server recorded for it (the backend then checks the pane's
-/// marks), or a recorded pid. A tmux pane id with no server (Claude Code's rosters never say
-/// which) and an in-process member without a pid (Claude Code's own) are not; a member with no
-/// pane at all has nothing to stop.
-pub fn identifiable(store: &Store, team: &TeamName, member: &Member) -> bool {
-    match for_member(store, team, member) {
-        None => true,
-        Some(b) => match b.kind() {
-            BackendKind::Tmux => b.tmux().is_some(),
-            BackendKind::InProcess => PidRecord::of_member(member).is_some(),
-            BackendKind::Iterm2 => true,
-        },
+/// Why a member with neither a pane state nor a liveness lock cannot be judged.
+fn unsure(backend: Option<&MemberBackend>) -> Unsure {
+    match backend.map(|b| (b.kind(), b.tmux().is_some(), b.pane().is_some())) {
+        Some((BackendKind::Tmux, false, true)) => Unsure::NoServer,
+        Some((BackendKind::InProcess | BackendKind::Iterm2, ..)) => Unsure::NoPid,
+        _ => Unsure::NoPane,
     }
+}
+
+/// Whether swarm can positively identify what runs `member`, so stopping it stops that and
+/// nothing else ([`crate::backend::MemberBackend::identifiable`]): a tmux pane id with no
+/// server whose process is not found and an in-process member without a pid (Claude Code's
+/// own) are not; a member with no pane at all has nothing to stop.
+pub fn identifiable(store: &Store, team: &TeamName, member: &Member) -> bool {
+    for_member(store, team, member).is_none_or(|b| b.identifiable())
 }
 
 /// A Claude Code lead's process, as far as this machine can tell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LeadHealth {
     pub pid: u32,
-    pub verdict: Verdict,
-    /// Why, in a few words ("start time matches", "another pid space: host#pid:[1]").
+    #[serde(skip)]
+    pub runs: Runs,
+    /// Why, in a few words ("its start time matches", "recorded in another pid space (...)").
     pub why: String,
 }
 
 /// Judges a recorded `leadProcess`: its pid is only looked at in the pid space it was recorded
 /// in, and only believed while the process there started when the record says.
 pub fn lead_health(lead: &LeadProcess) -> LeadHealth {
-    let (verdict, why) = if lead.pid_space != pid_space() {
-        (
-            Verdict::Unknown,
-            format!("recorded in another pid space ({})", lead.pid_space),
-        )
+    let (runs, why) = if lead.pid_space != pid_space() {
+        let unsure = Unsure::OtherPidSpace(lead.pid_space.clone());
+        let why = unsure.to_string();
+        (Runs::Unknown(unsure), why)
     } else {
         let start = lead.proc_start.as_deref().and_then(|s| s.parse().ok());
         let record = PidRecord {
@@ -105,14 +182,14 @@ pub fn lead_health(lead: &LeadProcess) -> LeadHealth {
             start,
         };
         match (record.alive(), start) {
-            (true, Some(_)) => (Verdict::Alive, "its start time matches".to_string()),
-            (true, None) => (Verdict::Alive, "no start time to check".into()),
-            (false, _) => (Verdict::Dead, "that process is gone".into()),
+            (true, Some(_)) => (Runs::Yes, "its start time matches".to_string()),
+            (true, None) => (Runs::Yes, "no start time to check".into()),
+            (false, _) => (Runs::No(Ended::ProcessGone), "that process is gone".into()),
         }
     };
     LeadHealth {
         pid: lead.pid,
-        verdict,
+        runs,
         why,
     }
 }
@@ -156,10 +233,13 @@ mod tests {
             proc_start,
         };
         let here = lead(me, pid_space(), start.clone());
-        assert_eq!(lead_health(&here).verdict, Verdict::Alive);
+        assert_eq!(lead_health(&here).runs, Runs::Yes);
         let recycled = lead(me, pid_space(), Some("1".into()));
-        assert_eq!(lead_health(&recycled).verdict, Verdict::Dead);
+        assert_eq!(lead_health(&recycled).runs, Runs::No(Ended::ProcessGone));
         let elsewhere = lead(me, "other-host#pid:[1]".into(), start);
-        assert_eq!(lead_health(&elsewhere).verdict, Verdict::Unknown);
+        assert!(matches!(
+            lead_health(&elsewhere).runs,
+            Runs::Unknown(Unsure::OtherPidSpace(_))
+        ));
     }
 }

@@ -300,7 +300,7 @@ pub fn shutdown(
     let mut pending = Vec::new();
     for member in members {
         let name = member.name.clone();
-        let stopping = if member_health(store, team, &member)?.dead {
+        let stopping = if member_health(store, team, &member)?.runs.ended() {
             Stopping::not_running(name)
         } else if !can_ask {
             Stopping::not_asked(name)
@@ -317,7 +317,9 @@ pub fn shutdown(
     let deadline = Instant::now() + opts.timeout;
     loop {
         for (s, member) in pending.iter_mut() {
-            s.check(store, team, || Ok(member_health(store, team, member)?.dead))?;
+            s.check(store, team, || {
+                Ok(member_health(store, team, member)?.runs.ended())
+            })?;
         }
         if pending.iter().all(|(s, _)| s.settled()) || Instant::now() >= deadline {
             break;

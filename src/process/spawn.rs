@@ -7,7 +7,15 @@
 //! and its reaping: [`LoggedChild::wait_exited`] returns once the leader has exited but leaves it a
 //! zombie, and while it is a zombie its pid (and so its group id) cannot be handed to another
 //! process; [`LoggedChild::reap`] then collects the status.
+//!
+//! The one child without a log is an agent lead's runtime ([`LoggedChild::spawn_console`]):
+//! its console belongs on the launcher's terminal. It leads its own group like the others (so
+//! Ctrl-C reaches the launcher, which stops it with the team), writes to the launcher's stderr
+//! (stdout carries the launcher's own report, JSON lines with `--json`), and reads the lines
+//! the launcher forwards from its stdin: a process outside the terminal's foreground group
+//! cannot read the terminal itself.
 
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
@@ -19,12 +27,13 @@ use super::pid::PidRecord;
 use crate::error::{Error, Result};
 use crate::store::fsio;
 
-/// A teammate child: the leader of its own process group, with its log.
+/// A teammate child: the leader of its own process group, with its log (none for a console on
+/// the launcher's terminal).
 #[derive(Debug)]
 pub struct LoggedChild {
     child: Child,
     record: PidRecord,
-    log: PathBuf,
+    log: Option<PathBuf>,
 }
 
 impl LoggedChild {
@@ -59,7 +68,49 @@ impl LoggedChild {
         Ok(LoggedChild {
             child,
             record,
-            log: log.to_path_buf(),
+            log: Some(log.to_path_buf()),
+        })
+    }
+
+    /// Starts `argv` in a new process group with its output on this process's stderr and its
+    /// stdin fed, line by line as they come, from this process's stdin (see the module doc).
+    pub fn spawn_console(
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: &Path,
+    ) -> Result<LoggedChild> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| Error::Backend("empty argv".into()))?;
+        let err = |e: std::io::Error| Error::Backend(format!("cannot hand over stderr: {e}"));
+        let out = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(err)?;
+        let err_out = out.try_clone().map_err(err)?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err_out));
+        let spawned = spawn_in_group(&mut cmd, None).map_err(|e| Error::Command {
+            program: program.clone(),
+            detail: format!("could not start it: {e}"),
+        })?;
+        let (mut child, record) = (spawned.child, spawned.record);
+        if let Some(mut stdin) = child.stdin.take() {
+            // Left behind at exit, like the console's own reader: a blocked read of the terminal
+            // cannot be cancelled. A child that is gone ends it with EPIPE.
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut std::io::stdin().lock(), &mut stdin);
+            });
+        }
+        Ok(LoggedChild {
+            child,
+            record,
+            log: None,
         })
     }
 
@@ -72,8 +123,9 @@ impl LoggedChild {
         self.record
     }
 
-    pub fn log(&self) -> &Path {
-        &self.log
+    /// The log file; `None` for a console on the launcher's terminal.
+    pub fn log(&self) -> Option<&Path> {
+        self.log.as_deref()
     }
 
     /// Blocks until the leader has exited, without reaping it (`waitid(WEXITED | WNOWAIT)`).

@@ -48,7 +48,7 @@ pub struct LeadKey {
 }
 
 impl LeadKey {
-    /// A key from a fixed seed: the known-vector test and `swarm debug sign`.
+    /// A key from its seed: as read from the key file, or fixed in the known-vector test.
     pub fn from_seed(seed: [u8; 32], created_ms: u64) -> LeadKey {
         LeadKey {
             key: SigningKey::from_bytes(&seed),
@@ -92,11 +92,20 @@ impl LeadKey {
         }
     }
 
-    /// `<created ms>.<base64url SPKI DER>`, the value of `--lead-verify-key`.
+    /// The value of `--lead-verify-key` for a teammate starting now: `<now ms>.<base64url SPKI
+    /// DER>`. Claude Code stamps it with the teammate's start, as here, and then believes only
+    /// lead entries at most 120 s older than that; stamped with a time more than 120 s before
+    /// the process starts, it believes none from before the start (PROTOCOL.md section 11). So
+    /// a teammate started again long after its team's key was made still believes the lead.
     pub fn verify_key(&self) -> String {
+        self.verify_key_at(fsio::now_ms())
+    }
+
+    /// `--lead-verify-key` stamped with `ms`.
+    pub fn verify_key_at(&self, ms: u64) -> String {
         let mut der = SPKI_PREFIX.to_vec();
         der.extend_from_slice(self.key.verifying_key().as_bytes());
-        format!("{}.{}", self.created_ms, URL_SAFE_NO_PAD.encode(der))
+        format!("{ms}.{}", URL_SAFE_NO_PAD.encode(der))
     }
 
     /// The `lead_sig` value of `entry`.
@@ -125,6 +134,13 @@ pub struct LeadVerifier {
 }
 
 impl LeadVerifier {
+    /// The verifier of `key`'s signatures.
+    pub fn of(key: &LeadKey) -> LeadVerifier {
+        LeadVerifier {
+            key: key.key.verifying_key(),
+        }
+    }
+
     /// Parses `<ms>.<base64url SPKI DER>`.
     pub fn parse(value: &str) -> Result<LeadVerifier> {
         let bad = |why: &str| Error::usage(format!("invalid --lead-verify-key {value:?}: {why}"));
@@ -161,9 +177,7 @@ impl LeadVerifier {
 
 /// The team's verifier, for lead-side checks of entries found in the store.
 pub fn verifier(store: &Store, team: &TeamName) -> Result<Option<LeadVerifier>> {
-    Ok(LeadKey::for_caller(store, team)?.map(|k| LeadVerifier {
-        key: k.key.verifying_key(),
-    }))
+    Ok(LeadKey::for_caller(store, team)?.map(|k| LeadVerifier::of(&k)))
 }
 
 /// The UTF-8 of `JSON([domain, msg_id, from, timestamp, text, summary, color, from_plugin])`,
@@ -397,7 +411,7 @@ mod tests {
         assert!(!verify("other").status.success());
         // The fixed seed's public key, as RFC 8032's reference code derives it.
         assert_eq!(
-            key.verify_key(),
+            key.verify_key_at(1_700_000_000_000),
             format!("1700000000000.{}", URL_SAFE_NO_PAD.encode(&der))
         );
     }
@@ -408,7 +422,7 @@ mod tests {
         let path = dir.path().join("keys/k.key");
         let a = load_or_create(&path).unwrap();
         let b = load_or_create(&path).unwrap();
-        assert_eq!(a.verify_key(), b.verify_key());
+        assert_eq!(a.verify_key_at(0), b.verify_key_at(0));
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();

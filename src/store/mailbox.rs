@@ -8,9 +8,10 @@
 //! messages beyond the newest 100 move to `<agent>.archive.jsonl`: the live file stays small and
 //! the history stays on disk.
 
-mod baseline;
 mod commit;
 mod file;
+mod flush;
+mod restamp;
 mod sidecar;
 mod spool;
 

@@ -3,13 +3,17 @@
 //! They travel as a JSON string in an inbox message's `text`. `Payload::parse` turns a `text`
 //! into either one of the typed messages or plain text, so callers match on one enum and never
 //! guess from substrings. Unknown fields are kept so a message from a newer Claude Code survives
-//! a round trip.
+//! a round trip. The frames that report rather than ask (`task_completed`,
+//! `teammate_terminated`) live in `lifecycle`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::store::fsio::now_ms;
 use crate::store::names::{AgentName, TeamName};
+
+mod lifecycle;
+pub use lifecycle::{lifecycle_frame, TaskCompleted, TeammateTerminated};
 
 /// A `shutdown_request` id, `shutdown-<ms>@<target>`: the only place one is minted.
 pub fn shutdown_request_id(target: &AgentName) -> String {
@@ -45,6 +49,8 @@ pub enum Protocol {
     PermissionRequest(PermissionRequest),
     PermissionResponse(PermissionResponse),
     TaskAssignment(TaskAssignment),
+    TaskCompleted(TaskCompleted),
+    TeammateTerminated(TeammateTerminated),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,18 +146,19 @@ impl PlanApprovalResponse {
     /// launch's `acceptEdits`. The digest is what a teammate started with `--lead-verify-key`
     /// requires before it leaves plan mode.
     pub fn answer(
-        request: &PlanApprovalRequest,
+        request_id: &str,
+        plan_content: &str,
         approved: bool,
         feedback: Option<String>,
         permission_mode: Option<String>,
     ) -> PlanApprovalResponse {
         PlanApprovalResponse {
-            request_id: request.request_id.clone(),
+            request_id: request_id.to_string(),
             approved,
             feedback,
             timestamp: timestamp_now(),
             permission_mode,
-            plan_digest: Some(plan_digest(&request.plan_content)),
+            plan_digest: Some(plan_digest(plan_content)),
             extra: Map::new(),
         }
     }
@@ -198,7 +205,7 @@ pub struct PermissionRequest {
 /// `subtype` `success` with an optional `response`, or `error` with the (required) `error`, which
 /// the teammate's model reads as what the user said. `tool_use_id` names the call decided; Claude
 /// refuses a verdict whose `tool_use_id` names another call. Built only by [`Self::approve`] and
-/// [`Self::deny`], the one definition every decider (CLI, lead console) uses.
+/// [`Self::deny`], used by the one decider (`requests::decide`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PermissionResponse {
     pub request_id: String,
@@ -288,6 +295,8 @@ impl Protocol {
             Protocol::PermissionRequest(_) => "permission_request",
             Protocol::PermissionResponse(_) => "permission_response",
             Protocol::TaskAssignment(_) => "task_assignment",
+            Protocol::TaskCompleted(_) => "task_completed",
+            Protocol::TeammateTerminated(_) => "teammate_terminated",
         }
     }
 
@@ -462,16 +471,14 @@ mod tests {
 
     #[test]
     fn a_plan_verdict_carries_the_launch_mode_and_the_plan_digest() {
-        let request = PlanApprovalRequest {
-            from: "coder".into(),
-            timestamp: timestamp_now(),
-            plan_file_path: "/p.md".into(),
-            plan_content: "# Plan".into(),
-            request_id: "plan_approval-1@coder@t".into(),
-            extra: Map::new(),
-        };
         let mode = mode_after_plan(Some("acceptEdits"));
-        let answer = PlanApprovalResponse::answer(&request, true, None, Some(mode));
+        let answer = PlanApprovalResponse::answer(
+            "plan_approval-1@coder@t",
+            "# Plan",
+            true,
+            None,
+            Some(mode),
+        );
         let v: Value =
             serde_json::from_str(&Protocol::PlanApprovalResponse(answer).to_text()).unwrap();
         assert_eq!(v["permissionMode"], "acceptEdits");

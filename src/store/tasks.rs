@@ -1,11 +1,15 @@
 //! The shared task list, `tasks/<team>/<id>.json` (PROTOCOL.md section 8).
 //!
 //! Tasks form a DAG through `blocks` / `blockedBy`, kept symmetric, with cycles refused. Idle
-//! teammates claim available tasks; a claim sets `owner` and `in_progress` in one atomic write
-//! under the task's lock, so two claimers racing in separate processes can never both win.
+//! teammates claim available tasks ([`Task::available`], the one rule); a claim sets `owner` and
+//! `in_progress` in one atomic write under the task's lock, so two claimers racing in separate
+//! processes can never both win. Claiming the next task is [`TaskIndex::claim_next`], for
+//! long-lived claimers and one-shot commands alike.
 //!
 //! Lock order is always list lock, then task lock, so creators and claimers cannot deadlock.
 
+#[cfg(feature = "seams")]
+mod baseline;
 mod by_stat;
 mod claim;
 mod durable;
@@ -19,8 +23,10 @@ use std::fs;
 
 use serde_json::Map;
 
-pub(crate) use index::TaskIndex;
-pub use task::{NewTask, Task, TaskOutcome, TaskPatch, TaskStatus, SWARM_FAILED};
+pub use index::TaskIndex;
+pub use task::{
+    finished_in, NewTask, Phase, Task, TaskOutcome, TaskPatch, TaskStatus, SWARM_FAILED,
+};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -181,7 +187,7 @@ impl<'a> TaskList<'a> {
     /// left out, with a warning on stderr.
     pub fn list(&self) -> Result<Vec<Task>> {
         if self.by_stat {
-            return self.list_by_stat();
+            return Ok(self.list_by_stat()?.into_iter().map(|(t, _)| t).collect());
         }
         let mut tasks = Vec::new();
         for id in self.ids()? {
@@ -463,7 +469,8 @@ mod tests {
             refused(tl.claim(&a, &other, false)),
             ClaimFailure::AlreadyResolved
         );
-        assert_eq!(tl.claim_next(&other, true).unwrap().unwrap().id, b);
+        let mut index = TaskIndex::open(&store, &team).unwrap();
+        assert_eq!(index.claim_next(&other, true).unwrap().unwrap().id, b);
         assert_eq!(tl.release_agent("other").unwrap(), vec![b.clone()]);
         assert_eq!(tl.get(&b).unwrap().status, TaskStatus::Pending);
     }
@@ -485,7 +492,8 @@ mod tests {
         assert_eq!((t.status, t.owner), (TaskStatus::Pending, None));
         assert_eq!(t.metadata["failedBy"], "coder");
         assert!(tl.available().unwrap().is_empty());
-        assert!(tl.claim_next(&other, true).unwrap().is_none());
+        let mut index = TaskIndex::open(&store, &team).unwrap();
+        assert!(index.claim_next(&other, true).unwrap().is_none());
         let mut m = Map::new();
         m.insert(SWARM_FAILED.into(), Value::Null);
         tl.update(
@@ -496,14 +504,14 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(tl.claim_next(&other, true).unwrap().unwrap().id, a);
+        assert_eq!(index.claim_next(&other, true).unwrap().unwrap().id, a);
         let done = tl.finish(&a, &other, &TaskOutcome::Completed).unwrap();
         assert_eq!(done.unwrap().status, TaskStatus::Completed);
         assert_eq!(tl.available().unwrap()[0].id, b);
     }
 
     #[test]
-    fn claim_next_takes_the_lowest_available_task_with_and_without_the_busy_check() {
+    fn the_benchmarks_baseline_claims_by_the_same_rules_as_the_index() {
         let (_d, store, team) = list();
         let tl = TaskList::new(&store, &team);
         let coder: AgentName = "coder".parse().unwrap();
@@ -514,18 +522,24 @@ mod tests {
         let d = tl.create(new("d", &[])).unwrap().id;
         tl.claim(&a, &other, false).unwrap();
         // a is owned and b waits for a: c is next, for both kinds of claim.
-        assert_eq!(tl.claim_next(&coder, false).unwrap().unwrap().id, c);
+        assert_eq!(
+            tl.claim_next_baseline(&coder, false).unwrap().unwrap().id,
+            c
+        );
         // coder now owns c, so the busy check refuses it another task...
-        assert!(tl.claim_next(&coder, true).unwrap().is_none());
+        assert!(tl.claim_next_baseline(&coder, true).unwrap().is_none());
         // ...and without it coder gets d, the next one.
-        assert_eq!(tl.claim_next(&coder, false).unwrap().unwrap().id, d);
+        assert_eq!(
+            tl.claim_next_baseline(&coder, false).unwrap().unwrap().id,
+            d
+        );
         assert!(
-            tl.claim_next(&other, false).unwrap().is_none(),
+            tl.claim_next_baseline(&other, false).unwrap().is_none(),
             "b is blocked"
         );
         // A blocker that is deleted no longer blocks.
         tl.delete(&a).unwrap();
-        assert_eq!(tl.claim_next(&other, true).unwrap().unwrap().id, b);
+        assert_eq!(tl.claim_next_baseline(&other, true).unwrap().unwrap().id, b);
         let done = TaskPatch {
             status: Some(TaskStatus::Completed),
             ..Default::default()
@@ -533,8 +547,8 @@ mod tests {
         for id in [&b, &c, &d] {
             tl.update(id, done.clone()).unwrap();
         }
-        assert!(tl.claim_next(&coder, true).unwrap().is_none());
-        assert!(tl.claim_next(&coder, false).unwrap().is_none());
+        assert!(tl.claim_next_baseline(&coder, true).unwrap().is_none());
+        assert!(tl.claim_next_baseline(&coder, false).unwrap().is_none());
     }
 
     #[test]

@@ -69,11 +69,18 @@ impl Agent {
                 success: false,
             },
             Agent::Command { argv, prompt_via } => {
-                let argv = match (self.adapter(), session) {
+                let adapter = self.adapter();
+                let argv = match (adapter, session) {
                     (Some(adapter), Some(session)) => adapter.apply(argv, session),
                     _ => argv.clone(),
                 };
-                command_work(&argv, *prompt_via, prompt)
+                let mut work = command_work(&argv, *prompt_via, prompt);
+                if let Work::Run { steps, .. } = &mut work {
+                    for step in steps {
+                        step.keep_stderr = adapter.is_some_and(Adapter::reads_stderr);
+                    }
+                }
+                work
             }
         }
     }
@@ -142,6 +149,7 @@ fn command_work(argv: &[String], via: PromptVia, prompt: &str) -> Work {
             args,
             stdin,
             echo: note,
+            keep_stderr: false,
         }],
         preface: String::new(),
     }

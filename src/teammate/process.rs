@@ -3,7 +3,9 @@
 //! A turn is a short list of steps (one agent invocation, or the shell agent's commands), run
 //! one after another on a worker thread so the runtime's main loop stays free to read the inbox
 //! while the agent works. Each step's stdout is streamed to the pane (our stdout) and kept as
-//! the turn's result; stderr goes straight to the pane. Because every step leads its own process
+//! the turn's result; stderr goes straight to the pane, or, for a step that asks
+//! (`keep_stderr`: an agent CLI that names its conversation there), through a copy that keeps
+//! its start. Because every step leads its own process
 //! group, the runtime can stop a turn the way nextest stops a test: SIGTERM to the whole group,
 //! a grace period, then SIGKILL. A runtime that is itself killed outright cannot do that, so each
 //! step also gets a parent-death signal (Linux): the agent dies with its runtime rather than
@@ -20,7 +22,7 @@ use std::time::Duration;
 use rustix::process::Signal;
 
 use super::pane::Pane;
-use super::work::{Launch, Outcome, Step, MAX_CAPTURE};
+use super::work::{Launch, Outcome, Step, MAX_CAPTURE, MAX_STDERR_CAPTURE};
 use crate::process::child::{spawn_in_group, too_long, wait_exit_keep_zombie};
 use crate::process::group::signal_group;
 use crate::process::pid::PidRecord;
@@ -88,6 +90,7 @@ fn run_steps(
     shared: &Shared,
 ) -> Outcome {
     let mut output = preface;
+    let mut stderr = String::new();
     let mut failure = None;
     for step in steps {
         if shared.cancelled.load(Ordering::SeqCst) {
@@ -97,11 +100,12 @@ fn run_steps(
         if let Some(echo) = &step.echo {
             pane.say(echo);
         }
-        let (out, result) = run_step(step, launch, shared);
+        let (out, err, result) = run_step(step, launch, shared);
         if !output.is_empty() && !out.is_empty() && !output.ends_with('\n') {
             output.push('\n');
         }
         output.push_str(&out);
+        stderr.push_str(&err);
         if let Err(why) = result {
             failure.get_or_insert(why);
         }
@@ -109,12 +113,17 @@ fn run_steps(
     Outcome {
         success: failure.is_none(),
         output,
+        stderr,
         failure,
     }
 }
 
-/// Runs one step to its end; returns its output and `Err(why)` if it failed.
-fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<(), String>) {
+/// What one step left: its stdout, the start of its stderr (if kept), and `Err(why)` if it
+/// failed.
+type StepEnd = (String, String, Result<(), String>);
+
+/// Runs one step to its end.
+fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> StepEnd {
     let mut cmd = Command::new(&step.program);
     cmd.args(&step.args)
         .current_dir(&launch.cwd)
@@ -125,7 +134,11 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
             Stdio::null()
         })
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(if step.keep_stderr {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        });
     // The step leads its own group, so a stop reaches whatever it started. The parent-death
     // signal goes to the step when the thread that spawned it (this worker, which outlives the
     // step) ends, i.e. when the runtime dies, however it dies. It reaches the step's own process
@@ -146,6 +159,7 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
                     ""
                 };
                 return (
+                    String::new(),
                     String::new(),
                     Err(format!("could not start {program}: {e}{hint}")),
                 );
@@ -178,6 +192,30 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
         });
     }
 
+    let kept_stderr = Arc::new(Mutex::new(Vec::new()));
+    let stderr_drained = child.stderr.take().map(|mut err| {
+        let (stderr_tx, stderr_drained) = mpsc::channel::<()>();
+        let kept = Arc::clone(&kept_stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match err.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut pane = std::io::stderr().lock();
+                        let _ = pane.write_all(&buf[..n]).and_then(|()| pane.flush());
+                        let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+                        let room = MAX_STDERR_CAPTURE.saturating_sub(kept.len());
+                        kept.extend_from_slice(&buf[..n.min(room)]);
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = stderr_tx.send(());
+        });
+        stderr_drained
+    });
     let captured = Arc::new(Mutex::new(Vec::new()));
     // Whether the pane is mid-line after the agent's output, so our next line starts fresh.
     let mid_line = Arc::new(AtomicBool::new(false));
@@ -219,12 +257,21 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> (String, Result<()
         let kept = captured.lock().unwrap_or_else(|e| e.into_inner());
         String::from_utf8_lossy(&kept).into_owned()
     };
+    // Like stdout: a background process holding the pipe must not hold the turn; what came
+    // meanwhile is kept (the id codex prints comes first). Without a pipe this returns at once.
+    if let Some(drained) = stderr_drained {
+        let _ = drained.recv_timeout(DRAIN_AFTER_EXIT);
+    }
+    let err = {
+        let kept = kept_stderr.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&kept).into_owned()
+    };
     let result = match status {
         Ok(status) if status.success() => Ok(()),
         Ok(status) => Err(describe(status)),
         Err(e) => Err(format!("could not wait for {program}: {e}")),
     };
-    (out, result)
+    (out, err, result)
 }
 
 fn describe(status: ExitStatus) -> String {

@@ -8,12 +8,14 @@
 //! only send it events, so there is no shared mutable state beyond the running turn's process
 //! group. The loop's steps live in the files below: `inbox` (protocol messages and who may send
 //! them), `turns` (choosing and starting turns), `claim` (tasks), `report` (idle notifications
-//! and plans), `membership` (is this still our team and our roster entry), `stop` (shutdown,
+//! and plans), `membership` (is this still our team and our roster entry), `memory` (the team memory in
+//! prompts), `stop` (shutdown,
 //! signals, leaving, failures).
 
 mod claim;
 mod inbox;
 mod membership;
+mod memory;
 mod report;
 mod stop;
 mod turns;
@@ -35,6 +37,7 @@ use crate::process::signals::Signals;
 use crate::store::fsio;
 use crate::store::liveness::AliveLock;
 use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::memory::TeamMemory;
 use crate::store::names::TaskId;
 use crate::store::roster::Roster;
 use crate::store::tasks::{TaskIndex, TaskList};
@@ -105,9 +108,13 @@ async fn serve(config: Config) -> Result<i32> {
     let index = TaskIndex::open(&config.store, &config.team)?;
     let mut runtime = Runtime::new(config, membership, index, tx, rx);
     if let Some(session) = &session {
+        let id = if session.id.is_empty() {
+            "not named yet (the agent names it on its first turn)"
+        } else {
+            &session.id
+        };
         runtime.pane.say(format!(
-            "conversation {} ({} turn{} so far)",
-            session.id,
+            "conversation {id} ({} turn{} so far)",
             session.turns,
             if session.turns == 1 { "" } else { "s" }
         ));
@@ -154,6 +161,8 @@ struct Runtime {
     /// A task completion whose idle notification a `TeammateIdle` hook held back: the next
     /// notification carries it, so the lead still hears of it.
     held_completion: Option<(String, String)>,
+    /// The team memory, and what of it the agent has seen.
+    memory: memory::MemoryNotes,
 }
 
 impl Runtime {
@@ -169,6 +178,7 @@ impl Runtime {
             index,
             pane: Pane::new(cfg.name.as_str(), &cfg.color),
             launch: cfg.launch(),
+            memory: memory::MemoryNotes::new(TeamMemory::for_project(&cfg.store, &cfg.cwd)),
             plan: PlanState::at_start(cfg.plan_mode_required),
             cfg,
             tx,

@@ -2,24 +2,20 @@
 //!
 //! An agent CLI runs once per turn, so without help every turn starts a fresh conversation and
 //! a follow-up question finds an agent that remembers nothing. An [`Adapter`] knows how one CLI
-//! names a conversation on its command line; the member's conversation id lives in
-//! `teams/<team>/sessions/<name>.json`, so a runtime started again carries on the same
-//! conversation. The adapters, and what each was checked against:
-//! - `claude` in print mode (`-p` / `--print`): the first turn gets `--session-id <uuid>`, later
-//!   turns `--resume <uuid>` (both in `claude --help` of Claude Code 2.1.328: "--session-id
-//!   <uuid> Use a specific session ID for the conversation (must be a valid UUID)", "-r,
-//!   --resume [value] Resume a conversation by session ID"). A command line that already
-//!   manages its session (`--session-id`, `--resume`, `--continue`, `--no-session-persistence`)
-//!   is left alone.
-//! - any command with a `{session}` placeholder: it becomes the member's stable id on every
-//!   turn, and the agent keeps its own history under that name.
-//!
-//! Other CLIs (codex, gemini, aider) keep today's behaviour: their resume flags name sessions
-//! the CLI itself creates, which swarm cannot choose in advance, and were not verified here.
+//! names a conversation on its command line (`claude -p`, `gemini -p`, `codex exec`, or a
+//! `{session}` placeholder: `adapter.rs`, with what each was checked against); the member's
+//! conversation id lives in `teams/<team>/sessions/<name>.json`, so a runtime started again
+//! carries on the same conversation. Where swarm names the conversation the id is made before
+//! the first turn; where the CLI names it (codex) the id is empty until a turn's output says it
+//! ([`Session::after_turn`]), and until then every turn starts afresh.
+
+mod adapter;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+pub(crate) use adapter::Adapter;
 
 use crate::error::Result;
 use crate::store::fsio;
@@ -28,75 +24,6 @@ use crate::store::paths::Store;
 
 /// An argument containing this gets the member's conversation id in its place.
 pub(crate) const SESSION_PLACEHOLDER: &str = "{session}";
-
-/// Flags with which a `claude` command line already decides its own session.
-const CLAUDE_SESSION_FLAGS: &[&str] = &[
-    "--session-id",
-    "--resume",
-    "-r",
-    "--continue",
-    "-c",
-    "--no-session-persistence",
-    "--fork-session",
-];
-
-/// How a CLI is told which conversation a turn continues.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Adapter {
-    /// `claude -p`: `--session-id` on the first turn, `--resume` after.
-    Claude,
-    /// A `{session}` placeholder in the command line.
-    Placeholder,
-}
-
-impl Adapter {
-    /// The adapter for an agent command line, if one applies.
-    pub(crate) fn detect(argv: &[String]) -> Option<Adapter> {
-        let (program, rest) = argv.split_first()?;
-        if rest.iter().any(|a| a.contains(SESSION_PLACEHOLDER)) {
-            return Some(Adapter::Placeholder);
-        }
-        let is_claude = Path::new(program).file_name().and_then(|n| n.to_str()) == Some("claude");
-        let print_mode = rest.iter().any(|a| a == "-p" || a == "--print");
-        let manages_own = rest.iter().any(|a| {
-            CLAUDE_SESSION_FLAGS
-                .iter()
-                .any(|f| a == f || a.starts_with(&format!("{f}=")))
-        });
-        (is_claude && print_mode && !manages_own).then_some(Adapter::Claude)
-    }
-
-    /// What `--dry-run` says about it.
-    pub(crate) fn describe(adapter: Option<Adapter>) -> &'static str {
-        match adapter {
-            Some(Adapter::Claude) => {
-                "claude: --session-id <uuid> on the first turn, --resume <uuid> after"
-            }
-            Some(Adapter::Placeholder) => "{session}: the member's stable conversation id",
-            None => "none: every turn starts a fresh conversation",
-        }
-    }
-
-    /// `argv` for one turn of `session`.
-    pub(crate) fn apply(self, argv: &[String], session: &Session) -> Vec<String> {
-        match self {
-            Adapter::Placeholder => argv
-                .iter()
-                .map(|a| a.replace(SESSION_PLACEHOLDER, &session.id))
-                .collect(),
-            Adapter::Claude => {
-                let flag = if session.turns == 0 {
-                    "--session-id"
-                } else {
-                    "--resume"
-                };
-                let mut out = vec![argv[0].clone(), flag.to_string(), session.id.clone()];
-                out.extend(argv[1..].iter().cloned());
-                out
-            }
-        }
-    }
-}
 
 /// A member's conversation, as `teams/<team>/sessions/<name>.json` keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,6 +34,28 @@ pub(crate) struct Session {
     pub(crate) id: String,
     /// Turns whose agent got its prompt: 0 means the conversation does not exist yet.
     pub(crate) turns: u64,
+}
+
+impl Session {
+    /// After a turn: keeps the id the CLI said it used, if it names its own conversation and
+    /// said one (`adapter.rs`).
+    pub(crate) fn after_turn(
+        &mut self,
+        adapter: Adapter,
+        stdout: &str,
+        stderr: &str,
+        store: &Store,
+        team: &TeamName,
+        name: &AgentName,
+    ) -> Result<()> {
+        match adapter.read_back(stdout, stderr) {
+            Some(id) if id != self.id => {
+                self.id = id;
+                self.save(&path(store, team, name))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Where a member's conversation is kept.
@@ -130,14 +79,19 @@ impl Session {
         let kind = format!("{adapter:?}").to_lowercase();
         if let Some(bytes) = fsio::read_file(&file)? {
             if let Ok(session) = serde_json::from_slice::<Session>(&bytes) {
-                if session.adapter == kind && uuid::Uuid::parse_str(&session.id).is_ok() {
+                let known = uuid::Uuid::parse_str(&session.id).is_ok();
+                if session.adapter == kind && (known || !adapter.names_it()) {
                     return Ok(session);
                 }
             }
         }
         let session = Session {
             adapter: kind,
-            id: uuid::Uuid::new_v4().to_string(),
+            id: if adapter.names_it() {
+                uuid::Uuid::new_v4().to_string()
+            } else {
+                String::new()
+            },
             turns: 0,
         };
         session.save(&file)?;
@@ -166,52 +120,43 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn argv(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
+    use crate::store::fixture::team_with;
 
     #[test]
-    fn claude_in_print_mode_gets_session_id_then_resume() {
-        let a = argv(&["/usr/bin/claude", "-p", "--model", "sonnet"]);
-        assert_eq!(Adapter::detect(&a), Some(Adapter::Claude));
-        let mut s = Session {
-            adapter: "claude".into(),
-            id: "u".into(),
-            turns: 0,
-        };
+    fn swarm_names_a_conversation_up_front_and_learns_the_one_codex_names() {
+        let (_dir, store, team) = team_with(&["a"]);
+        let a: AgentName = "a".parse().unwrap();
+        let claude = Session::open(&store, &team, &a, Adapter::Claude).unwrap();
+        assert!(uuid::Uuid::parse_str(&claude.id).is_ok());
         assert_eq!(
-            Adapter::Claude.apply(&a, &s),
-            argv(&[
-                "/usr/bin/claude",
-                "--session-id",
-                "u",
-                "-p",
-                "--model",
-                "sonnet"
-            ])
+            Session::open(&store, &team, &a, Adapter::Claude).unwrap(),
+            claude
         );
-        s.turns = 1;
-        assert_eq!(
-            Adapter::Claude.apply(&a, &s)[1..3],
-            argv(&["--resume", "u"])
-        );
-    }
 
-    #[test]
-    fn other_command_lines_keep_todays_behaviour() {
-        for a in [
-            &["claude"][..],
-            &["claude", "-p", "--resume", "x"],
-            &["claude", "--print", "--session-id=x"],
-            &["codex", "exec"],
-            &["my-claude", "-p"],
-        ] {
-            assert_eq!(Adapter::detect(&argv(a)), None, "{a:?}");
-        }
+        // Another adapter for the member: a conversation of its own; codex's is unnamed yet.
+        let mut codex = Session::open(&store, &team, &a, Adapter::Codex).unwrap();
+        assert_eq!(codex.id, "");
+        codex
+            .after_turn(Adapter::Codex, "no id here", "", &store, &team, &a)
+            .unwrap();
         assert_eq!(
-            Adapter::detect(&argv(&["agent", "--conversation={session}"])),
-            Some(Adapter::Placeholder)
+            Session::open(&store, &team, &a, Adapter::Codex).unwrap().id,
+            ""
+        );
+        let id = "01a23261-7ca9-7e03-9d11-231b5ae53418";
+        codex
+            .after_turn(
+                Adapter::Codex,
+                "",
+                &format!("session id: {id}\n"),
+                &store,
+                &team,
+                &a,
+            )
+            .unwrap();
+        assert_eq!(
+            Session::open(&store, &team, &a, Adapter::Codex).unwrap().id,
+            id
         );
     }
 }

@@ -24,6 +24,7 @@ fn sh(command: &str) -> Step {
         args: vec!["-c".into(), command.into()],
         stdin: None,
         echo: Some(format!("$ {command}")),
+        keep_stderr: false,
     }
 }
 

@@ -40,7 +40,8 @@ pub(crate) struct Turn {
     pub(crate) kind: TurnKind,
     /// The messages handed over in this turn (for plan turns: every message the plan covers).
     pub(crate) messages: Vec<InboxMessage>,
-    /// Appended to the prompt of the first turn: how to use swarm from the agent's shell.
+    /// Appended to the prompt: on the first turn, how to use swarm from the agent's shell and
+    /// the team memory; on a later turn, the team memory's index if it changed.
     pub(crate) appendix: Option<String>,
 }
 

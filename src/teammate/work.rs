@@ -10,6 +10,9 @@ use std::path::PathBuf;
 
 /// Most bytes of a turn's output kept in memory (the pane still sees everything).
 pub(crate) const MAX_CAPTURE: usize = 1 << 20;
+/// Most bytes of a step's stderr kept, when it is kept at all: what is read there (codex's
+/// `session id:` line) comes first.
+pub(crate) const MAX_STDERR_CAPTURE: usize = 64 << 10;
 
 /// One process of a turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +23,9 @@ pub(crate) struct Step {
     pub(crate) stdin: Option<Vec<u8>>,
     /// A line printed to the pane before the step starts, e.g. `$ make test`.
     pub(crate) echo: Option<String>,
+    /// Keep the start of its stderr too (it still goes to the pane): an agent CLI that says
+    /// there which conversation it used (codex).
+    pub(crate) keep_stderr: bool,
 }
 
 /// What an agent makes of a turn.
@@ -37,6 +43,9 @@ pub(crate) struct Outcome {
     pub(crate) success: bool,
     /// Everything the turn printed on stdout (up to [`MAX_CAPTURE`] bytes).
     pub(crate) output: String,
+    /// The start of what steps with `keep_stderr` printed on stderr (up to
+    /// [`MAX_STDERR_CAPTURE`] bytes each).
+    pub(crate) stderr: String,
     /// Why it failed: "exit status 2", "killed by signal 9", "could not start ...".
     pub(crate) failure: Option<String>,
 }

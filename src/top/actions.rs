@@ -1,7 +1,7 @@
 //! Carrying out what a key asked for, through the code the rest of swarm uses for it: a
 //! message through the mailbox as the lead (so it is signed as every lead entry is), a decision
-//! through `requests::decide`, a shutdown through `lifecycle::shutdown` (the one handshake),
-//! and attaching through `swarm attach` itself.
+//! through `store::requests::decide`, a shutdown through `lifecycle::shutdown` (the one
+//! handshake), and attaching through `swarm attach` itself.
 //!
 //! Each returns the line to show under the dashboard; nothing a person does here ends the
 //! dashboard with an error. Acting as the lead needs the lead's side: from a teammate's shell
@@ -13,7 +13,6 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::model::Model;
-use super::requests;
 use super::screen::Screen;
 use crate::backend::tmux::TmuxEnv;
 use crate::backend::{for_member, BackendKind};
@@ -24,6 +23,7 @@ use crate::store::lead_key::caller_is_lead_side;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
+use crate::store::requests::{self, Decider, Verdict};
 use crate::store::roster::Roster;
 
 /// How long a shutdown started from the dashboard waits for the teammate's answer.
@@ -72,8 +72,11 @@ impl Actor<'_> {
                 .requests
                 .iter()
                 .find(|r| r.id() == id)
-                .ok_or_else(|| Error::NoSuchPermission(id.to_string()))?;
-            requests::decide(self.store, self.team, request, approve, feedback)
+                .ok_or_else(|| Error::NoSuchRequest(id.to_string()))?;
+            let verdict = Verdict::new(approve, feedback);
+            let decided =
+                requests::decide(self.store, self.team, request, verdict, &Decider::Lead)?;
+            Ok(decided.line())
         })())
     }
 

@@ -206,7 +206,8 @@ impl Ui {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::top::model::{MemberRow, Progress, State};
+    use crate::lifecycle::MemberState;
+    use crate::top::model::{MemberRow, Progress};
 
     fn model(members: &[&str]) -> Model {
         Model {
@@ -217,7 +218,7 @@ mod tests {
                 .map(|n| MemberRow {
                     name: n.to_string(),
                     color: "blue".into(),
-                    state: State::Alive,
+                    state: MemberState::Idle,
                     task: None,
                     last: None,
                     unread: 0,
@@ -226,6 +227,7 @@ mod tests {
             tasks: vec![],
             progress: Progress::default(),
             requests: vec![],
+            memory: None,
         }
     }
 

@@ -33,12 +33,12 @@ fn facts(model: &Model) -> BTreeMap<String, Fact> {
                 text: format!(
                     "{}: {}, task {}, {} unread",
                     visible(&m.name),
-                    m.state.text(),
+                    visible(&m.state.to_string()),
                     visible(task),
                     m.unread
                 ),
-                json: json!({"kind": "member", "name": m.name, "state": m.state.text(),
-                    "task": m.task, "unread": m.unread}),
+                json: json!({"kind": "member", "name": m.name, "state": m.state.word(),
+                    "why": m.state.why(), "task": m.task, "unread": m.unread}),
             },
         );
     }
@@ -54,10 +54,10 @@ fn facts(model: &Model) -> BTreeMap<String, Fact> {
                 text: format!(
                     "task #{} {}{owner}: {}",
                     visible(&t.id),
-                    t.phase(),
+                    t.phase.as_str(),
                     visible(&t.subject)
                 ),
-                json: json!({"kind": "task", "id": t.id, "phase": t.phase(), "owner": t.owner,
+                json: json!({"kind": "task", "id": t.id, "phase": t.phase.as_str(), "owner": t.owner,
                     "subject": t.subject, "waitingOn": t.waiting_on}),
             },
         );
@@ -72,6 +72,20 @@ fn facts(model: &Model) -> BTreeMap<String, Fact> {
                 "failed": model.progress.failed}),
         },
     );
+    if let (Some(memory), Some(text)) = (&model.memory, model.memory_text()) {
+        let json = match memory {
+            Ok(f) => json!({"kind": "memory", "topics": f.topics,
+                "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
+            Err(e) => json!({"kind": "memory", "error": e}),
+        };
+        out.insert(
+            "memory".into(),
+            Fact {
+                text: format!("team memory: {}", visible(&text)),
+                json,
+            },
+        );
+    }
     for r in &model.requests {
         out.insert(
             format!("request {}", r.id()),

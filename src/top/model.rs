@@ -2,23 +2,22 @@
 //! current task, last line and unread count; the task DAG with its progress; the requests
 //! waiting for the lead.
 //!
-//! A member's state comes from `lifecycle::member_health` (its liveness lock, its pane or
-//! process), never from `isActive`, which says whether a Claude Code teammate is busy, not
-//! whether it runs. Everything here is plain data, so the view draws it and the line printer
-//! (`lines`) diffs two of them without touching the store again.
+//! A member's state is `lifecycle::state`'s, the one `swarm status` shows, and a task's phase is
+//! the store's (`Task::phase`, on the one rule for "available"); nothing is re-derived here.
+//! Everything is plain data, so the view draws it and the line printer (`lines`) diffs two of
+//! them without touching the store again.
 
-use crate::backend::PaneState;
 use crate::error::Result;
-use crate::lifecycle;
-use crate::store::liveness::Liveness;
+use crate::lifecycle::{self, MemberState};
 use crate::store::mailbox::Mailbox;
+use crate::store::memory::{Figures, TeamMemory};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::roster::{Member, Roster};
-use crate::store::tasks::{Task, TaskList, TaskStatus};
+use crate::store::roster::Roster;
+use crate::store::tasks::{finished_in, Phase, Task, TaskList};
 
-use super::last_line::{first_line, last_line};
-use super::requests::{self, Request};
+use super::last_line::{last_line, message_line};
+use crate::store::requests::{self, Request};
 
 /// One reading of the team.
 #[derive(Debug, Clone)]
@@ -29,69 +28,30 @@ pub(crate) struct Model {
     pub(crate) tasks: Vec<TaskRow>,
     pub(crate) progress: Progress,
     pub(crate) requests: Vec<Request>,
+    /// The team memory's figures (`swarm memory`), or why they cannot be read.
+    pub(crate) memory: Option<std::result::Result<Figures, String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MemberRow {
     pub(crate) name: String,
     pub(crate) color: String,
-    pub(crate) state: State,
-    /// `#3 subject` of the task it has in progress.
+    pub(crate) state: MemberState,
+    /// `#3 subject` of the task it is on.
     pub(crate) task: Option<String>,
     /// The last line of its output, else of the last message it sent the lead.
     pub(crate) last: Option<String>,
     pub(crate) unread: usize,
 }
 
-/// Whether a member runs, as far as its lock and its pane tell.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum State {
-    /// The lead without a pane of its own (the user's shell).
-    Lead,
-    Alive,
-    /// Why it is judged dead: `exit 3`, `signal 9`, `pane gone`, `process gone`.
-    Dead(String),
-    /// Nothing tells either way (no lock, no pane swarm knows), or reading it failed.
-    Unknown(String),
-}
-
-impl State {
-    pub(crate) fn text(&self) -> String {
-        match self {
-            State::Lead => "lead".into(),
-            State::Alive => "alive".into(),
-            State::Dead(why) => format!("dead ({why})"),
-            State::Unknown(why) if why.is_empty() => "unknown".into(),
-            State::Unknown(why) => format!("unknown ({why})"),
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TaskRow {
     pub(crate) id: String,
     pub(crate) subject: String,
-    pub(crate) status: TaskStatus,
+    pub(crate) phase: Phase,
     pub(crate) owner: Option<String>,
     /// Blockers not completed yet.
     pub(crate) waiting_on: Vec<String>,
-    /// Failed by a teammate and parked (`swarmFailed`).
-    pub(crate) failed: bool,
-}
-
-impl TaskRow {
-    /// `completed`, `in_progress`, `failed`, `blocked`, `available` or `pending` (owned, not
-    /// started).
-    pub(crate) fn phase(&self) -> &'static str {
-        match self.status {
-            TaskStatus::Completed => "completed",
-            TaskStatus::InProgress => "in_progress",
-            TaskStatus::Pending if self.failed => "failed",
-            TaskStatus::Pending if !self.waiting_on.is_empty() => "blocked",
-            TaskStatus::Pending if self.owner.is_none() => "available",
-            TaskStatus::Pending => "pending",
-        }
-    }
 }
 
 /// Counts over the task list.
@@ -124,6 +84,14 @@ impl Progress {
 }
 
 impl Model {
+    /// The team memory line: `3 topics, last written by coder at ...`.
+    pub(crate) fn memory_text(&self) -> Option<String> {
+        self.memory.as_ref().map(|m| match m {
+            Ok(f) => f.text(),
+            Err(e) => format!("unreadable: {e}"),
+        })
+    }
+
     /// Reads the roster, the members' health, the tasks and the open requests; with
     /// `last_lines`, also each member's last line of output (which asks tmux for tmux panes).
     pub(crate) fn load(store: &Store, team: &TeamName, last_lines: bool) -> Result<Model> {
@@ -146,18 +114,13 @@ impl Model {
                         .iter()
                         .rev()
                         .find(|msg| msg.from == m.name)
-                        .map(|msg| first_line(msg.summary.as_deref().unwrap_or(&msg.text)))
+                        .map(message_line)
                 });
                 MemberRow {
                     name: m.name.to_string(),
                     color: m.color_or_default().to_string(),
-                    state: state_of(store, team, m),
-                    task: tasks
-                        .iter()
-                        .find(|t| {
-                            t.owner.as_deref() == Some(m.name.as_str())
-                                && t.status == TaskStatus::InProgress
-                        })
+                    state: lifecycle::member_state(store, team, &config, m, &tasks),
+                    task: lifecycle::current_task(&tasks, m.name.as_str())
                         .map(|t| format!("#{} {}", t.id, t.subject)),
                     last,
                     unread,
@@ -171,58 +134,28 @@ impl Model {
             members,
             progress: progress(&rows),
             tasks: rows,
-            requests: requests::pending(store, team, &lead_inbox)?,
+            requests: requests::pending_in(store, team, &lead_inbox)?,
+            memory: TeamMemory::of_team(store, &config)
+                .map(|m| m.figures().map_err(|e| e.to_string())),
         })
     }
 }
 
-fn state_of(store: &Store, team: &TeamName, m: &Member) -> State {
-    if m.is_lead() && m.tmux_pane_id.is_empty() {
-        return State::Lead;
-    }
-    let health = match lifecycle::member_health(store, team, m) {
-        Ok(h) => h,
-        Err(e) => return State::Unknown(crate::store::protocol::truncate(&e.to_string(), 40)),
-    };
-    match health.pane {
-        PaneState::Dead { .. } => State::Dead(
-            health
-                .pane
-                .to_string()
-                .trim_start_matches("dead (")
-                .trim_end_matches(')')
-                .to_string(),
-        ),
-        PaneState::Gone => State::Dead("pane gone".into()),
-        _ if health.dead => State::Dead("process gone".into()),
-        PaneState::Alive { .. } => State::Alive,
-        PaneState::Unknown => match health.liveness {
-            Liveness::Alive => State::Alive,
-            _ => State::Unknown(String::new()),
-        },
-    }
-}
-
 fn task_rows(tasks: &[Task]) -> Vec<TaskRow> {
+    let finished = finished_in(tasks);
     tasks
         .iter()
         .map(|t| TaskRow {
             id: t.id.to_string(),
             subject: t.subject.clone(),
-            status: t.status,
+            phase: t.phase(&finished),
             owner: t.owner.clone(),
             waiting_on: t
                 .blocked_by
                 .iter()
-                .filter(|b| {
-                    tasks
-                        .iter()
-                        .find(|o| o.id == **b)
-                        .is_some_and(|o| o.status != TaskStatus::Completed)
-                })
+                .filter(|b| !finished(b))
                 .map(|b| b.to_string())
                 .collect(),
-            failed: t.parked(),
         })
         .collect()
 }
@@ -233,13 +166,13 @@ fn progress(rows: &[TaskRow]) -> Progress {
         ..Progress::default()
     };
     for r in rows {
-        match r.phase() {
-            "completed" => p.completed += 1,
-            "in_progress" => p.in_progress += 1,
-            "failed" => p.failed += 1,
-            "blocked" => p.blocked += 1,
-            "available" => p.available += 1,
-            _ => {}
+        match r.phase {
+            Phase::Completed => p.completed += 1,
+            Phase::InProgress => p.in_progress += 1,
+            Phase::Failed => p.failed += 1,
+            Phase::Blocked => p.blocked += 1,
+            Phase::Available => p.available += 1,
+            Phase::Assigned => {}
         }
     }
     p
@@ -248,27 +181,40 @@ fn progress(rows: &[TaskRow]) -> Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::names::TaskId;
+    use crate::store::tasks::TaskStatus;
 
-    fn row(id: &str, status: TaskStatus, owner: Option<&str>, waiting: &[&str]) -> TaskRow {
-        TaskRow {
-            id: id.into(),
+    fn task(id: u64, status: TaskStatus, owner: Option<&str>, blocked_by: &[u64]) -> Task {
+        Task {
+            id: TaskId::new(id),
             subject: format!("task {id}"),
-            status,
+            description: String::new(),
+            active_form: None,
             owner: owner.map(str::to_string),
-            waiting_on: waiting.iter().map(|s| s.to_string()).collect(),
-            failed: false,
+            status,
+            blocks: vec![],
+            blocked_by: blocked_by.iter().map(|b| TaskId::new(*b)).collect(),
+            metadata: Default::default(),
+            extra: Default::default(),
         }
     }
 
     #[test]
     fn progress_tells_blocked_from_available() {
-        let rows = vec![
-            row("1", TaskStatus::Completed, Some("a"), &[]),
-            row("2", TaskStatus::InProgress, Some("a"), &[]),
-            row("3", TaskStatus::Pending, None, &["2"]),
-            row("4", TaskStatus::Pending, None, &[]),
-            row("5", TaskStatus::Pending, Some("b"), &[]),
+        let tasks = vec![
+            task(1, TaskStatus::Completed, Some("a"), &[]),
+            task(2, TaskStatus::InProgress, Some("a"), &[1]),
+            task(3, TaskStatus::Pending, None, &[2]),
+            task(4, TaskStatus::Pending, None, &[1, 9]),
+            task(5, TaskStatus::Pending, Some("b"), &[]),
         ];
+        let rows = task_rows(&tasks);
+        assert_eq!(rows[2].waiting_on, ["2"]);
+        assert!(
+            rows[3].waiting_on.is_empty(),
+            "a deleted blocker blocks nothing"
+        );
+        assert_eq!(rows[4].phase.as_str(), "pending");
         let p = progress(&rows);
         assert_eq!(
             (p.total, p.completed, p.in_progress, p.blocked, p.available),

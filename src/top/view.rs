@@ -13,9 +13,11 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
 use super::input::{Focus, Ui, HELP};
-use super::model::{Model, State};
+use super::model::Model;
+use crate::lifecycle::MemberState;
 use crate::output::terminal::visible;
 use crate::store::colour::Colour;
+use crate::store::tasks::Phase;
 
 pub(crate) fn draw(frame: &mut Frame, model: &Model, ui: &Ui) {
     // Members and requests take what their rows need (up to a limit); tasks get the rest.
@@ -36,6 +38,13 @@ pub(crate) fn draw(frame: &mut Frame, model: &Model, ui: &Ui) {
                 Style::new().add_modifier(Modifier::BOLD),
             ),
             Span::raw(visible(&model.description).into_owned()),
+            Span::styled(
+                model
+                    .memory_text()
+                    .map(|m| format!("  team memory: {}", visible(&m)))
+                    .unwrap_or_default(),
+                Style::new().fg(Color::DarkGray),
+            ),
         ])),
         title,
     );
@@ -81,13 +90,14 @@ fn colour(name: &str) -> Color {
 fn draw_members(frame: &mut Frame, area: Rect, model: &Model, ui: &Ui) {
     let rows = model.members.iter().map(|m| {
         let state_style = match m.state {
-            State::Alive => Style::new().fg(Color::Green),
-            State::Dead(_) => Style::new().fg(Color::Red),
-            _ => Style::new(),
+            MemberState::Busy(_) | MemberState::Idle => Style::new().fg(Color::Green),
+            MemberState::Dead(_) => Style::new().fg(Color::Red),
+            MemberState::Stopped(_) => Style::new().fg(Color::DarkGray),
+            MemberState::Unknown(_) => Style::new(),
         };
         Row::new(vec![
             Cell::from(visible(&m.name).into_owned()).style(Style::new().fg(colour(&m.color))),
-            Cell::from(m.state.text()).style(state_style),
+            Cell::from(visible(&m.state.to_string()).into_owned()).style(state_style),
             Cell::from(m.unread.to_string()),
             Cell::from(visible(m.task.as_deref().unwrap_or("-")).into_owned()),
             Cell::from(visible(m.last.as_deref().unwrap_or("")).into_owned()),
@@ -119,12 +129,12 @@ fn draw_members(frame: &mut Frame, area: Rect, model: &Model, ui: &Ui) {
 
 fn draw_tasks(frame: &mut Frame, area: Rect, model: &Model) {
     let rows = model.tasks.iter().map(|t| {
-        let phase_style = match t.phase() {
-            "completed" => Style::new().fg(Color::Green),
-            "in_progress" => Style::new().fg(Color::Yellow),
-            "failed" => Style::new().fg(Color::Red),
-            "blocked" => Style::new().fg(Color::DarkGray),
-            _ => Style::new(),
+        let phase_style = match t.phase {
+            Phase::Completed => Style::new().fg(Color::Green),
+            Phase::InProgress => Style::new().fg(Color::Yellow),
+            Phase::Failed => Style::new().fg(Color::Red),
+            Phase::Blocked => Style::new().fg(Color::DarkGray),
+            Phase::Available | Phase::Assigned => Style::new(),
         };
         let waits = if t.waiting_on.is_empty() {
             String::new()
@@ -140,7 +150,7 @@ fn draw_tasks(frame: &mut Frame, area: Rect, model: &Model) {
         };
         Row::new(vec![
             Cell::from(format!("#{}", visible(&t.id))),
-            Cell::from(t.phase()).style(phase_style),
+            Cell::from(t.phase.as_str()).style(phase_style),
             Cell::from(visible(t.owner.as_deref().unwrap_or("-")).into_owned()),
             Cell::from(visible(&t.subject).into_owned()),
             Cell::from(waits),

@@ -211,14 +211,16 @@ fn the_dry_run_shows_each_conversation_adapter_and_the_lead_agents_command() {
 }
 
 #[test]
-fn an_agent_lead_needs_a_lead_pane_and_a_goal() {
+fn an_agent_lead_needs_a_lead_pane_or_the_in_process_backend_and_a_goal() {
     let env = Env::new();
+    let tmux = Tmux::new();
     env.swarm([
         "launch",
         "--team",
         "x",
         "--backend",
-        "in-process",
+        "tmux",
+        "--no-lead-pane",
         "--agent",
         "shell",
         "--teammate",
@@ -228,8 +230,8 @@ fn an_agent_lead_needs_a_lead_pane_and_a_goal() {
         "--goal",
         "g",
     ])
-    .refused("an agent lead runs in the lead pane of a new team in tmux");
-    let tmux = Tmux::new();
+    .env("SWARM_TMUX_SOCKET", &tmux.socket)
+    .refused("an agent lead runs in the lead pane of a new team in tmux, or in-process");
     env.swarm([
         "launch",
         "--team",
@@ -368,4 +370,124 @@ fn with_approvals_lead_the_lead_agent_decides_a_permission_request_and_it_is_rec
     let resolved = read_json(&env.path(&format!("teams/p/permissions/resolved/{id}.json")));
     assert_eq!(resolved["status"], "approved");
     assert_eq!(resolved["resolvedBy"], "team-lead (lead-agent)");
+}
+
+/// An agent lead outside tmux (issue 25 item 4): in-process, the lead agent's runtime is one
+/// more child of the foreground launcher, in a process group of its own, its console on the
+/// launcher's terminal and reading what is typed into the launcher. It plans one task, a shell
+/// teammate runs it, the lead ends the team, and the launcher returns 0.
+#[test]
+fn an_agent_lead_runs_in_process_with_its_console_on_the_launchers_terminal() {
+    let env = Env::new();
+    let script = env.path("lead.sh");
+    std::fs::write(
+        &script,
+        "case $1 in\n\
+         *'You are the lead'*) swarm task create one --description \
+           'echo one >> \"$SWARM_ROOT/ran\"';;\n\
+         *'<task-notification '*) swarm done --summary finished;;\n\
+         esac\n",
+    )
+    .unwrap();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"team": "i", "agent": "shell", "teammates": [{"name": "a"}],
+            "lead": {"agent": ["sh", script.display().to_string()], "goal": "one step"}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut launcher = env
+        .swarm(["launch", file.to_str().unwrap(), "--backend", "in-process"])
+        .env("SWARM_TEAM", "i")
+        .live();
+    launcher.expect("team-lead: running (pid");
+    launcher.expect("lead agent of team i is up");
+    let config = eventually(LONG, "the lead's pid in the roster", || {
+        let config = read_json(&env.path("teams/i/config.json"));
+        member(&config, "team-lead")["swarmPid"]
+            .is_u64()
+            .then_some(config)
+    });
+    let lead = member(&config, "team-lead");
+    assert_eq!(lead["tmuxPaneId"], "in-process");
+    let pid = lead["swarmPid"].as_u64().unwrap() as i32;
+    // SAFETY: getpgid on the launcher's child.
+    assert_eq!(
+        unsafe { libc::getpgid(pid) },
+        pid,
+        "a process group of its own"
+    );
+    // What is typed into the launcher reaches the lead console.
+    launcher.type_line("@a hello from the terminal");
+    eventually(LONG, "the typed message in a's inbox", || {
+        let inbox = read_json(&env.path("teams/i/inboxes/a.json"));
+        inbox
+            .as_array()?
+            .iter()
+            .any(|m| m["from"] == "team-lead" && m["text"] == "hello from the terminal")
+            .then_some(())
+    });
+    assert_eq!(
+        launcher.wait(LONG),
+        Some(0),
+        "the launcher returns once the lead ended the team: {:?}",
+        launcher.seen
+    );
+    assert_eq!(std::fs::read_to_string(env.path("ran")).unwrap(), "one\n");
+    let config = read_json(&env.path("teams/i/config.json"));
+    assert_eq!(member(&config, "a")["isActive"], false);
+    assert!(gone(pid), "the lead's runtime ended with the team");
+}
+
+/// Ctrl-C with an in-process agent lead: the terminal's SIGINT reaches only the launcher (the
+/// lead's runtime has a process group of its own), which stops the lead first, with SIGTERM,
+/// then shuts the teammate down; the lead is not retired like a teammate.
+#[test]
+fn ctrl_c_stops_an_in_process_agent_lead_and_its_teammates() {
+    let env = Env::new();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"team": "i", "agent": "shell", "teammates": [{"name": "a"}],
+            "lead": {"agent": ["sh", "-c", "echo planning"], "goal": "wait"}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut launcher = env
+        .swarm(["launch", file.to_str().unwrap(), "--backend", "in-process"])
+        .env("SWARM_TEAM", "i")
+        .live();
+    launcher.expect("lead agent of team i is up");
+    launcher.expect("lead turn done");
+    let pid = |name: &str| {
+        let config = read_json(&env.path("teams/i/config.json"));
+        member(&config, name)["swarmPid"].as_u64().map(|p| p as i32)
+    };
+    let (lead, a) = eventually(LONG, "both pids in the roster", || {
+        Some((pid("team-lead")?, pid("a")?))
+    });
+    assert!(!gone(lead) && !gone(a));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(launcher.child.id() as i32, libc::SIGINT) };
+    assert_eq!(launcher.wait(LONG), Some(0), "{:?}", launcher.seen);
+    for want in [
+        "shutting down a",
+        "team-lead: exited",
+        "a: approved the shutdown",
+        "a: marked inactive",
+    ] {
+        launcher.expect(want);
+    }
+    assert!(gone(lead) && gone(a));
+    let config = read_json(&env.path("teams/i/config.json"));
+    assert_eq!(member(&config, "a")["isActive"], false);
+    assert!(
+        !launcher
+            .seen
+            .iter()
+            .any(|l| l.contains("team-lead: marked inactive")),
+        "{:?}",
+        launcher.seen
+    );
 }

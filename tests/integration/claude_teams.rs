@@ -89,7 +89,7 @@ fn the_fixture_is_in_claudes_own_format() {
 }
 
 #[test]
-fn status_of_a_claude_made_team_shows_its_members_busy_or_idle_and_its_lead_process() {
+fn status_of_a_claude_made_team_shows_its_members_their_tasks_and_its_lead_process() {
     let env = Env::new();
     claude_team(&env);
     // The lead process: a live process in this pid space, recorded as Claude records itself.
@@ -110,13 +110,14 @@ fn status_of_a_claude_made_team_shows_its_members_busy_or_idle_and_its_lead_proc
     assert_eq!(names, ["team-lead", "researcher", "coder"]);
     assert_eq!(status["ledByClaude"], true);
     assert_eq!(status["leadProcess"]["pid"], pid);
-    assert_eq!(status["leadProcess"]["verdict"], "alive", "{status}");
-    // No tmux server is recorded for the panes: unknown, never dead; busy is `isActive`.
-    for (name, busy) in [("researcher", false), ("coder", true)] {
+    assert_eq!(status["leadProcess"]["why"], "its start time matches");
+    // The lead runs (its recorded process) and owns no task.
+    assert_eq!(state_of(&status, "team-lead")["state"], "idle", "{status}");
+    // No tmux server is recorded for the panes: unknown, never dead, whatever `isActive` says.
+    for name in ["researcher", "coder"] {
         let m = state_of(&status, name);
         assert_eq!(m["state"], "unknown", "{m}");
-        assert_eq!(m["dead"], false, "{m}");
-        assert_eq!(m["busy"], busy, "{m}");
+        assert_eq!(m["why"], "no tmux server recorded", "{m}");
         assert_eq!(m["retired"], false, "{m}");
     }
     assert_eq!(state_of(&status, "coder")["task"]["id"], "2");
@@ -128,12 +129,20 @@ fn status_of_a_claude_made_team_shows_its_members_busy_or_idle_and_its_lead_proc
             .unwrap_or_else(|| panic!("no line for {name}: {out}"))
             .to_string()
     };
+    assert!(line("team-lead").contains(" idle "), "{out}");
     assert!(
-        line("team-lead").contains(&format!("lead, alive (pid {pid})")),
+        out.contains(&format!("lead process: pid {pid} (its start time matches)")),
         "{out}"
     );
-    assert!(line("researcher").contains("unknown, idle"), "{out}");
-    assert!(line("coder").contains("unknown, busy"), "{out}");
+    assert!(
+        line("researcher").contains("unknown (no tmux server recorded)"),
+        "{out}"
+    );
+    assert!(
+        line("coder").contains("unknown (no tmux server recorded)")
+            && line("coder").contains("#2 Stop copying lines"),
+        "{out}"
+    );
     assert!(
         out.contains(&format!(
             "team {TEAM} is led by Claude Code: swarm has no lead key for it"
@@ -145,14 +154,31 @@ fn status_of_a_claude_made_team_shows_its_members_busy_or_idle_and_its_lead_proc
     // The same pid with another start time is another process: the lead is gone.
     patch_roster(&env, |c| c["leadProcess"]["procStart"] = json!("1"));
     let status = swarm(&env, &["--json", "status"]).ok().json();
-    assert_eq!(status["leadProcess"]["verdict"], "dead", "{status}");
+    let lead_state = |s: &Value| {
+        (
+            state_of(s, "team-lead")["state"].clone(),
+            state_of(s, "team-lead")["why"].clone(),
+        )
+    };
+    assert_eq!(
+        lead_state(&status),
+        (json!("dead"), json!("process gone")),
+        "{status}"
+    );
     // Recorded on another machine or pid namespace: swarm cannot tell.
     patch_roster(&env, |c| {
         c["leadProcess"]["procStart"] = json!(proc_start(pid));
         c["leadProcess"]["pidSpace"] = json!("elsewhere#pid:[1]");
     });
     let status = swarm(&env, &["--json", "status"]).ok().json();
-    assert_eq!(status["leadProcess"]["verdict"], "unknown", "{status}");
+    assert_eq!(
+        lead_state(&status),
+        (
+            json!("unknown"),
+            json!("recorded in another pid space (elsewhere#pid:[1])")
+        ),
+        "{status}"
+    );
     // And the fixture's own record names a process of another host.
     drop(lead);
 }
@@ -163,7 +189,11 @@ fn the_fixtures_lead_process_is_not_judged_here() {
     let env = Env::new();
     claude_team(&env);
     let status = swarm(&env, &["--json", "status"]).ok().json();
-    assert_eq!(status["leadProcess"]["verdict"], "unknown", "{status}");
+    assert_eq!(
+        state_of(&status, "team-lead")["state"],
+        "unknown",
+        "{status}"
+    );
     assert_eq!(status["leadProcess"]["pid"], 4242);
 }
 
@@ -245,6 +275,48 @@ fn swarm_does_not_speak_as_a_claude_lead_nor_touch_a_pane_on_a_guessed_server() 
     assert_eq!(inbox[0]["text"], "look at the lexer too");
     let tasks = in_tmux(&["--json", "task", "list"]).ok().json();
     assert_eq!(tasks.as_array().unwrap().len(), 2, "{tasks}");
+}
+
+/// A teammate Claude Code runs inside its own process (roster pane `in-process`, issue 25 item
+/// 1) has nothing swarm can look at: it stays unknown, said so, and is never stopped.
+#[test]
+fn a_teammate_inside_the_claude_lead_is_unknown_inside_the_lead_and_never_stopped() {
+    let env = Env::new();
+    claude_team(&env);
+    patch_roster(&env, |c| {
+        let mut helper = c["members"][1].clone();
+        helper["agentId"] = json!(format!("helper@{TEAM}"));
+        helper["name"] = json!("helper");
+        helper["tmuxPaneId"] = json!("in-process");
+        helper["backendType"] = json!("in-process");
+        c["members"].as_array_mut().unwrap().push(helper);
+    });
+    let status = swarm(&env, &["--json", "status"]).ok().json();
+    let helper = state_of(&status, "helper");
+    assert_eq!(helper["state"], "unknown", "{helper}");
+    assert_eq!(helper["pane"]["state"], "inside_lead", "{helper}");
+    let out = swarm(&env, &["status"]).ok().stdout;
+    let line = out.lines().find(|l| l.trim_start().starts_with("helper"));
+    assert!(
+        line.is_some_and(|l| l.contains("unknown (inside the lead), idle")),
+        "{out}"
+    );
+    // The fixture's own pane teammates stay plain unknown: no server, nothing found.
+    assert_eq!(state_of(&status, "researcher")["pane"]["state"], "unknown");
+
+    let before = std::fs::read(config_path(&env)).unwrap();
+    let out = swarm(&env, &["shutdown", "--force", "helper", "--timeout", "1"]).code(1);
+    assert!(
+        out.stdout.contains("not stopped: swarm cannot identify"),
+        "{}",
+        out.stdout
+    );
+    swarm(&env, &["kill", "helper"]).refused("swarm cannot identify helper's pane or process");
+    assert_eq!(
+        std::fs::read(config_path(&env)).unwrap(),
+        before,
+        "retired anyway"
+    );
 }
 
 #[test]

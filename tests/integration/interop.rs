@@ -2,31 +2,32 @@
 //! panes of a private tmux server, talking to a scripted Messages API on loopback
 //! ([`fake_api`]), driven through swarm's own commands.
 //!
-//! The version proven is [`CLAUDE_CODE_VERSION`]. `scripts/test` installs it from npm and
-//! passes its path in `SWARM_TEST_CLAUDE`; in CI a missing binary fails every scenario, locally
-//! the suite also looks where `scripts/test` installs it and in `/tmp/cc`. Nothing is skipped.
-//! Each scenario waits at most [`WAIT`] for each step (no timing asserts), and on drop kills its
-//! panes' processes by pid and its tmux server by socket; a failing scenario prints the pane and
-//! what the binary sent to the API.
+//! The versions proven are those of `versions.txt` ([`versions`]): `scripts/test` installs each
+//! from npm and every scenario runs against each ([`versions::each_claude`]). Nothing is
+//! skipped. Each scenario waits at most [`WAIT`] for each step (no timing asserts), and on drop
+//! kills its panes' processes by pid and its tmux server by socket; a failing scenario prints
+//! the pane and what the binary sent to the API.
 
+mod claude_led;
 mod dispatch;
 mod fake_api;
+mod memory;
 mod messages;
+pub(crate) mod other_clis;
 mod permissions;
 mod plans;
+mod restart;
 mod tasks;
+mod versions;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::*;
 use fake_api::{FakeApi, Reply, Turn};
-
-/// The Claude Code release this suite proves swarm against (npm `@anthropic-ai/claude-code`).
-pub const CLAUDE_CODE_VERSION: &str = "2.1.328";
+use versions::Installed;
 
 /// The longest any one step may take: a real binary on a loaded 2-core machine can be slow to
 /// start and polls its inbox once a second.
@@ -35,47 +36,6 @@ const WAIT: Duration = Duration::from_secs(120);
 /// The dummy key the teammate uses against the fake API; its last 20 characters are marked
 /// approved in the seeded config, so Claude does not ask whether to use it.
 const API_KEY: &str = "sk-ant-api03-swarm-interop-0123456789";
-
-/// The `claude` binary to test, checked to be [`CLAUDE_CODE_VERSION`] (once per run).
-fn claude_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let bin = match std::env::var_os("SWARM_TEST_CLAUDE") {
-            Some(path) => PathBuf::from(path),
-            None if std::env::var_os("CI").is_some() => panic!(
-                "SWARM_TEST_CLAUDE is not set: run scripts/test, which installs Claude Code \
-                 {CLAUDE_CODE_VERSION} with npm and sets it"
-            ),
-            None => [
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join(format!("target/claude-code-{CLAUDE_CODE_VERSION}"))
-                    .join("node_modules/.bin/claude"),
-                PathBuf::from("/tmp/cc/node_modules/.bin/claude"),
-            ]
-            .into_iter()
-            .find(|p| p.exists())
-            .unwrap_or_else(|| {
-                panic!(
-                    "no Claude Code binary: run scripts/test (it installs \
-                     @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} with npm), or set \
-                     SWARM_TEST_CLAUDE to a claude {CLAUDE_CODE_VERSION} binary"
-                )
-            }),
-        };
-        let out = clean_command(&bin)
-            .arg("--version")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-        let version = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            version.contains(&format!("{CLAUDE_CODE_VERSION} (Claude Code)")),
-            "{} is not Claude Code {CLAUDE_CODE_VERSION}: --version printed {version:?}",
-            bin.display()
-        );
-        bin
-    })
-    .clone()
-}
 
 /// How to launch the one teammate, `coder`.
 struct Launch<'a> {
@@ -99,6 +59,8 @@ impl Launch<'_> {
 
 /// A team `t` with one real claude teammate `coder` in a tmux pane, working in `work/`.
 struct Team {
+    /// The Claude Code release this team runs.
+    version: &'static str,
     api: FakeApi,
     tmux: Tmux,
     env: Env,
@@ -107,16 +69,30 @@ struct Team {
 
 impl Team {
     /// Starts the fake API with `script` and launches `coder` against it.
-    fn launch(launch: Launch, script: impl Fn(&Turn) -> Reply + Send + Sync + 'static) -> Team {
-        let claude = claude_bin();
+    fn launch(
+        claude: &Installed,
+        launch: Launch,
+        script: impl Fn(&Turn) -> Reply + Send + Sync + 'static,
+    ) -> Team {
+        Team::launch_in(claude, launch, "work", |_, _| {}, script)
+    }
+
+    /// [`Team::launch`] with the work directory named `work` under the root, and `setup` run
+    /// on it before anything starts.
+    fn launch_in(
+        claude: &Installed,
+        launch: Launch,
+        work: &str,
+        setup: impl FnOnce(&Env, &Path),
+        script: impl Fn(&Turn) -> Reply + Send + Sync + 'static,
+    ) -> Team {
         let api = FakeApi::start(script);
         let env = Env::new();
         let tmux = Tmux::new();
-        let work = env.root().join("work").canonicalize().unwrap_or_else(|_| {
-            std::fs::create_dir_all(env.root().join("work")).unwrap();
-            env.root().join("work").canonicalize().unwrap()
-        });
+        std::fs::create_dir_all(env.root().join(work)).unwrap();
+        let work = env.root().join(work).canonicalize().unwrap();
         seed_claude_config(env.root(), &work);
+        setup(&env, &work);
         let file = env.path("team.json");
         std::fs::write(
             &file,
@@ -139,12 +115,13 @@ impl Team {
         let mut cmd = env
             .swarm(&args)
             .env("SWARM_TMUX_SOCKET", &tmux.socket)
-            .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude);
+            .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude.bin);
         for (k, v) in teammate_env(&api).as_object().unwrap() {
             cmd = cmd.env(k, v.as_str().unwrap());
         }
         cmd.ok();
         Team {
+            version: claude.version,
             api,
             tmux,
             env,
@@ -240,7 +217,11 @@ impl Team {
 impl Drop for Team {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("--- coder's pane ---\n{}", self.pane());
+            eprintln!(
+                "--- coder's pane (Claude Code {}) ---\n{}",
+                self.version,
+                self.pane()
+            );
             for (i, body) in self.api.turns().iter().enumerate() {
                 let new = fake_api::Turn { body }.last_user_text();
                 let cut: String = new.chars().take(1500).collect();

@@ -24,6 +24,35 @@ use std::time::Duration;
 
 use crate::support::*;
 
+/// Milliseconds since the epoch, as the launcher stamps `--lead-verify-key`.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// The `--lead-verify-key` value in `argv`, checked to be the team's key (`swarm debug
+/// lead-verify-key`) stamped no earlier than `since_ms`: each launch stamps it with its own
+/// start, as Claude Code's lead does, since Claude believes no lead entry more than 120 s older
+/// than that stamp (issue 25 item 3).
+fn launch_verify_key(env: &Env, argv: &[String], since_ms: u64) -> String {
+    let at = argv
+        .iter()
+        .position(|a| a == "--lead-verify-key")
+        .expect("a verify key");
+    let value = argv[at + 1].clone();
+    let team_key = env.swarm(["debug", "lead-verify-key"]).ok().stdout;
+    let (ms, key) = value.split_once('.').unwrap();
+    assert_eq!(Some(key), team_key.trim().split_once('.').map(|(_, k)| k));
+    let ms: u64 = ms.parse().unwrap();
+    assert!(
+        ms >= since_ms && ms <= now_ms(),
+        "stamped {ms}, launched at {since_ms}"
+    );
+    value
+}
+
 fn write_script(path: &Path, body: &str) -> PathBuf {
     std::fs::write(path, body).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();

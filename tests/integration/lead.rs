@@ -8,9 +8,12 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+/// A frame in the lead's inbox as a teammate's runtime sends it (`swarm send` refuses the
+/// lifecycle frames).
 fn protocol(env: &Env, from: &str, value: Value) {
     env.swarm([
-        "send",
+        "debug",
+        "frame",
         "--to",
         "team-lead",
         "--from",

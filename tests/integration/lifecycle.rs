@@ -8,6 +8,7 @@ mod down;
 mod prune;
 mod readme;
 mod small;
+mod state;
 mod up;
 
 use std::ffi::OsStr;

@@ -4,12 +4,12 @@
 mod support;
 
 mod autonomous;
-mod bench;
 mod claude_teams;
 mod completions;
 mod demo;
 mod escaping;
 mod faults;
+mod frames;
 mod hooks;
 mod impersonation;
 mod interop;
@@ -17,6 +17,8 @@ mod launch;
 mod lead;
 mod lifecycle;
 mod lifecycle_safety;
+mod memory;
+mod requests;
 mod store;
 mod teammate;
 mod top;

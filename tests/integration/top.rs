@@ -17,7 +17,7 @@ const WAIT: Duration = Duration::from_secs(120);
 /// A `swarm top` running in a session of its own on a private tmux server. The pane's shell prints
 /// `BEFORE-TOP`, runs the dashboard, then prints `TOP-EXIT <code>` and the terminal modes
 /// (`stty -a`), so a test can see what the dashboard left behind.
-struct Dashboard<'a> {
+pub(crate) struct Dashboard<'a> {
     tmux: &'a Tmux,
     /// The dashboard's pane (`%N`): a name like `top` could be read by tmux as a position.
     pane: String,
@@ -28,7 +28,7 @@ fn quoted(s: &str) -> String {
 }
 
 impl<'a> Dashboard<'a> {
-    fn start(env: &Env, tmux: &'a Tmux, extra_env: &[(&str, &str)]) -> Dashboard<'a> {
+    pub(crate) fn start(env: &Env, tmux: &'a Tmux, extra_env: &[(&str, &str)]) -> Dashboard<'a> {
         let root = env.root().to_str().unwrap();
         let mut vars = format!(
             "SWARM_ROOT={} SWARM_TEAM=t XDG_STATE_HOME={}",
@@ -72,7 +72,7 @@ impl<'a> Dashboard<'a> {
     }
 
     #[track_caller]
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
         let found = eventually_or(WAIT, || {
             last = self.screen();
@@ -82,7 +82,7 @@ impl<'a> Dashboard<'a> {
     }
 
     /// Keys by tmux name (`j`, `Enter`, `Tab`).
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", &self.pane];
         args.extend_from_slice(keys);
         assert_eq!(self.tmux.cmd(args).code, 0);
@@ -196,14 +196,19 @@ fn the_dashboard_shows_the_team_and_approves_messages_attaches_and_shuts_down() 
         .ok();
     let dash = Dashboard::start(&env, &tmux, &[]);
 
-    // Members with their state from their runtimes, the task DAG with its progress.
-    let screen = dash.wait_for("both teammates alive and the build running", |s| {
-        row(s, "coder").contains("alive")
-            && row(s, "tester").contains("alive")
-            && s.contains("#1 build")
+    // Members with their state (whoever took the build is busy, the other idle), the task DAG
+    // with its progress.
+    let screen = dash.wait_for("one teammate busy on the build, one idle", |s| {
+        let rows = [row(s, "coder"), row(s, "tester")];
+        rows.iter()
+            .any(|r| r.contains(" busy ") && r.contains("#1 build"))
+            && rows.iter().any(|r| r.contains(" idle "))
             && s.contains("0/2 done, 1 in progress, 0 available, 1 blocked")
     });
-    assert!(row(&screen, "team-lead").contains("lead"), "{screen}");
+    assert!(
+        row(&screen, "team-lead").contains("unknown (no pane)"),
+        "a lead without a pane of its own:\n{screen}"
+    );
     assert!(
         screen.contains("after #1"),
         "ship waits on build:\n{screen}"
@@ -271,7 +276,8 @@ fn the_dashboard_shows_the_team_and_approves_messages_attaches_and_shuts_down() 
     dash.wait_for("the question", |s| s.contains("shut tester down? y/n"));
     dash.keys(&["y"]);
     dash.wait_for("tester stopped", |s| {
-        s.contains("tester: approved the shutdown; stopped") && row(s, "tester").contains("dead")
+        s.contains("tester: approved the shutdown; stopped")
+            && row(s, "tester").contains(" stopped")
     });
     let config = read_json(&env.path("teams/t/config.json"));
     assert_eq!(member(&config, "tester")["isActive"], false);
@@ -299,7 +305,7 @@ fn attaching_to_an_in_process_teammate_follows_its_log_until_ctrl_c() {
         .spawn(),
     );
     let dash = Dashboard::start(&env, &tmux, &[]);
-    dash.wait_for("coder alive", |s| row(s, "coder").contains("alive"));
+    dash.wait_for("coder idle", |s| row(s, "coder").contains(" idle "));
     dash.keys(&["j", "a"]);
     dash.wait_for("coder's log", |s| {
         s.contains("coder of team t is up") && !s.contains("swarm top: team t")
@@ -354,7 +360,7 @@ fn requests_sent_only_as_messages_are_answered_from_the_dashboard() {
     dash.type_text("write tests first");
     dash.keys(&["Enter"]);
     dash.wait_for("the plan answered", |s| {
-        s.contains("denied planner's plan") && s.contains("requests waiting for the lead (0)")
+        s.contains("rejected planner's plan") && s.contains("requests waiting for the lead (0)")
     });
     let answer = answer_in_inbox(&env, "planner");
     assert_eq!(answer["type"], "plan_approval_response");
@@ -430,7 +436,7 @@ fn top_without_a_terminal_prints_lines_and_needs_an_existing_team() {
     let env = Env::with_team(&["coder"]);
     env.swarm(["task", "create", "build"]).ok();
     let mut top = env.swarm(["top"]).live();
-    top.expect("coder: unknown, task -, 0 unread");
+    top.expect("coder: unknown (no pid recorded), task -, 0 unread");
     top.expect("task #1 available: build");
     env.swarm(["--team", "nope", "top"])
         .refused("team \"nope\" does not exist");

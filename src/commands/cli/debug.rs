@@ -1,5 +1,5 @@
-//! Arguments of the hidden commands for benchmarks and the fault suite (`swarm bench`,
-//! `swarm debug ...`).
+//! Arguments of the hidden `swarm debug ...` commands, the fault suite's seams (built with the
+//! `seams` feature only; see `commands/debug.rs`).
 
 use std::path::PathBuf;
 
@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use crate::store::names::AgentName;
 
 #[derive(Debug, Subcommand)]
-pub enum DebugCommand {
+pub(crate) enum DebugCommand {
     /// Take the store lock on FILE, print "locked", and hold it until killed.
     HoldLock { file: PathBuf },
 
@@ -16,24 +16,18 @@ pub enum DebugCommand {
     /// SEQ on its own line only after its append returned (the fault suite's ack protocol).
     Append(DebugAppendArgs),
 
-    /// Like `append`, but the way Claude Code appends (the benchmarks' baseline): a bare mkdir
-    /// lock given up after 11 tries, the file rewritten in place. Prints "SEQ" or "fail SEQ".
+    /// Like `append`, but the way Claude Code appends: a bare mkdir lock given up after 11
+    /// tries, the file rewritten in place. Prints "SEQ" or "fail SEQ".
     CcAppend(DebugAppendArgs),
 
-    /// Claim and complete tasks until none is available, printing each claimed id once claimed.
+    /// Claim and complete tasks through the task index until none is available, printing each
+    /// claimed id once claimed.
     ClaimLoop {
         #[arg(long, value_name = "NAME")]
         agent: AgentName,
         /// Claim without the agent-busy check (no list lock).
         #[arg(long)]
         no_busy_check: bool,
-        /// Stop after this many claims.
-        #[arg(long, value_name = "N")]
-        max: Option<u64>,
-        /// Today's claim path without the task index (`TaskList::claim_next`, then an update),
-        /// the benchmarks' baseline.
-        #[arg(long, conflicts_with = "trust_index")]
-        baseline: bool,
         /// Print "ready" once the task list is loaded and wait for a line on stdin before
         /// claiming.
         #[arg(long)]
@@ -47,78 +41,42 @@ pub enum DebugCommand {
         trust_index: bool,
     },
 
+    /// Append TEXT to NAME's inbox from --from as swarm's own runtime and lead do, lifecycle
+    /// frames (which `swarm send` refuses) included: for tests that play a teammate's runtime.
+    Frame {
+        #[arg(long, value_name = "NAME")]
+        to: AgentName,
+        #[arg(
+            long,
+            env = "SWARM_AGENT_NAME",
+            default_value = "team-lead",
+            value_name = "NAME"
+        )]
+        from: AgentName,
+        text: String,
+    },
+
     /// Print the team's `--lead-verify-key` value (making the lead key if it has none), for
     /// tests that start `swarm teammate` by hand.
     LeadVerifyKey,
-
-    /// Seams for the runtime benchmarks (`scripts/bench-runtime`).
-    #[command(subcommand)]
-    Runtime(DebugRuntimeCommand),
 }
 
 #[derive(Debug, Args)]
-pub struct DebugAppendArgs {
+pub(crate) struct DebugAppendArgs {
     /// Recipient.
     #[arg(long, value_name = "NAME")]
-    pub to: AgentName,
+    pub(crate) to: AgentName,
     /// Messages to append.
     #[arg(long, default_value_t = 1)]
-    pub count: u64,
+    pub(crate) count: u64,
     /// First sequence number.
     #[arg(long, default_value_t = 0)]
-    pub start: u64,
+    pub(crate) start: u64,
     /// Writer id put in front of each sequence number in the text.
     #[arg(long, default_value = "w")]
-    pub writer: String,
+    pub(crate) writer: String,
     /// Skip the inbox lock (read, push, atomic write): a negative control that must lose
-    /// messages under contention.
+    /// messages under contention (`append` only).
     #[arg(long)]
-    pub no_lock: bool,
-    /// Append the way swarm did before the group commit (one locked rewrite per message): the
-    /// benchmarks' baseline.
-    #[arg(long, conflicts_with = "no_lock")]
-    pub baseline: bool,
-    /// Print "SEQ MICROSECONDS" (time spent in the append) instead of "SEQ".
-    #[arg(long)]
-    pub timings: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum DebugRuntimeCommand {
-    /// Time `swarm send` processes until NAME's inbox shows each message read; print JSON.
-    /// Default: one message at a time, each sent after the reader's `idle_notification` to the
-    /// lead for the previous one (a teammate runtime). `--stream`: one message every
-    /// `--min-gap-ms`..`--max-gap-ms` without waiting (a poll loop, which answers nothing).
-    Latency {
-        #[arg(long, value_name = "NAME")]
-        to: AgentName,
-        #[arg(long, default_value_t = 300)]
-        count: usize,
-        #[arg(long)]
-        stream: bool,
-        #[arg(long, default_value_t = 20)]
-        min_gap_ms: u64,
-        #[arg(long, default_value_t = 60)]
-        max_gap_ms: u64,
-    },
-
-    /// Claude Code's inbox loop, as a baseline: every INTERVAL ms read NAME's inbox and mark what
-    /// is unread as read. Runs until killed.
-    PollInbox {
-        #[arg(long, value_name = "NAME")]
-        agent: AgentName,
-        #[arg(long, value_name = "MS")]
-        interval_ms: u64,
-    },
-
-    /// Wait until COUNT teammates hold their liveness locks; print the milliseconds since
-    /// SINCE_MS (Unix epoch ms).
-    WaitAlive {
-        #[arg(long)]
-        count: usize,
-        #[arg(long, value_name = "EPOCH_MS")]
-        since_ms: u64,
-        #[arg(long, default_value_t = 120, value_name = "SECONDS")]
-        timeout: u64,
-    },
+    pub(crate) no_lock: bool,
 }

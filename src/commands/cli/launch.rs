@@ -12,8 +12,8 @@ pub struct LaunchArgs {
     /// A teammate and its first message (repeatable).
     #[arg(long, value_name = "NAME=PROMPT")]
     pub teammate: Vec<String>,
-    /// Agent kind: claude, shell, or a command line such as "codex --full-auto" (default: the
-    /// swarm file's, else claude).
+    /// Agent kind: claude, shell, or a command line such as "codex exec -s workspace-write"
+    /// (default: the swarm file's, else claude).
     #[arg(long, value_name = "KIND")]
     pub agent: Option<String>,
     /// The team's description (a new team's; default: the swarm file's).

@@ -226,7 +226,8 @@ pub(crate) enum DepAction {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PermissionCommand {
-    /// File a request with the lead; with --wait, exit 0 approved, 1 denied, 2 timed out.
+    /// File a permission request with the lead; with --wait, exit 0 approved, 1 rejected, 2 timed
+    /// out.
     ///
     /// Example: swarm permission request --tool Bash --input '{"command":"rm -rf build"}' --wait
     Request {
@@ -248,39 +249,45 @@ pub(crate) enum PermissionCommand {
         #[arg(long, default_value_t = 0)]
         timeout: u64,
     },
-    /// List pending requests (with --all, decided ones too).
+    /// List the permission and plan requests waiting for the lead (with --all, decided ones too).
     List {
         #[arg(long)]
         all: bool,
     },
-    /// Approve a pending request (also one a Claude Code teammate only sent as a message).
+    /// Approve a waiting permission request (also one a Claude Code teammate only sent as a
+    /// message) or plan (the teammate goes back to its launch mode).
     ///
     /// Example: swarm permission approve perm-1767225600000-k3j9x2a --accept-suggestions
     Approve {
         id: String,
         #[arg(long)]
         feedback: Option<String>,
-        /// Replacement tool input as JSON.
+        /// Replacement tool input as JSON (permission requests only).
         #[arg(long, value_name = "JSON")]
         updated_input: Option<String>,
         /// Grant the request's own permission_suggestions too (sent back as permission_updates),
-        /// e.g. Claude's "allow edits for the session".
+        /// e.g. Claude's "allow edits for the session" (permission requests only).
         #[arg(long)]
         accept_suggestions: bool,
-        /// Recorded as who decided. Only the lead's shell may decide; a teammate is refused.
+        /// Recorded as who decided (the answer still comes from the lead). Only the lead's shell
+        /// may decide; a teammate is refused, and so is another name for a claude teammate.
         #[arg(long, default_value = "team-lead", value_name = "NAME")]
         by: AgentName,
     },
-    /// Deny a pending request.
+    /// Reject a waiting permission request or plan; --feedback says why (a plan is revised).
+    ///
+    /// Example: swarm permission deny plan_approval-1767225600000@coder@team --feedback "add tests"
     Deny {
         id: String,
         #[arg(long)]
         feedback: Option<String>,
-        /// Recorded as who decided. Only the lead's shell may decide; a teammate is refused.
+        /// Recorded as who decided (the answer still comes from the lead). Only the lead's shell
+        /// may decide; a teammate is refused, and so is another name for a claude teammate.
         #[arg(long, default_value = "team-lead", value_name = "NAME")]
         by: AgentName,
     },
-    /// Wait for the decision on a request; exit 0 approved, 1 denied, 2 timed out.
+    /// Wait for the decision on a permission request or plan; exit 0 approved, 1 rejected, 2
+    /// timed out.
     Wait {
         id: String,
         #[arg(long, default_value_t = 0)]

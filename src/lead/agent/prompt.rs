@@ -2,11 +2,16 @@
 //! that wake it afterwards.
 //!
 //! Teammates' messages arrive as `<teammate-message>` blocks, the way Claude Code hands them to
-//! its model (PROTOCOL.md section 6). An `idle_notification` that finished a task becomes a
-//! `<task-notification>` block with the task id, its status (`completed`, `failed`, or `killed`
-//! when its teammate died with it), the summary and the result, so the agent can tell them
-//! from what the user says. Text is escaped as in `teammate::turn`, so a teammate cannot close
-//! a block and open one in another's name.
+//! its model (PROTOCOL.md section 6). An `idle_notification` that finished a task, or a
+//! `task_completed`, becomes a `<task-notification>` block with the task id, its status
+//! (`completed`, `failed`, or `killed` when its teammate died with it), the summary and the
+//! result, so the agent can tell them from what the user says. A swarm teammate sends both for
+//! one task (the idle notification first, with the result), so [`Notices`] tells the agent of
+//! each finished task once. A `teammate_terminated` is a message from whoever sent it. Text is
+//! escaped as in `teammate::turn`, so a teammate cannot close a block and open one in another's
+//! name.
+
+use std::collections::HashSet;
 
 use crate::store::mailbox::InboxMessage;
 use crate::store::protocol::{IdleNotification, Payload, Protocol};
@@ -54,14 +59,51 @@ pub(crate) fn first_turn(goal: &str, team: &str, roster: &TeamConfig, tasks: &[T
     )
 }
 
-/// What the agent is told about `m`, if anything.
-pub(crate) fn block(m: &InboxMessage) -> Option<String> {
-    match m.payload() {
-        Payload::Text(_) => Some(teammate_message(m)),
-        Payload::Protocol(p) => match *p {
-            Protocol::IdleNotification(n) if n.from == m.from => idle_block(&n),
-            _ => None,
-        },
+/// The task notifications the agent was given, so a task finished is told once.
+#[derive(Debug, Default)]
+pub(crate) struct Notices {
+    told: HashSet<(String, String)>,
+}
+
+impl Notices {
+    /// What the agent is told about `m`, if anything.
+    pub(crate) fn block(&mut self, m: &InboxMessage) -> Option<String> {
+        match m.payload() {
+            Payload::Text(_) => Some(teammate_message(m)),
+            Payload::Protocol(p) => match *p {
+                Protocol::IdleNotification(n) if n.from == m.from => {
+                    if let Some(id) = &n.completed_task_id {
+                        if !self.first(&n.from, id) {
+                            return None;
+                        }
+                    }
+                    idle_block(&n)
+                }
+                Protocol::TaskCompleted(c) if c.from.as_deref().is_none_or(|f| f == m.from) => {
+                    if !self.first(m.from.as_str(), &c.task_id) {
+                        return None;
+                    }
+                    Some(task_notification(
+                        &c.task_id,
+                        "completed",
+                        m.from.as_str(),
+                        &format!("completed task #{}", c.task_id),
+                        c.task_subject.as_deref().unwrap_or_default(),
+                    ))
+                }
+                Protocol::TeammateTerminated(t) => Some(format!(
+                    "<teammate-message teammate_id=\"{}\" summary=\"teammate terminated\">{}</teammate-message>",
+                    attr(m.from.as_str()),
+                    body(&t.message)
+                )),
+                _ => None,
+            },
+        }
+    }
+
+    /// Whether this is the first notice of `task` finished by `from`.
+    fn first(&mut self, from: &str, task: &str) -> bool {
+        self.told.insert((from.to_string(), task.to_string()))
     }
 }
 
@@ -113,6 +155,56 @@ pub(crate) fn task_notification(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_reported_twice_is_told_once() {
+        let idle = IdleNotification {
+            from: "a".into(),
+            timestamp: "t".into(),
+            idle_reason: Some("available".into()),
+            summary: Some("completed task #3".into()),
+            completed_task_id: Some("3".into()),
+            completed_status: Some("resolved".into()),
+            failure_reason: None,
+            result: Some("all green".into()),
+            extra: Default::default(),
+        };
+        let done = crate::store::protocol::TaskCompleted::new("a", "3", "Add tests");
+        let mut notices = Notices::default();
+        let told = notices
+            .block(&InboxMessage::protocol(
+                &crate::store::fixture::agent("a"),
+                &Protocol::IdleNotification(idle),
+            ))
+            .unwrap();
+        assert!(told.contains("all green"), "{told}");
+        assert_eq!(
+            notices.block(&InboxMessage::protocol(
+                &crate::store::fixture::agent("a"),
+                &Protocol::TaskCompleted(done.clone())
+            )),
+            None
+        );
+        // Alone (a teammate that sends only task_completed), it is the notification.
+        let told = Notices::default()
+            .block(&InboxMessage::protocol(
+                &crate::store::fixture::agent("a"),
+                &Protocol::TaskCompleted(done.clone()),
+            ))
+            .unwrap();
+        assert!(
+            told.starts_with("<task-notification task_id=\"3\" status=\"completed\""),
+            "{told}"
+        );
+        // Sent in another's name, it is not.
+        assert_eq!(
+            Notices::default().block(&InboxMessage::protocol(
+                &crate::store::fixture::agent("b"),
+                &Protocol::TaskCompleted(done)
+            )),
+            None
+        );
+    }
 
     #[test]
     fn a_finished_task_is_a_task_notification_and_cannot_break_out() {

@@ -2,56 +2,12 @@
 //! before the closing `]`, the repair of a damaged array (bad entries out, good ones kept) and
 //! the append-only archive.
 
-use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
-use super::{InboxMessage, KEEP_DELIVERED};
+use super::InboxMessage;
 use crate::error::{Error, Result};
 use crate::store::fsio;
-
-/// An entry checked against the message schema (every known field, its type, no repeats) without
-/// building it: strings are borrowed from the file and unknown fields skipped.
-#[derive(Deserialize)]
-#[expect(dead_code, reason = "the fields are read only to check their types")]
-struct Peek<'a> {
-    #[serde(borrow)]
-    from: Cow<'a, str>,
-    #[serde(borrow)]
-    text: Cow<'a, str>,
-    #[serde(borrow)]
-    timestamp: Cow<'a, str>,
-    #[serde(default, borrow)]
-    summary: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    color: Option<Cow<'a, str>>,
-    #[serde(rename = "msgV", default)]
-    msg_v: Option<u32>,
-    #[serde(default, borrow)]
-    msg_id: Option<Cow<'a, str>>,
-    #[serde(rename = "type", default, borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default)]
-    read: bool,
-}
-
-/// Today's common append, kept as the benchmarks' baseline (`swarm debug append --baseline`):
-/// check that the file is a JSON array of objects of the message schema, then write the new
-/// entry in before the closing `]`. `None` sends the caller down the full path: a file that
-/// does not parse (quarantine), entries of the wrong shape, or more delivered entries than are
-/// kept (archive).
-pub(super) fn splice_append(bytes: &[u8], message: &InboxMessage) -> Option<Vec<u8>> {
-    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
-        return None;
-    }
-    let entries: Vec<Peek> = serde_json::from_slice(bytes).ok()?;
-    if entries.iter().filter(|e| e.read).count() > KEEP_DELIVERED {
-        return None;
-    }
-    splice_printed(bytes, &[&print_entry(message).ok()?])
-}
 
 /// `message` as the inbox array holds it: pretty-printed, every line indented two spaces, no
 /// trailing newline. Spliced after `[` or `,` plus a newline, it gives the bytes a full rewrite
@@ -209,35 +165,6 @@ mod tests {
     use super::*;
     use crate::store::fixture::agent;
     use crate::store::names::AgentName;
-
-    #[test]
-    fn a_spliced_append_is_byte_for_byte_a_full_rewrite() {
-        let m1 = InboxMessage::new(&AgentName::lead(), "first\nline \"two\"")
-            .with_summary(Some("s".into()));
-        let m2 = InboxMessage::new(&agent("coder"), "second");
-        let mut full = serde_json::to_vec_pretty(&vec![m1.clone()]).unwrap();
-        full.push(b'\n');
-        let spliced = splice_append(b"[]\n", &m1).unwrap();
-        assert_eq!(
-            String::from_utf8(spliced.clone()).unwrap(),
-            String::from_utf8(full).unwrap()
-        );
-        let mut full = serde_json::to_vec_pretty(&vec![m1, m2.clone()]).unwrap();
-        full.push(b'\n');
-        assert_eq!(splice_append(&spliced, &m2).unwrap(), full);
-        // Compact files from other writers stay valid JSON.
-        let compact = br#"[{"from":"a","text":"x","timestamp":"t"}]"#;
-        let out: Vec<InboxMessage> =
-            serde_json::from_slice(&splice_append(compact, &m2).unwrap()).unwrap();
-        assert_eq!(out.len(), 2);
-        for bad in [&b"[1]"[..], b"{}", b"[{\"from\": ", b"\xEF\xBB\xBF[]", b""] {
-            assert!(
-                splice_append(bad, &m2).is_none(),
-                "{:?}",
-                String::from_utf8_lossy(bad)
-            );
-        }
-    }
 
     #[test]
     fn several_entries_spliced_at_once_are_byte_for_byte_a_full_rewrite() {

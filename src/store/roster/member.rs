@@ -157,6 +157,11 @@ impl Member {
         self.extra.get(AGENT_FIELD).and_then(|v| v.as_str())
     }
 
+    /// Whether swarm launched it as a native Claude Code teammate (`--agent claude`).
+    pub(crate) fn runs_claude(&self) -> bool {
+        self.agent_label() == Some("claude")
+    }
+
     /// `busy`, `idle`, or `None` when the roster does not say.
     pub fn busy_text(&self) -> Option<&'static str> {
         self.is_active

@@ -45,8 +45,9 @@ struct Entry {
 }
 
 impl TaskList<'_> {
-    /// What `list` returns, reading only the files whose stamp differs from the sidecar's.
-    pub(super) fn list_by_stat(&self) -> Result<Vec<Task>> {
+    /// What `list` returns, reading only the files whose stamp differs from the sidecar's; each
+    /// task with the stamp its file had when it was looked at (for the task index to start from).
+    pub(super) fn list_by_stat(&self) -> Result<Vec<(Task, Stamp)>> {
         let dir = self.store.tasks_dir(self.team);
         guard::check_dirs(&dir)?;
         let sidecar = dir.join(SIDECAR);
@@ -89,7 +90,7 @@ impl TaskList<'_> {
                     task: task.clone(),
                 });
             }
-            tasks.push(task);
+            tasks.push((task, stamp));
         }
         // Rewritten only when it would now answer more, or holds files that are gone.
         if learned || !cached.is_empty() {

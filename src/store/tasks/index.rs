@@ -1,5 +1,9 @@
-//! The task list kept in memory by long-lived processes (the teammate runtime, the claim loop),
-//! so an idle claimer does not open and parse every task file on every look.
+//! The task list kept in memory, and the one way to claim the next task: long-lived claimers
+//! (the teammate runtime, the lead's dispatcher, the claim loop) keep an index so an idle
+//! claimer does not open and parse every task file on every look; a one-shot `swarm task next
+//! --claim` opens one for its single claim, loaded by stat (`by_stat`), so it parses only the
+//! files that changed since a listing last read them. Which task is available is
+//! [`Task::available`], here as everywhere.
 //!
 //! The files stay the truth (PROTOCOL.md section 8; Claude Code, `swarm task` and hand edits
 //! write them without knowing about any index). The index learns of changes from the file
@@ -68,7 +72,7 @@ impl Stamp {
 pub(crate) type Report<'r> = &'r mut dyn FnMut(&Task) -> Result<()>;
 
 /// A team's task list, in memory, kept up to date from file events.
-pub(crate) struct TaskIndex {
+pub struct TaskIndex {
     store: Store,
     team: TeamName,
     hints: Hints,
@@ -90,12 +94,31 @@ struct State {
 
 impl TaskIndex {
     /// Loads `team`'s task list and starts following it.
-    pub(crate) fn open(store: &Store, team: &TeamName) -> Result<TaskIndex> {
+    pub fn open(store: &Store, team: &TeamName) -> Result<TaskIndex> {
+        let mut index = TaskIndex::watch(store, team)?;
+        index.refresh()?;
+        Ok(index)
+    }
+
+    /// `open` for a one-shot command: the list is loaded by stat (`by_stat`), so only the
+    /// files that changed since a listing last read them are parsed.
+    pub(crate) fn open_by_stat(store: &Store, team: &TeamName) -> Result<TaskIndex> {
+        let mut index = TaskIndex::watch(store, team)?;
+        for (task, stamp) in TaskList::by_stat(store, team).list_by_stat()? {
+            index.state.put(task, Some(stamp));
+        }
+        index.state.rescan_due = false;
+        index.state.rescanned_at = Instant::now();
+        Ok(index)
+    }
+
+    /// An empty index following `team`'s task directory, due for a rescan.
+    fn watch(store: &Store, team: &TeamName) -> Result<TaskIndex> {
         let dir = store.tasks_dir(team);
         fsio::ensure_dir(&dir)?;
         // The watch comes before the first scan, so nothing written in between is missed.
         let events = Events::watch(&dir)?;
-        let mut index = TaskIndex {
+        Ok(TaskIndex {
             hints: Hints::new(&dir.join(".claiming")),
             store: store.clone(),
             team: team.clone(),
@@ -107,9 +130,7 @@ impl TaskIndex {
                 rescan_due: true,
                 rescanned_at: Instant::now(),
             },
-        };
-        index.refresh()?;
-        Ok(index)
+        })
     }
 
     /// Brings the index up to date with every change that has happened so far.
@@ -134,7 +155,8 @@ impl TaskIndex {
         Ok(self.state.rescan_if_stale(&list)? && self.state.available().next().is_some())
     }
 
-    /// Tasks anyone may claim now (as `TaskList::available` says), lowest id first.
+    /// Tasks anyone may claim now ([`Task::available`]), lowest id first.
+    #[cfg(feature = "seams")]
     pub(crate) fn available(&mut self) -> Result<Vec<Task>> {
         self.refresh()?;
         Ok(self
@@ -146,8 +168,8 @@ impl TaskIndex {
 
     /// Claims an available task for `agent`, lowest first among those no other indexed claimer
     /// is trying; `None` when there is none (or, with `busy_check`, while `agent` owns another
-    /// unfinished task). The same rules as `TaskList::claim_next`, decided on the file under the
-    /// task's lock; the task is durable on disk before this returns.
+    /// unfinished task). Decided on the file under the task's lock by [`Task::available`]; the
+    /// task is durable on disk before this returns.
     pub(crate) fn claim_next(
         &mut self,
         agent: &AgentName,
@@ -162,7 +184,7 @@ impl TaskIndex {
     /// three fsyncs per task, where a claim followed by an update takes three (two) and four: the
     /// completion's rename is made durable by the next claim's directory sync (or when nothing
     /// is left to claim, or the index is dropped), before anything more is reported.
-    pub(crate) fn claim_and_complete(
+    pub fn claim_and_complete(
         &mut self,
         agent: &AgentName,
         busy_check: bool,
@@ -205,10 +227,7 @@ impl TaskIndex {
                     }
                     Err(e) => return Err(e),
                 };
-                let claimable = on_disk.status == TaskStatus::Pending
-                    && on_disk.owner.is_none()
-                    && !on_disk.parked()
-                    && list.unblocked(&on_disk)?;
+                let claimable = on_disk.available(|b| list.finished(b))?;
                 if state.tasks.get(&number).map(|(t, _)| t) != Some(&on_disk) {
                     state.put(on_disk.clone(), Stamp::read(&path)?);
                     state.doubt(&list, number)?;
@@ -366,23 +385,20 @@ impl State {
     fn owns_unfinished(&self, agent: &AgentName) -> bool {
         self.unfinished
             .iter()
-            .any(|id| self.tasks[id].0.owner.as_deref() == Some(agent.as_str()))
+            .any(|id| self.tasks[id].0.unfinished_by(agent.as_str()))
     }
 
-    /// Ids of the tasks anyone may claim: pending, no owner, not parked, every blocker
-    /// completed or gone.
+    /// Ids of the tasks anyone may claim ([`Task::available`]), blockers looked up in the index.
     fn available(&self) -> impl Iterator<Item = u64> + '_ {
-        self.unfinished.iter().copied().filter(|id| {
-            let task = &self.tasks[id].0;
-            task.status == TaskStatus::Pending
-                && task.owner.is_none()
-                && !task.parked()
-                && task.blocked_by.iter().all(|b| {
-                    self.tasks
-                        .get(&b.number())
-                        .is_none_or(|(t, _)| t.status == TaskStatus::Completed)
-                })
-        })
+        let finished = |b: &TaskId| {
+            self.tasks
+                .get(&b.number())
+                .is_none_or(|(t, _)| t.status == TaskStatus::Completed)
+        };
+        self.unfinished
+            .iter()
+            .copied()
+            .filter(move |id| self.tasks[id].0.available_given(finished))
     }
 }
 
@@ -400,7 +416,29 @@ mod tests {
     }
 
     #[test]
-    fn the_index_claims_by_the_rules_of_claim_next_and_skips_a_hinted_task() {
+    fn an_index_loaded_by_stat_claims_as_one_loaded_by_a_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let tl = TaskList::new(&store, &team);
+        let coder: AgentName = "coder".parse().unwrap();
+        let a = tl.create(new("a", &[])).unwrap().id;
+        tl.create(new("b", &[&a])).unwrap();
+        let c = tl.create(new("c", &[])).unwrap().id;
+        // A listing by stat first, so the sidecar is there to be loaded from.
+        TaskList::by_stat(&store, &team).list().unwrap();
+        tl.claim(&a, &"other".parse().unwrap(), false).unwrap();
+        let mut index = TaskIndex::open_by_stat(&store, &team).unwrap();
+        assert_eq!(index.claim_next(&coder, true).unwrap().unwrap().id, c);
+        assert!(index.claim_next(&coder, true).unwrap().is_none(), "busy");
+        assert_eq!(
+            index.tasks().collect::<Vec<_>>(),
+            tl.list().unwrap().iter().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn the_index_claims_the_lowest_available_task_and_skips_a_hinted_one() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let team: TeamName = "t".parse().unwrap();

@@ -1,7 +1,8 @@
 //! Choosing the task a teammate works on next, and claiming it.
 //!
 //! A task the lead assigned comes first, then one this teammate already owns (a runtime
-//! restarted after a crash resumes its task), then the lowest available one. The runtime keeps
+//! restarted after a crash resumes its task), then the lowest available one (`Task::available`,
+//! claimed through `TaskIndex::claim_next`, the one way to claim the next task). The runtime keeps
 //! the task list in memory (`TaskIndex`, re-read from file events), so a wake-up costs no scan of
 //! every task file; claims are still decided on the files under the task list's locks (PROTOCOL.md
 //! section 8), so two teammates never take the same task, and an idle teammate only takes the
@@ -12,7 +13,7 @@ use std::collections::VecDeque;
 use super::Runtime;
 use crate::error::{ClaimFailure, Error, Result};
 use crate::store::names::TaskId;
-use crate::store::tasks::{Task, TaskStatus};
+use crate::store::tasks::Task;
 
 impl Runtime {
     /// The next task to work on: one the lead assigned, one already ours (a restarted runtime
@@ -48,8 +49,7 @@ impl Runtime {
         let mine: Vec<TaskId> = self
             .index
             .tasks()
-            .filter(|t| t.owner.as_deref() == Some(me.as_str()))
-            .filter(|t| t.status != TaskStatus::Completed && !t.parked())
+            .filter(|t| t.unfinished_by(me.as_str()) && !t.parked())
             .map(|t| t.id.clone())
             .collect();
         for id in mine {

@@ -19,8 +19,8 @@ use super::Runtime;
 use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
 use crate::store::names::TaskId;
-use crate::store::permissions::Permissions;
 use crate::store::protocol::{Payload, Protocol, ShutdownRequest};
+use crate::store::requests::Permissions;
 use crate::teammate::agent::Agent;
 use crate::teammate::pane::suffix;
 
@@ -137,7 +137,7 @@ impl Runtime {
                 match ours {
                     Some(r) => self.pane.say(format!(
                         "permission {} for {}: {}",
-                        r.id, r.tool_name, r.status
+                        r.id, r.tool_name, r.resolution.status
                     )),
                     None => self.ignore(
                         m,

@@ -2,7 +2,9 @@
 //!
 //! After every turn the lead gets an `idle_notification` (PROTOCOL.md section 7) with the
 //! turn's result, and a task turn also settles the task: completed, or parked as failed until
-//! the lead clears it, unless the task stopped being ours meanwhile. A planning turn's output is
+//! the lead clears it, unless the task stopped being ours meanwhile. A completed task is also
+//! reported with Claude Code's `task_completed`, after the idle notification (which carries the
+//! result), so a Claude Code lead sees what its own teammates' frames would show it. A planning turn's output is
 //! the plan itself: it is written to the team's plans directory and sent for approval.
 
 use std::time::Instant;
@@ -15,7 +17,8 @@ use crate::store::fsio;
 use crate::store::mailbox::InboxMessage;
 use crate::store::names::AgentName;
 use crate::store::protocol::{
-    timestamp_now, truncate, IdleNotification, PlanApprovalRequest, Protocol, RESULT_LIMIT,
+    timestamp_now, truncate, IdleNotification, PlanApprovalRequest, Protocol, TaskCompleted,
+    RESULT_LIMIT,
 };
 use crate::store::tasks::{Task, TaskOutcome, TaskStatus};
 use crate::teammate::hooks::{blocked_line, HookContext, HookEvent, Verdict};
@@ -52,6 +55,7 @@ impl Runtime {
             result: Some(truncate(&outcome.output, RESULT_LIMIT)).filter(|r| !r.is_empty()),
             extra: Map::new(),
         };
+        let mut task_completed = None;
         let task = match &turn.kind {
             TurnKind::Task(task)
             | TurnKind::Feedback {
@@ -78,6 +82,13 @@ impl Runtime {
                     .is_some_and(|t| t.status == TaskStatus::Completed);
                 idle.completed_task_id = Some(task.id.to_string());
                 idle.completed_status = Some(if completed { "resolved" } else { "failed" }.into());
+                if completed {
+                    task_completed = Some(TaskCompleted::new(
+                        self.cfg.name.as_str(),
+                        &task.id.to_string(),
+                        &task.subject,
+                    ));
+                }
                 let what = format!("task #{} ({})", task.id, task.subject);
                 let why = outcome.failure.as_deref().unwrap_or_default();
                 let line = match (&written, completed) {
@@ -130,7 +141,8 @@ impl Runtime {
             }
         }
         if self.idle_blocked(&mut idle) {
-            return Ok(());
+            // The idle notification waits for the hook; the completion does not.
+            return self.report_completed(task_completed);
         }
         if idle.completed_task_id.is_none() {
             if let Some((id, status)) = self.held_completion.take() {
@@ -139,7 +151,15 @@ impl Runtime {
             }
         }
         idle.timestamp = timestamp_now();
-        self.to_lead(&Protocol::IdleNotification(idle), None)
+        self.to_lead(&Protocol::IdleNotification(idle), None)?;
+        self.report_completed(task_completed)
+    }
+
+    fn report_completed(&self, done: Option<TaskCompleted>) -> Result<()> {
+        match done {
+            Some(done) => self.to_lead(&Protocol::TaskCompleted(done), None),
+            None => Ok(()),
+        }
     }
 
     fn hook_context(&self) -> HookContext {

@@ -64,11 +64,17 @@ impl Runtime {
         messages: Vec<InboxMessage>,
         deliver: &[InboxMessage],
     ) -> Result<bool> {
+        let first = self.turns == 0;
+        let guide = first.then(|| appendix(self.cfg.name.as_str(), self.cfg.team.as_str()));
+        let memory = self.memory_note(first);
+        let appendix = match (guide, memory) {
+            (Some(guide), Some(memory)) => Some(format!("{guide}\n\n{memory}")),
+            (guide, memory) => guide.or(memory),
+        };
         let turn = Turn {
             kind,
             messages,
-            appendix: (self.turns == 0)
-                .then(|| appendix(self.cfg.name.as_str(), self.cfg.team.as_str())),
+            appendix,
         };
         match &turn.kind {
             TurnKind::Task(t) => self
@@ -86,6 +92,7 @@ impl Runtime {
                 let outcome = Outcome {
                     success,
                     output: text,
+                    stderr: String::new(),
                     failure,
                 };
                 self.complete(turn, started, outcome)?;
@@ -142,6 +149,11 @@ impl Runtime {
         let Some(current) = self.current.take() else {
             return Ok(());
         };
+        // A CLI that names its own conversation said which one (codex): the next turn resumes it.
+        if let (Some(session), Some(adapter)) = (self.session.as_mut(), self.cfg.agent.adapter()) {
+            let (store, team, name) = (&self.cfg.store, &self.cfg.team, &self.cfg.name);
+            session.after_turn(adapter, &outcome.output, &outcome.stderr, store, team, name)?;
+        }
         if !current.undelivered.is_empty() {
             // The agent never started: the messages stay unread for a later turn.
             self.pane.say(format!(

@@ -8,7 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::{json, Value};
 
 use super::fake_api::{Reply, Turn};
-use super::{Launch, Team};
+use super::versions::each_claude;
+use super::{Launch, Team, WAIT};
 use crate::support::*;
 
 /// `name`'s `task_assignment` messages, each with its envelope as `_envelope`.
@@ -168,42 +169,130 @@ fn script(turn: &Turn) -> Reply {
 
 #[test]
 fn an_idle_claude_teammate_gets_each_task_from_the_lead_console_and_completes_it() {
-    let team = Team::launch(
-        Launch {
-            tasks: &["First job", "Second job"],
-            ..Launch::new(PROMPT)
+    each_claude(|claude| {
+        let team = Team::launch(
+            claude,
+            Launch {
+                tasks: &["First job", "Second job"],
+                ..Launch::new(PROMPT)
+            },
+            script,
+        );
+        team.await_lead("idle_notification");
+        team.eventually("coder idle in the roster", || {
+            (team.roster_member("coder")["isActive"] == false).then_some(())
+        });
+        // Idle with two tasks pending, it claims nothing by itself.
+        assert!(team.task("1")["owner"].is_null() && team.task("2")["owner"].is_null());
+
+        let mut lead = team.swarm(["lead", "--team", "t"]).live();
+        lead.expect("assigned task #1 (First job) to coder");
+        team.eventually("task 1 completed", || {
+            (team.task("1")["status"] == "completed").then_some(())
+        });
+        team.eventually("task 2 completed", || {
+            (team.task("2")["status"] == "completed").then_some(())
+        });
+        lead.expect("assigned task #2 (Second job) to coder");
+        assert_eq!(team.task("1")["owner"], "coder");
+        assert_eq!(team.task("2")["owner"], "coder");
+
+        // What the model was shown: one assignment per task, the second after the first was done.
+        let last = team.api.turns().last().cloned().unwrap();
+        let shown = last["messages"].to_string();
+        for id in ["1", "2"] {
+            let needle = format!(r#"\"type\":\"task_assignment\",\"taskId\":\"{id}\""#);
+            assert_eq!(shown.matches(&needle).count(), 1, "task {id} once: {shown}");
+        }
+        let first_done = shown.find("toolu_done_1").unwrap();
+        let second = shown
+            .find(r#"\"type\":\"task_assignment\",\"taskId\":\"2\""#)
+            .unwrap();
+        assert!(first_done < second, "task 2 came only once task 1 was done");
+    });
+}
+
+/// A lead killed between a claim and its announcement (issue 25 item 4): here its assignment
+/// waits in the spool for coder's inbox lock, which the test holds, when the lead is SIGKILLed,
+/// so it never reaches the inbox by itself (a claude teammate knows nothing of swarm's spool)
+/// and coder would sit idle owning a task it never heard of. The next lead console announces it,
+/// once; a third one finds nothing left to do.
+#[test]
+fn a_lead_killed_between_claim_and_announcement_leaves_the_announcement_to_the_next_one() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let stand_in = env.path("claude");
+    std::fs::write(&stand_in, "#!/bin/sh\nexec sleep 300\n").unwrap();
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        json!({"team": "t", "cwd": env.root(), "teammates": [{"name": "coder", "prompt": "p"}],
+               "tasks": [{"subject": "A"}]})
+        .to_string(),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let launch = [
+        "launch",
+        file,
+        "--agent",
+        "claude",
+        "--backend",
+        "tmux",
+        "--no-lead-pane",
+    ];
+    env.swarm(launch)
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &stand_in)
+        .ok();
+    set_busy(&env, "coder", false);
+    let lead = || {
+        env.swarm(["lead", "--team", "t"])
+            .env("SWARM_TMUX_SOCKET", &tmux.socket)
+            .live()
+    };
+
+    let mut holder = env.hold_lock(&env.path("teams/t/inboxes/coder.json"));
+    let mut first = lead();
+    let spool = env.path("teams/t/spool/coder");
+    eventually(
+        WAIT,
+        "task 1 claimed for coder, its assignment spooled",
+        || {
+            let spooled = std::fs::read_dir(&spool).is_ok_and(|d| d.count() > 0);
+            (task(&env, "1")["owner"] == "coder" && spooled).then_some(())
         },
-        script,
     );
-    team.await_lead("idle_notification");
-    team.eventually("coder idle in the roster", || {
-        (team.roster_member("coder")["isActive"] == false).then_some(())
-    });
-    // Idle with two tasks pending, it claims nothing by itself.
-    assert!(team.task("1")["owner"].is_null() && team.task("2")["owner"].is_null());
+    unsafe { libc::kill(first.child.id() as i32, libc::SIGKILL) };
+    first.wait(WAIT).expect("the first lead is dead");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(assignments(&env, "coder").is_empty(), "not announced yet");
 
-    let mut lead = team.swarm(["lead", "--team", "t"]).live();
-    lead.expect("assigned task #1 (First job) to coder");
-    team.eventually("task 1 completed", || {
-        (team.task("1")["status"] == "completed").then_some(())
-    });
-    team.eventually("task 2 completed", || {
-        (team.task("2")["status"] == "completed").then_some(())
-    });
-    lead.expect("assigned task #2 (Second job) to coder");
-    assert_eq!(team.task("1")["owner"], "coder");
-    assert_eq!(team.task("2")["owner"], "coder");
-
-    // What the model was shown: one assignment per task, the second after the first was done.
-    let last = team.api.turns().last().cloned().unwrap();
-    let shown = last["messages"].to_string();
-    for id in ["1", "2"] {
-        let needle = format!(r#"\"type\":\"task_assignment\",\"taskId\":\"{id}\""#);
-        assert_eq!(shown.matches(&needle).count(), 1, "task {id} once: {shown}");
+    let mut second = lead();
+    second.expect("assigned task #1 (A) to coder");
+    let sent = assignments(&env, "coder");
+    assert_eq!(sent.len(), 1, "announced once: {sent:?}");
+    assert_eq!(sent[0]["taskId"], "1");
+    assert!(
+        sent[0]["_envelope"]["lead_sig"].is_string(),
+        "signed: {sent:?}"
+    );
+    drop(second);
+    let mut third = lead();
+    third.expect("lead console for team t");
+    env.swarm(["send", "--from", "coder", "--to", "team-lead", "still idle"])
+        .ok();
+    third.expect("still idle");
+    assert_eq!(assignments(&env, "coder").len(), 1);
+    assert!(!third.seen.iter().any(|l| l.contains("assigned task")));
+    for pid in tmux
+        .cmd(["list-panes", "-a", "-F", "#{pane_pid}"])
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim().parse::<i32>().ok())
+    {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    let first_done = shown.find("toolu_done_1").unwrap();
-    let second = shown
-        .find(r#"\"type\":\"task_assignment\",\"taskId\":\"2\""#)
-        .unwrap();
-    assert!(first_done < second, "task 2 came only once task 1 was done");
 }

@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use super::fake_api::{Reply, Turn};
+use super::versions::each_claude;
 use super::{Launch, Team};
 
 const PROMPT: &str = "Make some files (interop permissions)";
@@ -56,67 +57,69 @@ fn pending_for(team: &Team, command: &str) -> Value {
 
 #[test]
 fn claude_permission_requests_are_approved_denied_and_their_suggestions_accepted_from_the_cli() {
-    let team = Team::launch(Launch::new(PROMPT), script);
+    each_claude(|claude| {
+        let team = Team::launch(claude, Launch::new(PROMPT), script);
 
-    let first = pending_for(&team, "touch approved.txt");
-    assert_eq!(first["toolName"], "Bash");
-    assert_eq!(first["workerName"], "coder");
-    assert_eq!(first["toolUseId"], "toolu_approved");
-    assert!(
-        !team
-            .env
-            .path("teams/t/permissions/pending")
-            .join(format!("{}.json", first["id"].as_str().unwrap()))
-            .exists(),
-        "Claude files nothing: the request is only a message"
-    );
-    team.swarm(["permission", "approve", first["id"].as_str().unwrap()])
+        let first = pending_for(&team, "touch approved.txt");
+        assert_eq!(first["toolName"], "Bash");
+        assert_eq!(first["workerName"], "coder");
+        assert_eq!(first["toolUseId"], "toolu_approved");
+        assert!(
+            !team
+                .env
+                .path("teams/t/permissions/pending")
+                .join(format!("{}.json", first["id"].as_str().unwrap()))
+                .exists(),
+            "Claude files nothing: the request is only a message"
+        );
+        team.swarm(["permission", "approve", first["id"].as_str().unwrap()])
+            .ok();
+        team.eventually("approved.txt created by the approved Bash call", || {
+            team.work.join("approved.txt").exists().then_some(())
+        });
+
+        let second = pending_for(&team, "touch denied.txt");
+        team.swarm([
+            "permission",
+            "deny",
+            second["id"].as_str().unwrap(),
+            "--feedback",
+            "not that one, thanks",
+        ])
         .ok();
-    team.eventually("approved.txt created by the approved Bash call", || {
-        team.work.join("approved.txt").exists().then_some(())
-    });
+        let told = team.eventually("the denial to reach the model", || {
+            team.api
+                .turns()
+                .iter()
+                .find_map(|body| Turn { body }.tool_result("toolu_denied"))
+        });
+        assert!(told.contains("not that one, thanks"), "{told}");
+        assert!(!team.work.join("denied.txt").exists());
 
-    let second = pending_for(&team, "touch denied.txt");
-    team.swarm([
-        "permission",
-        "deny",
-        second["id"].as_str().unwrap(),
-        "--feedback",
-        "not that one, thanks",
-    ])
-    .ok();
-    let told = team.eventually("the denial to reach the model", || {
-        team.api
-            .turns()
+        let third = pending_for(&team, "touch third.txt");
+        let suggested = third["permissionSuggestions"].to_string();
+        assert!(suggested.contains("acceptEdits"), "{suggested}");
+        team.swarm([
+            "permission",
+            "approve",
+            third["id"].as_str().unwrap(),
+            "--accept-suggestions",
+        ])
+        .ok();
+        team.eventually(
+            "notes.txt written without asking (acceptEdits accepted)",
+            || team.work.join("notes.txt").exists().then_some(()),
+        );
+        assert!(team.work.join("third.txt").exists());
+        let asked: Vec<String> = team
+            .protocol("team-lead", "permission_request")
             .iter()
-            .find_map(|body| Turn { body }.tool_result("toolu_denied"))
+            .map(|r| r["tool_name"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(
+            asked,
+            ["Bash", "Bash", "Bash"],
+            "the Write was not asked about"
+        );
     });
-    assert!(told.contains("not that one, thanks"), "{told}");
-    assert!(!team.work.join("denied.txt").exists());
-
-    let third = pending_for(&team, "touch third.txt");
-    let suggested = third["permissionSuggestions"].to_string();
-    assert!(suggested.contains("acceptEdits"), "{suggested}");
-    team.swarm([
-        "permission",
-        "approve",
-        third["id"].as_str().unwrap(),
-        "--accept-suggestions",
-    ])
-    .ok();
-    team.eventually(
-        "notes.txt written without asking (acceptEdits accepted)",
-        || team.work.join("notes.txt").exists().then_some(()),
-    );
-    assert!(team.work.join("third.txt").exists());
-    let asked: Vec<String> = team
-        .protocol("team-lead", "permission_request")
-        .iter()
-        .map(|r| r["tool_name"].as_str().unwrap_or_default().to_string())
-        .collect();
-    assert_eq!(
-        asked,
-        ["Bash", "Bash", "Bash"],
-        "the Write was not asked about"
-    );
 }

@@ -8,6 +8,7 @@
 use serde_json::json;
 
 use super::fake_api::{Reply, Turn};
+use super::versions::each_claude;
 use super::{Launch, Team};
 
 const PROMPT: &str = "Plan first, then write notes (interop plan)";
@@ -69,49 +70,113 @@ fn idle_since(team: &Team, request: &serde_json::Value) {
 
 #[test]
 fn a_plan_rejected_then_approved_at_the_console_keeps_the_teammates_launch_mode() {
-    let team = Team::launch(
-        Launch {
-            mode: "acceptEdits",
-            plan_mode_required: true,
-            ..Launch::new(PROMPT)
-        },
-        script,
-    );
-    let mut lead = team.swarm(["lead", "--team", "t"]).live();
-    let request = team.await_lead("plan_approval_request");
-    assert_eq!(request["from"], "coder");
-    assert_eq!(request["planContent"], PLAN);
-    let id = request["requestId"].as_str().unwrap();
-    lead.expect(&format!("answer y to approve {id}"));
-    idle_since(&team, &request);
-    lead.type_line(&format!("n {FEEDBACK}"));
-    lead.expect("rejected coder's plan");
+    each_claude(|claude| {
+        let team = Team::launch(
+            claude,
+            Launch {
+                mode: "acceptEdits",
+                plan_mode_required: true,
+                ..Launch::new(PROMPT)
+            },
+            script,
+        );
+        let mut lead = team.swarm(["lead", "--team", "t"]).live();
+        let request = team.await_lead("plan_approval_request");
+        assert_eq!(request["from"], "coder");
+        assert_eq!(request["planContent"], PLAN);
+        let id = request["requestId"].as_str().unwrap();
+        lead.expect(&format!("answer y to approve {id}"));
+        idle_since(&team, &request);
+        lead.type_line(&format!("n {FEEDBACK}"));
+        lead.expect("rejected coder's plan");
 
-    let second = team.await_lead_nth("plan_approval_request", 1);
-    let told = team
-        .api
-        .turns()
-        .iter()
-        .map(|body| Turn { body }.last_user_text())
-        .find(|t| t.contains(FEEDBACK))
-        .expect("the model was shown the rejection");
-    assert!(!told.contains("Plan Approved"), "{told}");
-    assert!(
-        !team.work.join("notes.txt").exists(),
-        "nothing written while planning"
-    );
+        let second = team.await_lead_nth("plan_approval_request", 1);
+        let told = team
+            .api
+            .turns()
+            .iter()
+            .map(|body| Turn { body }.last_user_text())
+            .find(|t| t.contains(FEEDBACK))
+            .expect("the model was shown the rejection");
+        assert!(!told.contains("Plan Approved"), "{told}");
+        assert!(
+            !team.work.join("notes.txt").exists(),
+            "nothing written while planning"
+        );
 
-    let id = second["requestId"].as_str().unwrap();
-    lead.expect(&format!("answer y to approve {id}"));
-    idle_since(&team, &second);
-    lead.type_line("y");
-    lead.expect("approved coder's plan");
-    team.eventually("notes.txt written after the approval", || {
-        team.work.join("notes.txt").exists().then_some(())
+        let id = second["requestId"].as_str().unwrap();
+        lead.expect(&format!("answer y to approve {id}"));
+        idle_since(&team, &second);
+        lead.type_line("y");
+        lead.expect("approved coder's plan");
+        team.eventually("notes.txt written after the approval", || {
+            team.work.join("notes.txt").exists().then_some(())
+        });
+        assert!(
+            team.protocol("team-lead", "permission_request").is_empty(),
+            "acceptEdits is in force again: the Write asked nobody"
+        );
+        assert_eq!(team.roster_member("coder")["mode"], "acceptEdits");
     });
-    assert!(
-        team.protocol("team-lead", "permission_request").is_empty(),
-        "acceptEdits is in force again: the Write asked nobody"
-    );
-    assert_eq!(team.roster_member("coder")["mode"], "acceptEdits");
+}
+
+/// The plan with `id` as `swarm permission list` shows it, once it is there.
+fn listed(team: &Team, id: &str) -> serde_json::Value {
+    team.eventually("the plan listed by swarm permission list", || {
+        let list = team.swarm(["--json", "permission", "list"]).ok().json();
+        list.as_array()?.iter().find(|r| r["id"] == id).cloned()
+    })
+}
+
+#[test]
+fn a_plan_rejected_then_approved_from_the_cli_keeps_the_teammates_launch_mode() {
+    each_claude(|claude| {
+        let team = Team::launch(
+            claude,
+            Launch {
+                mode: "acceptEdits",
+                plan_mode_required: true,
+                ..Launch::new(PROMPT)
+            },
+            script,
+        );
+        let request = team.await_lead("plan_approval_request");
+        let id = request["requestId"].as_str().unwrap();
+        assert_eq!(listed(&team, id)["planContent"], PLAN);
+        idle_since(&team, &request);
+        // Claude acts on the lead's answer alone: another decider's name is refused, not sent.
+        // (Not `refused()`: the live claude takes lock files in the root meanwhile.)
+        let out = team
+            .swarm(["permission", "deny", id, "--by", "operator"])
+            .run_within(super::WAIT);
+        assert_eq!(out.code, 2, "{out:?}");
+        assert!(out.stderr.contains("coder is a claude teammate"), "{out:?}");
+        assert_eq!(listed(&team, id)["planContent"], PLAN, "still pending");
+        team.swarm(["permission", "deny", id, "--feedback", FEEDBACK])
+            .ok();
+
+        let second = team.await_lead_nth("plan_approval_request", 1);
+        let told = team
+            .api
+            .turns()
+            .iter()
+            .map(|body| Turn { body }.last_user_text())
+            .find(|t| t.contains(FEEDBACK))
+            .expect("the model was shown the rejection");
+        assert!(!told.contains("Plan Approved"), "{told}");
+
+        let id = second["requestId"].as_str().unwrap();
+        listed(&team, id);
+        idle_since(&team, &second);
+        let out = team.swarm(["permission", "approve", id]).ok();
+        assert!(out.stdout.contains("approved"), "{}", out.stdout);
+        team.eventually("notes.txt written after the approval", || {
+            team.work.join("notes.txt").exists().then_some(())
+        });
+        assert!(
+            team.protocol("team-lead", "permission_request").is_empty(),
+            "acceptEdits is in force again: the Write asked nobody"
+        );
+        assert_eq!(team.roster_member("coder")["mode"], "acceptEdits");
+    });
 }

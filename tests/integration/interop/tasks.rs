@@ -6,6 +6,7 @@
 use serde_json::json;
 
 use super::fake_api::{Reply, Turn};
+use super::versions::each_claude;
 use super::{Launch, Team};
 
 const PROMPT: &str = "Work through the task list (interop tasks)";
@@ -36,51 +37,54 @@ fn script(turn: &Turn) -> Reply {
 
 #[test]
 fn a_claude_teammate_lists_claims_and_completes_a_swarm_task_and_claims_no_other_by_itself() {
-    let team = Team::launch(
-        Launch {
-            tasks: &["Write the parser", "Test the parser"],
-            ..Launch::new(PROMPT)
-        },
-        script,
-    );
-    let listed = team.eventually("TaskList's answer", || {
-        team.api
+    each_claude(|claude| {
+        let team = Team::launch(
+            claude,
+            Launch {
+                tasks: &["Write the parser", "Test the parser"],
+                ..Launch::new(PROMPT)
+            },
+            script,
+        );
+        let listed = team.eventually("TaskList's answer", || {
+            team.api
+                .turns()
+                .iter()
+                .find_map(|body| Turn { body }.tool_result("toolu_list"))
+        });
+        assert!(
+            listed.contains("Write the parser") && listed.contains("Test the parser"),
+            "TaskList shows swarm's tasks: {listed}"
+        );
+        team.eventually("task 1 completed by coder", || {
+            let t = team.task("1");
+            (t["status"] == "completed").then_some(t)
+        });
+        assert_eq!(team.task("1")["owner"], "coder");
+        let claimed = team
+            .api
             .turns()
             .iter()
-            .find_map(|body| Turn { body }.tool_result("toolu_list"))
+            .find_map(|body| Turn { body }.tool_result("toolu_claim"))
+            .unwrap();
+        assert!(
+            !claimed.contains("rror"),
+            "the claim was accepted: {claimed}"
+        );
+        // Finished and idle, it leaves task 2 alone.
+        team.eventually("coder idle after its task", || {
+            team.api
+                .turns()
+                .iter()
+                .any(|body| Turn { body }.just_answered("toolu_done"))
+                .then_some(())
+        });
+        team.await_lead("idle_notification");
+        let next = team.task("2");
+        assert_eq!(next["status"], "pending", "{next}");
+        assert!(
+            next.get("owner").is_none_or(|o| o.is_null() || o == ""),
+            "{next}"
+        );
     });
-    assert!(
-        listed.contains("Write the parser") && listed.contains("Test the parser"),
-        "TaskList shows swarm's tasks: {listed}"
-    );
-    team.eventually("task 1 completed by coder", || {
-        let t = team.task("1");
-        (t["status"] == "completed").then_some(t)
-    });
-    assert_eq!(team.task("1")["owner"], "coder");
-    let claimed = team
-        .api
-        .turns()
-        .iter()
-        .find_map(|body| Turn { body }.tool_result("toolu_claim"))
-        .unwrap();
-    assert!(
-        !claimed.contains("rror"),
-        "the claim was accepted: {claimed}"
-    );
-    // Finished and idle, it leaves task 2 alone.
-    team.eventually("coder idle after its task", || {
-        team.api
-            .turns()
-            .iter()
-            .any(|body| Turn { body }.just_answered("toolu_done"))
-            .then_some(())
-    });
-    team.await_lead("idle_notification");
-    let next = team.task("2");
-    assert_eq!(next["status"], "pending", "{next}");
-    assert!(
-        next.get("owner").is_none_or(|o| o.is_null() || o == ""),
-        "{next}"
-    );
 }

@@ -28,6 +28,7 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
     )
     .unwrap();
     let before = env.snapshot();
+    let since = super::now_ms();
     let cmd = env.swarm([
         "--json",
         "launch",
@@ -57,7 +58,8 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
     let doc = out.json();
     env.snapshot().assert_unchanged_since(&before, "--dry-run");
     let claude = claude.display().to_string();
-    let lead_key = env.swarm(["debug", "lead-verify-key"]).ok().stdout;
+    let words: Vec<String> = serde_json::from_value(doc["teammates"][0]["argv"].clone()).unwrap();
+    let lead_key = super::launch_verify_key(&env, &words, since);
     let settings = env.path("settings.json").display().to_string();
     let identity = |name: &str, color: &str| {
         vec![
@@ -133,11 +135,18 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
         ])
         .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude)
         .ok();
+    let (_, key) = lead_key.split_once('.').unwrap();
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("--parent-session-id"))
+        .unwrap_or_default();
+    let stamp = line
+        .split(&format!("--parent-session-id {sid} --lead-verify-key "))
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(&format!(".{key} --dangerously-skip-permissions")));
     assert!(
-        out.stdout.contains(&format!(
-            "--parent-session-id {sid} --lead-verify-key {} --dangerously-skip-permissions\n",
-            lead_key.trim()
-        )),
+        stamp.is_some_and(|ms| ms.parse::<u64>().is_ok()),
         "{}",
         out.stdout
     );
@@ -215,6 +224,7 @@ fn claude_teammates_get_the_task_tools_unless_told_otherwise() {
 #[test]
 fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
     let env = Env::new();
+    let since = super::now_ms();
     let out = env
         .swarm([
             "--json",
@@ -235,7 +245,8 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
         .json();
     let sid = out["leadSessionId"].as_str().unwrap();
     let root = env.root().display().to_string();
-    let lead_key = env.swarm(["debug", "lead-verify-key"]).ok().stdout;
+    let words: Vec<String> = serde_json::from_value(out["teammates"][0]["argv"].clone()).unwrap();
+    let lead_key = super::launch_verify_key(&env, &words, since);
     assert_eq!(
         out["teammates"][0]["argv"],
         json!([

@@ -117,7 +117,7 @@ esac"#,
     let logs = env.swarm(["logs", "polite"]).ok();
     assert!(logs.stdout.contains("fake agent polite says hello"));
     let status = env.swarm(["status"]).ok().stdout;
-    assert!(status.contains("inactive, dead (signal 9)"), "{status}");
+    assert!(status.contains("stopped (signal 9)"), "{status}");
 }
 
 #[test]

@@ -50,7 +50,7 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
             .env("SWARM_TMUX_SOCKET", &tmux.socket)
             .ok()
             .json();
-        let dead = |n: &str| member(&s, n)["dead"] == true;
+        let dead = |n: &str| member(&s, n)["state"] == "dead";
         (dead("victim") && dead("crasher")).then_some(s)
     });
     assert_eq!(
@@ -61,7 +61,10 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
         member(&status, "crasher")["pane"],
         json!({"state": "dead", "code": 3})
     );
-    assert_eq!(member(&status, "survivor")["dead"], false);
+    assert_eq!(member(&status, "crasher")["exitCode"], 3);
+    assert_eq!(member(&status, "victim")["signal"], 9);
+    assert_eq!(member(&status, "victim")["why"], "signal 9");
+    assert_eq!(member(&status, "survivor")["state"], "idle");
     assert_eq!(member(&status, "survivor")["pane"]["state"], "alive");
     assert_eq!(member(&status, "survivor")["unread"], 1);
     let text = env
@@ -343,8 +346,18 @@ fn a_restarted_claude_teammate_gets_the_same_identity_flags() {
     );
     wait_for_file(&argv);
     let after = std::fs::read_to_string(&argv).unwrap();
+    // Each start stamps `--lead-verify-key <ms>.<key>` anew (issue 25 item 3); the key is the
+    // same.
+    let unstamped = |argv: &str| {
+        let mut words: Vec<String> = argv.lines().map(str::to_string).collect();
+        let at = words.iter().position(|w| w == "--lead-verify-key").unwrap();
+        let (_, key) = words[at + 1].split_once('.').unwrap();
+        words[at + 1] = key.to_string();
+        words
+    };
     assert_eq!(
-        after, before,
+        unstamped(&after),
+        unstamped(&before),
         "the same argv, identity flags and inherited flags alike"
     );
     assert!(after.contains("--agent-color\ngreen\n"), "{after}");

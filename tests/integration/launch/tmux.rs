@@ -30,6 +30,7 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
         .to_string(),
     )
     .unwrap();
+    let since = super::now_ms();
     let out = swarm_on(
         &env,
         &tmux,
@@ -131,7 +132,7 @@ fn three_teammates_get_panes_with_titles_colours_flags_and_env() {
 
     let argv = lines(&env.path("out/coder.argv"));
     let sid = config["leadSessionId"].as_str().unwrap();
-    let lead_key = env.swarm(["debug", "lead-verify-key"]).ok().stdout;
+    let lead_key = super::launch_verify_key(&env, &argv, since);
     assert_eq!(
         argv,
         [

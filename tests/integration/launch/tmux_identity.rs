@@ -87,7 +87,7 @@ fn after_a_tmux_server_restart_an_old_team_never_touches_the_new_teams_panes() {
     let old = status(&env, "old");
     for n in ["x", "y"] {
         assert_eq!(member(&old, n)["pane"]["state"], "gone", "{old}");
-        assert_eq!(member(&old, n)["dead"], true, "{old}");
+        assert_eq!(member(&old, n)["state"], "dead", "{old}");
     }
     let logs = env.swarm(["--team", "old", "logs", "x"]).run();
     assert!(!logs.stdout.contains("of new"), "{}", logs.stdout);

@@ -64,8 +64,16 @@ fn the_lead_console_says_whether_a_turn_failed_or_succeeded() {
         if let Some(f) = failure {
             n["failureReason"] = json!(f);
         }
-        env.swarm(["send", "--from", from, "--to", "team-lead", &n.to_string()])
-            .ok();
+        env.swarm([
+            "debug",
+            "frame",
+            "--from",
+            from,
+            "--to",
+            "team-lead",
+            &n.to_string(),
+        ])
+        .ok();
     };
     idle("f", "failed", Some("exit 2"));
     idle("g", "available", None);

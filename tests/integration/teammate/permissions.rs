@@ -62,7 +62,7 @@ fn the_permission_hook_asks_the_lead_and_obeys_approve_and_deny_from_another_pro
     assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny");
     assert_eq!(
         denied["hookSpecificOutput"]["permissionDecisionReason"],
-        "denied by team-lead: not the build dir"
+        "rejected by team-lead: not the build dir"
     );
     let requests = to_lead(&env, "permission_request");
     assert_eq!(requests.len(), 2);
@@ -188,7 +188,7 @@ fn requests_claude_sends_only_as_a_message_are_listed_approved_and_denied_from_t
     );
     // Deciding again is refused; an id nobody sent is named as unknown, not a lock error.
     env.swarm(["permission", "approve", approve_id])
-        .refused("already decided (approved)");
+        .refused("already decided: approved by team-lead");
     let out = env.swarm(["permission", "approve", "perm-1-nosuchx"]).run();
     assert_ne!(out.code, 0);
     assert!(!out.stderr.contains("lock gate"), "{}", out.stderr);

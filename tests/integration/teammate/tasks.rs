@@ -331,3 +331,44 @@ fn a_running_teammate_takes_a_task_file_renamed_in_by_a_writer_that_knows_nothin
     });
     assert!(done.exists(), "the task's command ran");
 }
+
+#[test]
+fn a_finished_task_is_reported_in_claude_codes_frames_idle_first_then_task_completed() {
+    let env = Env::with_team(&["a"]);
+    let _mate = start(&env, "a", &["--agent", "shell"]);
+    env.swarm(["task", "create", "Say hi", "--description", "echo hi"])
+        .ok();
+    let done = eventually(LONG, "the task_completed frame", || {
+        to_lead(&env, "task_completed").into_iter().next()
+    });
+    let keys: Vec<&str> = done
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["type", "from", "taskId", "taskSubject", "timestamp"]);
+    assert_eq!(
+        (&done["from"], &done["taskId"], &done["taskSubject"]),
+        (&json!("a"), &json!("1"), &json!("Say hi"))
+    );
+    // The idle notification with the result comes first, and names the task.
+    let frames: Vec<Value> = lead_inbox(&env)
+        .iter()
+        .filter_map(|m| serde_json::from_str::<Value>(m["text"].as_str()?).ok())
+        .filter(|p| p["completedTaskId"] == "1" || p["type"] == "task_completed")
+        .collect();
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    assert_eq!(frames[0]["type"], "idle_notification");
+    assert_eq!(frames[0]["completedStatus"], "resolved");
+    assert_eq!(frames[1]["type"], "task_completed");
+    // A failed task is no task_completed.
+    env.swarm(["task", "create", "Fail", "--description", "exit 3"])
+        .ok();
+    eventually(LONG, "the failed task's idle notification", || {
+        to_lead(&env, "idle_notification")
+            .into_iter()
+            .find(|n| n["completedTaskId"] == "2")
+    });
+    assert_eq!(to_lead(&env, "task_completed").len(), 1);
+}

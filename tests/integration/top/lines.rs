@@ -12,15 +12,15 @@ fn status_watch_prints_a_line_per_change() {
     env.swarm(["task", "create", "ship", "--blocked-by", "1"])
         .ok();
     let mut watch = env.swarm(["status", "--watch"]).live();
-    watch.expect("team-lead: lead, task -, 0 unread");
-    watch.expect("coder: unknown, task -, 0 unread");
+    watch.expect("team-lead: unknown (no pane), task -, 0 unread");
+    watch.expect("coder: unknown (no pid recorded), task -, 0 unread");
     watch.expect("task #1 available: build");
     watch.expect("task #2 blocked: ship");
     watch.expect("tasks: 0/2 done, 0 in progress, 1 available, 1 blocked");
 
     env.swarm(["task", "claim", "1", "--agent", "coder"]).ok();
     watch.expect("task #1 in_progress @coder: build");
-    watch.expect("coder: unknown, task #1 build, 0 unread");
+    watch.expect("coder: unknown (no pid recorded), task #1 build, 0 unread");
     watch.expect("tasks: 0/2 done, 1 in progress, 0 available, 1 blocked");
 
     let request = env
@@ -45,7 +45,7 @@ fn status_watch_prints_a_line_per_change() {
     // Each fact was printed when it changed, never again while it stayed the same.
     let times = |needle: &str| watch.seen.iter().filter(|l| l.contains(needle)).count();
     assert_eq!(
-        times("team-lead: lead, task -, 0 unread"),
+        times("team-lead: unknown (no pane), task -, 0 unread"),
         1,
         "{:#?}",
         watch.seen

@@ -298,7 +298,7 @@ fn a_teammate_inside_the_claude_lead_is_unknown_inside_the_lead_and_never_stoppe
     let out = swarm(&env, &["status"]).ok().stdout;
     let line = out.lines().find(|l| l.trim_start().starts_with("helper"));
     assert!(
-        line.is_some_and(|l| l.contains("unknown (inside the lead), idle")),
+        line.is_some_and(|l| l.contains("unknown (inside the lead)")),
         "{out}"
     );
     // The fixture's own pane teammates stay plain unknown: no server, nothing found.

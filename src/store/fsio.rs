@@ -109,10 +109,23 @@ pub fn check_opened(file: &File, path: &Path) -> Result<()> {
 /// Reads a whole regular file; `None` when it does not exist. Never follows a symlink and never
 /// blocks on a FIFO.
 pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
+    let Some(mut file) = open_read(path)? else {
+        return Ok(None);
+    };
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)
+        .map_err(Error::io("read", path))?;
+    Ok(Some(buf))
+}
+
+/// Opens a regular file for reading, checked as [`read_file`] checks it; `None` when it does not
+/// exist. For readers that stream a large file or read on from an offset (the archives and
+/// histories the timeline follows).
+pub fn open_read(path: &Path) -> Result<Option<File>> {
     if !check_regular(path)? {
         return Ok(None);
     }
-    let mut file = match OpenOptions::new()
+    let file = match OpenOptions::new()
         .read(true)
         .custom_flags(NOFOLLOW | O_NONBLOCK)
         .open(path)
@@ -122,10 +135,24 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
         Err(e) => return Err(Error::io("open", path)(e)),
     };
     check_opened(&file, path)?;
-    let mut buf = Vec::new();
-    file.read_to_end(&mut buf)
-        .map_err(Error::io("read", path))?;
-    Ok(Some(buf))
+    Ok(Some(file))
+}
+
+/// Appends `bytes` to `path` (created 0600 if missing) in one `write`, without fsync: for
+/// append-only records that are not the truth of anything (the task history, usage records),
+/// where a crash may cost the last lines but a writer must not pay an fsync per line. One
+/// `O_APPEND` write per record keeps concurrent appenders' lines whole.
+pub fn append_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    check_regular(path)?;
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(NOFOLLOW)
+        .open(path)
+        .map_err(Error::io("open", path))?;
+    check_opened(&file, path)?;
+    file.write_all(bytes).map_err(Error::io("append to", path))
 }
 
 /// Writes `bytes` to `path` atomically with mode 0600.

@@ -217,10 +217,11 @@ impl TaskIndex {
                 if !claimable {
                     continue;
                 }
-                let mut task = on_disk;
+                let mut task = on_disk.clone();
                 task.owner = Some(agent.to_string());
                 task.status = TaskStatus::InProgress;
                 durable::replace(&path, &task, &mut self.unsynced)?;
+                list.recorded(Some(&on_disk), Some(&task));
                 state.put(task.clone(), Stamp::read(&path)?);
                 // The claim is decided and visible: other claimers may go on while it is made
                 // durable (which also covers an earlier completion of ours).
@@ -231,6 +232,7 @@ impl TaskIndex {
                     let mut done = task.clone();
                     done.status = TaskStatus::Completed;
                     durable::replace(&path, &done, &mut self.unsynced)?;
+                    list.recorded(Some(&task), Some(&done));
                     state.put(done, Stamp::read(&path)?);
                 }
                 return Ok(Some(task));

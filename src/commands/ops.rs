@@ -29,6 +29,7 @@ use crate::store::paths::Store;
 use crate::store::requests::{self, Kind, Request};
 use crate::store::roster::{Member, Roster, CLAUDE_LEAD_PANE};
 use crate::store::tasks::{TaskList, TaskStatus};
+use crate::store::usage::TeamUsage;
 
 pub(crate) fn status(ctx: &Context) -> Result<()> {
     let team = ctx.existing_team()?;
@@ -38,6 +39,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     let mut rows = Vec::new();
     let mut states = Vec::new();
     let lead = config.lead_process().map(|p| lifecycle::lead_health(&p));
+    let usage = TeamUsage::read(&ctx.store, &team, &config);
     let led_by_claude = config.led_by_claude();
     for m in &config.members {
         // A lead without a pane of its own (swarm's in a shell, Claude Code's `leader`) has no
@@ -74,6 +76,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "task": task.map(|t| json!({"id": t.id, "subject": t.subject})),
             "unread": unread,
             "worktree": m.extra.get(crate::lifecycle::worktree::FIELD).and_then(|w| w.get("path")),
+            "usage": usage.as_ref().map_or(json!("unknown"), |u| u.member_json(&m.name)),
         }));
         states.push(describe_state(m, health, error.as_deref(), lead.as_ref()));
     }
@@ -101,6 +104,10 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                     "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
                 Err(e) => json!({"dir": m.dir(), "error": e}),
             }),
+            "usage": match &usage {
+                Ok(u) => u.total_json(),
+                Err(e) => json!({"error": e.to_string()}),
+            },
         }));
     }
     output::line(format!("team {}  {}", team, visible(&config.description)))?;

@@ -123,6 +123,12 @@ impl Store {
             .join("usage")
             .join(format!("{agent}.jsonl"))
     }
+    /// swarm-only: the conversation a member's agent CLI keeps across turns (`teammate::session`).
+    pub fn session_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.team_dir(team)
+            .join("sessions")
+            .join(format!("{agent}.json"))
+    }
     /// Claude Code's session transcripts, `projects/<project key>/<session id>.jsonl`: the root
     /// is the config dir a `claude` teammate is given (`CLAUDE_CONFIG_DIR`).
     pub fn projects_dir(&self) -> PathBuf {

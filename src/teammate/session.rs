@@ -111,10 +111,7 @@ pub(crate) struct Session {
 
 /// Where a member's conversation is kept.
 pub(crate) fn path(store: &Store, team: &TeamName, name: &AgentName) -> PathBuf {
-    store
-        .team_dir(team)
-        .join("sessions")
-        .join(format!("{name}.json"))
+    store.session_path(team, name)
 }
 
 impl Session {

@@ -333,7 +333,7 @@ fn member_usage(
         }
     }
     if files.is_empty() {
-        return Ok(Err(why_unknown(m)));
+        return Ok(Err(why_unknown(config, m)));
     }
     let mut usage = MemberUsage {
         source: Source::Transcript,
@@ -385,10 +385,13 @@ fn runtime_session(store: &Store, team: &TeamName, name: &AgentName) -> Result<O
 }
 
 /// Why a member reports nothing, in words.
-fn why_unknown(m: &Member) -> String {
+fn why_unknown(config: &TeamConfig, m: &Member) -> String {
     match m.agent_label() {
         Some("shell") => "the shell agent reports no usage".into(),
         Some("claude") => "no Claude Code transcript of its session was found".into(),
+        None if config.led_by_claude() => {
+            "no Claude Code transcript of its session was found".into()
+        }
         Some(_) => "its agent reports no usage swarm can read".into(),
         None if m.is_lead() => "no transcript of the lead's session was found".into(),
         None => "nothing it wrote reports usage".into(),

@@ -16,6 +16,7 @@ mod messages;
 mod permissions;
 mod plans;
 mod tasks;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -27,7 +27,7 @@ pub(crate) fn run(ctx: &Context, args: TimelineArgs) -> Result<()> {
         if !config.members.iter().any(|m| name.same_as(&m.name)) {
             let names: Vec<&str> = config.members.iter().map(|m| m.name.as_str()).collect();
             return Err(Error::usage(format!(
-                "team {team} has no member {name:?} (its members: {}); --member takes a name on \
+                "team {team} has no member \"{name}\" (its members: {}); --member takes a name on \
                  the roster",
                 names.join(", ")
             )));

@@ -342,13 +342,13 @@ fn member_usage(
         reported_cost: None,
     };
     for path in files {
-        let Some((by_model, session)) = transcript::tally(&path)? else {
+        let Some(read) = transcript::tally(&path)? else {
             continue;
         };
-        for (model, t) in by_model {
+        for (model, t) in read.by_model {
             usage.by_model.entry(model).or_default().add(&t);
         }
-        usage.sessions.extend(session);
+        usage.sessions.extend(read.session);
     }
     Ok(Ok(usage))
 }

@@ -12,6 +12,7 @@ mod permissions;
 mod shutdown;
 mod startup;
 mod tasks;
+mod timeline;
 mod turns;
 
 use std::fs::File;

@@ -84,8 +84,14 @@ struct Progress {
 
 static READS: Mutex<BTreeMap<PathBuf, Progress>> = Mutex::new(BTreeMap::new());
 
-/// The usage in one transcript, per model, and its session id.
-pub(crate) fn tally(path: &Path) -> Result<Option<(BTreeMap<String, Tokens>, Option<String>)>> {
+/// What one transcript says: its session and the usage in it, per model.
+pub(crate) struct Tally {
+    pub(crate) session: Option<String>,
+    pub(crate) by_model: BTreeMap<String, Tokens>,
+}
+
+/// The usage in one transcript; `None` when it is gone.
+pub(crate) fn tally(path: &Path) -> Result<Option<Tally>> {
     let Some(file) = open(path)? else {
         return Ok(None);
     };
@@ -106,7 +112,7 @@ pub(crate) fn tally(path: &Path) -> Result<Option<(BTreeMap<String, Tokens>, Opt
     }
     let session = read.session.clone();
     reads.insert(path.to_path_buf(), read);
-    Ok(Some((by_model, session)))
+    Ok(Some(Tally { session, by_model }))
 }
 
 /// Reads the complete lines after `read.offset`.
@@ -273,17 +279,17 @@ mod tests {
             format!("{user}\n{}\n{}\n", entry("m1", 1), entry("m1", 5)),
         )
         .unwrap();
-        let (by_model, session) = tally(&path).unwrap().unwrap();
-        assert_eq!(session.as_deref(), Some("s"));
-        let t = &by_model["claude-sonnet-4-5"];
+        let read = tally(&path).unwrap().unwrap();
+        assert_eq!(read.session.as_deref(), Some("s"));
+        let t = &read.by_model["claude-sonnet-4-5"];
         assert_eq!(
             (t.input, t.output, t.cache_creation, t.cache_read),
             (10, 5, 20, 30)
         );
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         std::io::Write::write_all(&mut f, format!("{}\n", entry("m2", 2)).as_bytes()).unwrap();
-        let (by_model, _) = tally(&path).unwrap().unwrap();
-        assert_eq!(by_model["claude-sonnet-4-5"].output, 7);
+        let read = tally(&path).unwrap().unwrap();
+        assert_eq!(read.by_model["claude-sonnet-4-5"].output, 7);
         assert_eq!(
             owner(&path).unwrap(),
             Some(("t".to_string(), "coder".to_string()))

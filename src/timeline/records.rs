@@ -70,11 +70,12 @@ fn history_event(e: &Entry, source: Source) -> Option<Event> {
         // Nobody recorded who: the owner does what owners do.
         by_owner(e.event).then(|| e.owner.clone()).flatten()
     });
-    event.to = match e.event {
-        Transition::Assigned => e.owner.clone(),
+    // Whose task it is (or was), when that is not the actor: so `--member` finds it.
+    let owner = match e.event {
         Transition::Released | Transition::Failed => e.previous_owner.clone(),
-        _ => None,
+        _ => e.owner.clone(),
     };
+    event.to = owner.filter(|o| event.actor.as_ref() != Some(o));
     event.detail = e.reason.clone();
     Some(event)
 }

@@ -113,22 +113,30 @@ pub(crate) fn line(e: &Event, start: u64, config: &TeamConfig, paint: &Paint) ->
         Kind::MemberIdle => text.to_string(),
         Kind::MemberLeft => format!("left the team{}", said(": ")),
         Kind::Message => format!("→ {}: {text}", to()),
-        Kind::Task(t) => match t {
-            Transition::Created => format!("created {task}"),
-            Transition::Claimed => format!("claimed {task}"),
-            Transition::Assigned => format!("assigned {task} to {}", to()),
-            Transition::Started => format!("started {task}"),
-            Transition::Completed => format!("completed {task}"),
-            Transition::Failed => format!("failed {task}{}", detail(": ")),
-            Transition::Released => match &e.to {
-                Some(_) => format!("released {task} (it was {}'s)", to()),
-                None => format!("released {task}"),
-            },
-            Transition::Stopped => format!("stopped {task} (back to pending)"),
-            Transition::Reopened => format!("reopened {task}"),
-            Transition::Retried => format!("cleared the failure of {task}"),
-            Transition::Deleted => format!("deleted {task}"),
-        },
+        Kind::Task(Transition::Assigned) => format!("assigned {task} to {}", to()),
+        Kind::Task(t) => {
+            let whose = match (&e.to, t) {
+                (None, _) => String::new(),
+                (Some(_), Transition::Released | Transition::Failed) => {
+                    format!(" (it was {}'s)", to())
+                }
+                (Some(_), _) => format!(" (owner {})", to()),
+            };
+            let verb = match t {
+                Transition::Created => "created",
+                Transition::Claimed => "claimed",
+                Transition::Started => "started",
+                Transition::Completed => "completed",
+                Transition::Failed => "failed",
+                Transition::Released => "released",
+                Transition::Stopped => "put back to pending",
+                Transition::Reopened => "reopened",
+                Transition::Retried => "cleared the failure of",
+                Transition::Assigned => "assigned",
+                Transition::Deleted => "deleted",
+            };
+            format!("{verb} {task}{whose}{}", detail(": "))
+        }
         Kind::PermissionRequested => format!("asks to use {text}{}{request}", detail(": ")),
         Kind::PermissionApproved | Kind::PermissionRejected => {
             let verb = if e.kind == Kind::PermissionApproved {

@@ -53,7 +53,11 @@ pub(super) fn roster(config: &TeamConfig, shown: &mut HashSet<(String, u64)>) ->
             out.push(
                 Event::new(m.joined_at, Kind::MemberJoined, Source::Roster)
                     .by(&m.name)
-                    .text(m.agent_label().unwrap_or(&m.agent_type)),
+                    .text(match m.agent_label() {
+                        Some(agent) => agent,
+                        None if m.is_lead() => "",
+                        None => &m.agent_type,
+                    }),
             );
         }
     }

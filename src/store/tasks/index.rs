@@ -221,11 +221,12 @@ impl TaskIndex {
                 task.owner = Some(agent.to_string());
                 task.status = TaskStatus::InProgress;
                 durable::replace(&path, &task, &mut self.unsynced)?;
-                list.recorded(Some(&on_disk), Some(&task));
                 state.put(task.clone(), Stamp::read(&path)?);
                 // The claim is decided and visible: other claimers may go on while it is made
-                // durable (which also covers an earlier completion of ours).
+                // durable (which also covers an earlier completion of ours) and recorded (the
+                // history needs only the task's lock, still held).
                 drop(list_lock.take());
+                list.recorded(Some(&on_disk), Some(&task));
                 self.unsynced.sync()?;
                 if let Some(report) = report.as_mut() {
                     report(&task)?;

@@ -6,9 +6,9 @@
 use serde_json::Value;
 
 use super::fake_api::{
-    Reply, Turn, CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS,
+    FakeApi, Reply, Turn, CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS,
 };
-use super::{Launch, Team};
+use super::{claude_bin, seed_claude_config, teammate_env, Launch, Team, WAIT};
 use crate::support::*;
 
 const PROMPT: &str = "Say hello (interop usage)";
@@ -71,6 +71,57 @@ fn swarm_usage_reads_a_claude_teammates_tokens_from_its_transcript() {
         status["usage"]["unknownMembers"],
         serde_json::json!(["team-lead"])
     );
+}
+
+#[test]
+fn the_usage_of_a_claude_print_mode_teammate_is_recorded_from_its_json_results() {
+    let api = FakeApi::start(|_| Reply::text("hello from print mode"));
+    let env = Env::with_team(&["coder"]);
+    let work = env.root().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let work = work.canonicalize().unwrap();
+    seed_claude_config(env.root(), &work);
+    let claude = claude_bin();
+    let mut runtime = env
+        .swarm([
+            "teammate",
+            "--agent-id",
+            "coder@t",
+            "--agent-name",
+            "coder",
+            "--team-name",
+            "t",
+            "--agent-color",
+            "blue",
+            "--parent-session-id",
+            "s",
+            "--cwd",
+        ])
+        .env("CLAUDE_CONFIG_DIR", env.root());
+    runtime.cmd.arg(&work).arg("--").arg(&claude);
+    runtime.cmd.args(["-p", "--output-format", "json"]);
+    for (k, v) in teammate_env(&api).as_object().unwrap() {
+        runtime = runtime.env(k, v.as_str().unwrap());
+    }
+    let _runtime = KillOnDrop(runtime.spawn());
+    env.swarm(["send", "--to", "coder", "say hello"]).ok();
+    let usage = eventually(WAIT, "the turn's usage recorded", || {
+        let u = env.swarm(["--json", "usage"]).ok().json();
+        let coder = u["members"][1]["usage"].clone();
+        (coder["source"] == "turn-results").then_some(coder)
+    });
+    let calls = api.requests().len() as u64;
+    assert!(calls >= 1);
+    assert_eq!(usage["inputTokens"], INPUT_TOKENS * calls, "{usage:#}");
+    assert_eq!(usage["outputTokens"], OUTPUT_TOKENS * calls, "{usage:#}");
+    assert_eq!(usage["cacheReadInputTokens"], CACHE_READ_TOKENS * calls);
+    assert!(
+        usage["reportedCostUsd"].is_number(),
+        "Claude Code's own figure: {usage:#}"
+    );
+    // The session is the conversation swarm gave the turn (`--session-id`).
+    let session = read_json(&env.path("teams/t/sessions/coder.json"));
+    assert_eq!(usage["sessions"], serde_json::json!([session["sessionId"]]));
 }
 
 /// Every file under `dir`.

@@ -84,9 +84,9 @@ fn follow_prints_what_happens_after_it_started() {
     let id = asked["request"].as_str().unwrap().to_string();
     env.swarm(["permission", "deny", &id, "--feedback", "no"])
         .ok();
-    let denied = expect(&rx, "decision", |e| e["kind"] == "permission.denied");
+    let rejected = expect(&rx, "decision", |e| e["kind"] == "permission.rejected");
     assert_eq!(
-        (&denied["actor"], &denied["to"], &denied["detail"]),
+        (&rejected["actor"], &rejected["to"], &rejected["detail"]),
         (&json!("team-lead"), &json!("coder"), &json!("no"))
     );
 }

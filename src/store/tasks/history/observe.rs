@@ -6,16 +6,19 @@
 //! task, and appends what is missing, marked `"seen": true` with no actor. Two changes between
 //! two looks show as one transition: the observer sees states, not writes.
 //!
-//! A disagreement is often only a swarm writer between its write and its append. So before
-//! appending, the observer takes the list lock and then the task's lock, which every writer that
-//! keeps the history holds from its write to its append (PROTOCOL.md section 3: Claude Code
-//! takes the same locks), and reads both files again: what is still unexplained then was
-//! written by someone else. Each observer follows the history from where it last read, so a
-//! change one observer recorded is explained for every other.
+//! A disagreement is usually a swarm writer between its write and its history line, which
+//! follows within microseconds. So the observer locks nothing while it looks: a task whose file
+//! and history disagree is only noted, and appended once the same disagreement has lasted
+//! [`GRACE`] (by the next look, normally). Only then does it take the task's lock, which every
+//! writer that keeps the history holds from its write to its append (PROTOCOL.md section 3:
+//! Claude Code takes it too), read the file and the history again, and append what is still
+//! unexplained. So a team whose writers all keep the history costs the observer no lock at all,
+//! and two observers cannot both append one change. Each observer follows the history from
+//! where it last read, so a change one of them recorded is explained for the other.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use super::{first_seen, read_from, transition, Entry, State};
 use crate::error::Result;
@@ -24,6 +27,10 @@ use crate::store::names::{TaskId, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{format_timestamp, timestamp_now};
 use crate::store::tasks::{Task, TaskList};
+
+/// How long a task file must disagree with the history, in the same way, before the observer
+/// takes it for a write by someone who keeps no history.
+pub(crate) const GRACE: Duration = Duration::from_millis(500);
 
 /// What the history last said of one task.
 struct Known {
@@ -38,6 +45,9 @@ pub(crate) struct Observer {
     /// How far the history has been read.
     offset: u64,
     known: HashMap<TaskId, Known>,
+    /// Tasks whose file disagrees with the history: the file's state (`None`: gone) and since
+    /// when it has disagreed so.
+    doubts: HashMap<TaskId, (Option<State>, Instant)>,
 }
 
 impl Observer {
@@ -46,6 +56,7 @@ impl Observer {
             path: store.task_history_path(team),
             offset: 0,
             known: HashMap::new(),
+            doubts: HashMap::new(),
         }
     }
 
@@ -68,60 +79,83 @@ impl Observer {
         self.known.get(id).and_then(|k| k.state.as_ref())
     }
 
-    /// Appends what `tasks` (the whole list, just read) shows and the history does not say;
-    /// returns how many entries it appended.
+    /// Appends what `tasks` (the whole list, just read) has shown for [`GRACE`] and the
+    /// history does not say; returns how many entries it appended.
     pub(crate) fn observe(&mut self, list: &TaskList, tasks: &[Task]) -> Result<usize> {
+        self.observe_at(list, tasks, Instant::now())
+    }
+
+    fn observe_at(&mut self, list: &TaskList, tasks: &[Task], now: Instant) -> Result<usize> {
         self.catch_up()?;
         let present: HashSet<&TaskId> = tasks.iter().map(|t| &t.id).collect();
-        let mut doubtful: Vec<TaskId> = tasks
+        let mut disagreeing: Vec<(TaskId, Option<State>)> = tasks
             .iter()
-            .filter(|t| self.said(&t.id) != Some(&State::of(t)))
-            .map(|t| t.id.clone())
+            .map(|t| (t.id.clone(), Some(State::of(t))))
+            .filter(|(id, state)| self.said(id) != state.as_ref())
             .collect();
-        doubtful.extend(
+        disagreeing.extend(
             self.known
                 .iter()
                 .filter(|(id, k)| k.state.is_some() && !present.contains(id))
-                .map(|(id, _)| id.clone()),
+                .map(|(id, _)| (id.clone(), None)),
         );
-        if doubtful.is_empty() {
-            return Ok(0);
+        let mut settled = Vec::new();
+        let mut doubts = HashMap::new();
+        for (id, state) in disagreeing {
+            let since = match self.doubts.get(&id) {
+                Some((s, since)) if *s == state => *since,
+                _ => now,
+            };
+            if now.duration_since(since) >= GRACE {
+                settled.push(id);
+            } else {
+                doubts.insert(id, (state, since));
+            }
         }
-        doubtful.sort();
-        let _list = list.list_lock()?;
+        // What agrees again (its writer's line came) is forgotten.
+        self.doubts = doubts;
+        settled.sort();
         let mut appended = 0;
-        for id in doubtful {
-            let _task = list.task_lock(&id)?;
-            self.catch_up()?;
-            let path = list.store.task_path(list.team, &id);
-            // A file that does not parse (or holds another id) is the task list's to deal with.
-            let Ok(on_disk) = fsio::read_json::<Task>(&path) else {
-                continue;
-            };
-            let on_disk = on_disk.filter(|t| t.id == id);
-            let now = on_disk.as_ref().map(State::of);
-            let before = self.said(&id).cloned();
-            let event = match (&before, &now) {
-                (None, Some(now)) => first_seen(now),
-                _ => match transition(before.as_ref(), now.as_ref(), None) {
-                    Some(event) => event,
-                    None => continue,
-                },
-            };
-            let mut entry = match &on_disk {
-                Some(task) => Entry::new(event, before.as_ref(), task, None, modified(&path)),
-                None => {
-                    let subject = self.known.get(&id).map_or("", |k| k.subject.as_str());
-                    let before = before.as_ref().expect("a deletion follows a known state");
-                    Entry::deleted(id.clone(), before, subject, None, timestamp_now())
-                }
-            };
-            entry.seen = true;
-            super::append_entry(&self.path, &entry)?;
-            appended += 1;
-            self.catch_up()?;
+        for id in settled {
+            if self.settle(list, &id)? {
+                appended += 1;
+            }
         }
         Ok(appended)
+    }
+
+    /// Appends the change of `id` that has disagreed with the history for [`GRACE`], if it
+    /// still does under the task's lock; whether it appended.
+    fn settle(&mut self, list: &TaskList, id: &TaskId) -> Result<bool> {
+        let _task = list.task_lock(id)?;
+        self.catch_up()?;
+        let path = list.store.task_path(list.team, id);
+        // A file that does not parse (or holds another id) is the task list's to deal with.
+        let Ok(on_disk) = fsio::read_json::<Task>(&path) else {
+            return Ok(false);
+        };
+        let on_disk = on_disk.filter(|t| &t.id == id);
+        let now = on_disk.as_ref().map(State::of);
+        let before = self.said(id).cloned();
+        let event = match (&before, &now) {
+            (None, Some(now)) => first_seen(now),
+            _ => match transition(before.as_ref(), now.as_ref(), None) {
+                Some(event) => event,
+                None => return Ok(false),
+            },
+        };
+        let mut entry = match &on_disk {
+            Some(task) => Entry::new(event, before.as_ref(), task, None, modified(&path)),
+            None => {
+                let subject = self.known.get(id).map_or("", |k| k.subject.as_str());
+                let before = before.as_ref().expect("a deletion follows a known state");
+                Entry::deleted(id.clone(), before, subject, None, timestamp_now())
+            }
+        };
+        entry.seen = true;
+        super::append_entry(&self.path, &entry)?;
+        self.catch_up()?;
+        Ok(true)
     }
 }
 
@@ -160,7 +194,14 @@ mod tests {
             .unwrap();
         let mut observer = Observer::new(&store, &team);
         let mut rival = Observer::new(&store, &team);
-        assert_eq!(observer.observe(&tl, &tl.list().unwrap()).unwrap(), 0);
+        let start = Instant::now();
+        let later = start + GRACE;
+        assert_eq!(
+            observer
+                .observe_at(&tl, &tl.list().unwrap(), start)
+                .unwrap(),
+            0
+        );
         // Claude Code's TaskUpdate: the file changes, the history does not.
         let mut claimed = a.clone();
         claimed.owner = Some("coder".into());
@@ -171,10 +212,30 @@ mod tests {
         )
         .unwrap();
         let tasks = tl.list().unwrap();
-        assert_eq!(observer.observe(&tl, &tasks).unwrap(), 1);
-        assert_eq!(rival.observe(&tl, &tasks).unwrap(), 0, "already recorded");
+        // First only noted (a swarm writer's line may be on its way), then recorded.
+        assert_eq!(observer.observe_at(&tl, &tasks, start).unwrap(), 0);
+        assert_eq!(rival.observe_at(&tl, &tasks, start).unwrap(), 0);
+        assert_eq!(observer.observe_at(&tl, &tasks, later).unwrap(), 1);
+        assert_eq!(
+            rival.observe_at(&tl, &tasks, later).unwrap(),
+            0,
+            "already recorded"
+        );
+        // A swarm write is explained before the grace is over: nothing is appended.
+        tl.update(
+            &a.id,
+            crate::store::tasks::TaskPatch {
+                status: Some(TaskStatus::Completed),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let tasks = tl.list().unwrap();
+        assert_eq!(observer.observe_at(&tl, &tasks, later).unwrap(), 0);
+        assert_eq!(observer.observe_at(&tl, &tasks, later + GRACE).unwrap(), 0);
         std::fs::remove_file(store.task_path(&team, &a.id)).unwrap();
-        assert_eq!(rival.observe(&tl, &[]).unwrap(), 1);
+        assert_eq!(rival.observe_at(&tl, &[], later).unwrap(), 0);
+        assert_eq!(rival.observe_at(&tl, &[], later + GRACE).unwrap(), 1);
         let events: Vec<(Transition, Option<String>, bool)> = entries(&store, &team)
             .into_iter()
             .map(|e| (e.event, e.by, e.seen))
@@ -184,6 +245,7 @@ mod tests {
             vec![
                 (Transition::Created, Some("team-lead".into()), false),
                 (Transition::Claimed, None, true),
+                (Transition::Completed, Some("team-lead".into()), false),
                 (Transition::Deleted, None, true),
             ]
         );

@@ -3,6 +3,7 @@
 //! The wings, top to bottom (each depends only on those below it):
 //! - `commands`: the command line (clap derive) and one module per command group;
 //! - `top`: the live dashboard (`swarm top`) and its line-printing twin (`status --watch`);
+//! - `timeline`: what a team did, in order, from its files (`swarm timeline`);
 //! - `teammate`, `lead`, `launch`: the teammate runtime, the lead console, and starting a team
 //!   (plan, command line, spawn, rollback, the in-process supervisor);
 //! - `lifecycle`: health, retiring, and the one shutdown state machine;
@@ -20,6 +21,7 @@ pub mod output;
 pub(crate) mod process;
 pub(crate) mod store;
 pub(crate) mod teammate;
+pub(crate) mod timeline;
 pub(crate) mod top;
 
 // The library's public surface: what the benchmark crate (`bench/`, `swarm-bench`) drives and

@@ -28,6 +28,7 @@ use crate::store::paths::Store;
 use crate::store::requests::{self, Kind, Request};
 use crate::store::roster::{Member, Roster};
 use crate::store::tasks::{Task, TaskList};
+use crate::store::usage::TeamUsage;
 
 pub(crate) fn status(ctx: &Context) -> Result<()> {
     let team = ctx.existing_team()?;
@@ -35,6 +36,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     let tasks = TaskList::new(&ctx.store, &team).list()?;
     let mailbox = Mailbox::new(&ctx.store, &team);
     let lead = config.lead_process().map(|p| lifecycle::lead_health(&p));
+    let usage = TeamUsage::read(&ctx.store, &team, &config);
     let led_by_claude = config.led_by_claude();
     // Each member judged once; the table and `--json` both render these.
     let rows: Vec<Row> = config
@@ -49,6 +51,9 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                 state,
                 task: lifecycle::current_task(&tasks, m.name.as_str()),
                 unread,
+                usage: usage
+                    .as_ref()
+                    .map_or(json!("unknown"), |u| u.member_json(m.name.as_str())),
             }
         })
         .collect();
@@ -76,6 +81,10 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                     "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
                 Err(e) => json!({"dir": m.dir(), "error": e}),
             }),
+            "usage": match &usage {
+                Ok(u) => u.total_json(),
+                Err(e) => json!({"error": e.to_string()}),
+            },
         }));
     }
     output::line(format!("team {}  {}", team, visible(&config.description)))?;
@@ -177,6 +186,8 @@ struct Row<'a> {
     state: MemberState,
     task: Option<&'a Task>,
     unread: usize,
+    /// Its tokens and estimated cost (`store::usage`), or "unknown".
+    usage: serde_json::Value,
 }
 
 impl Row<'_> {
@@ -193,6 +204,7 @@ impl Row<'_> {
             "pane": self.health.as_ref().map(|h| h.pane),
             "task": self.task.map(|t| json!({"id": t.id, "subject": t.subject})),
             "unread": self.unread,
+            "usage": self.usage,
             "worktree": m.extra.get(crate::lifecycle::worktree::FIELD).and_then(|w| w.get("path")),
         });
         if let (Some(row), serde_json::Value::Object(state)) =

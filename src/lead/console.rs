@@ -22,7 +22,8 @@ use crate::store::paths::Store;
 use crate::store::protocol::{Payload, Protocol};
 use crate::store::requests;
 use crate::store::roster::Roster;
-use crate::store::tasks::{Task, TaskIndex};
+use crate::store::tasks::history::Observer;
+use crate::store::tasks::{Task, TaskIndex, TaskList};
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LeadOptions {
@@ -42,6 +43,8 @@ pub(super) struct Console<'a> {
     pub(super) lead: AgentName,
     /// The task list in memory for `/tasks` and `/status`, opened on first use.
     task_index: std::cell::RefCell<Option<TaskIndex>>,
+    /// Records in the task history what Claude Code teammates change in the task list.
+    history: Observer,
     /// When set (the lead agent's runtime), every message a pass handled is kept here too.
     pub(super) handled: Option<Vec<InboxMessage>>,
 }
@@ -56,6 +59,7 @@ impl<'a> Console<'a> {
             paint: Paint::detect(),
             lead: AgentName::lead(),
             task_index: std::cell::RefCell::new(None),
+            history: Observer::new(store, team),
             handled: None,
         }
     }
@@ -89,6 +93,20 @@ impl<'a> Console<'a> {
         let _ = crate::output::line(format!("{}{}", self.paint.name(name, color), shown(rest)));
     }
 
+    /// Appends to the task history what others (Claude Code teammates) changed in the task list
+    /// since the last pass. A failure is reported and the console goes on.
+    fn observe_tasks(&mut self) {
+        let seen = self.tasks().and_then(|tasks| {
+            self.history
+                .observe(&TaskList::new(self.store, self.team), &tasks)
+        });
+        if let Err(e) = seen {
+            self.say(&format!(
+                "! could not bring the task history up to date: {e}"
+            ));
+        }
+    }
+
     /// Hands available tasks to idle claude teammates ([`dispatch`]). A failure is reported and
     /// the console goes on: the next pass tries again.
     pub(super) fn dispatch_tasks(&self) {
@@ -116,6 +134,7 @@ impl<'a> Console<'a> {
         self.questions.forget_decided()?;
         self.drain_inbox()?;
         self.reap_dead()?;
+        self.observe_tasks();
         self.dispatch_tasks();
         Ok(self.opts.exit_when_done && self.all_done()?)
     }

@@ -107,6 +107,16 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
     Ok(Some(buf))
 }
 
+/// Appends `bytes` to `path` (created 0600 if missing) in one `write`, without fsync: for
+/// append-only records that are not the truth of anything (the task history, usage records),
+/// where a crash may cost the last lines but a writer must not pay an fsync per line. One
+/// `O_APPEND` write per record keeps concurrent appenders' lines whole.
+pub fn append_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    check_regular(path)?;
+    let mut file = open_append(path)?;
+    file.write_all(bytes).map_err(Error::io("append to", path))
+}
+
 /// Writes `bytes` to `path` atomically with mode 0600.
 ///
 /// The temp file has a random name (so a reused pid never meets a killed writer's leftover) and

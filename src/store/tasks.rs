@@ -15,6 +15,7 @@ mod claim;
 mod durable;
 mod events;
 mod hints;
+pub(crate) mod history;
 mod index;
 mod task;
 
@@ -77,8 +78,18 @@ impl<'a> TaskList<'a> {
         }
     }
 
-    fn write(&self, task: &Task) -> Result<()> {
-        fsio::write_json(&self.store.task_path(self.team, &task.id), task)
+    /// Writes `task`, which was `before`, and records the transition in the history (the caller
+    /// holds the task's lock).
+    fn write(&self, before: &Task, task: &Task) -> Result<()> {
+        fsio::write_json(&self.store.task_path(self.team, &task.id), task)?;
+        self.recorded(Some(before), Some(task));
+        Ok(())
+    }
+
+    /// Appends the transition from `before` to `after` to the history; every writer of a task
+    /// file calls this right after its write, under the same lock.
+    fn recorded(&self, before: Option<&Task>, after: Option<&Task>) {
+        history::record(self.store, self.team, before, after);
     }
 
     /// The largest id ever issued, from `.highwatermark`. Missing or empty is 0; anything else
@@ -243,6 +254,7 @@ impl<'a> TaskList<'a> {
         };
         // Never over an existing file: a damaged list must fail a create, not lose a task.
         fsio::write_json_new(&self.store.task_path(self.team, &id), &task)?;
+        self.recorded(None, Some(&task));
         for dep in &task.blocked_by {
             self.modify(dep, |t| push_unique(&mut t.blocks, &id))?;
         }
@@ -256,7 +268,7 @@ impl<'a> TaskList<'a> {
         let before = task.clone();
         let out = f(&mut task)?;
         if task != before {
-            self.write(&task)?;
+            self.write(&before, &task)?;
         }
         Ok(out)
     }
@@ -352,6 +364,7 @@ impl<'a> TaskList<'a> {
             let _lock = self.task_lock(id)?;
             let path = self.store.task_path(self.team, id);
             fs::remove_file(&path).map_err(Error::io("delete", &path))?;
+            self.recorded(Some(&task), None);
         }
         for other in task.blocks.iter().chain(&task.blocked_by) {
             if self.get_opt(other)?.is_some() {

@@ -57,6 +57,21 @@ fn relevant(event: &notify::Event) -> bool {
         })
 }
 
+/// Whether an event can mean something `swarm timeline --follow` shows: what [`relevant`] lets
+/// through, and appends to the `.jsonl` records (the task history is a dot file, so `relevant`
+/// alone would hide it).
+fn recorded(event: &notify::Event) -> bool {
+    relevant(event)
+        || (!matches!(event.kind, notify::EventKind::Access(_))
+            && event.paths.iter().any(|p| {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default();
+                name.ends_with(".jsonl") && !name.contains(crate::store::fsio::TEMP_MARK)
+            }))
+}
+
 /// Whether an event in the alive directory can mean a runtime ended (or a new one appeared).
 fn closed_after_write(event: &notify::Event) -> bool {
     use notify::event::{AccessKind, AccessMode};
@@ -74,7 +89,7 @@ fn closed_after_write(event: &notify::Event) -> bool {
 /// the watch. With `SWARM_NO_FS_EVENTS=1` it watches nothing and the owner's re-scan timer
 /// (see [`rescan_interval`]) does all the work.
 pub struct Subscription {
-    _watcher: Option<notify::RecommendedWatcher>,
+    watcher: Option<notify::RecommendedWatcher>,
 }
 
 impl Subscription {
@@ -97,7 +112,7 @@ impl Subscription {
         on_change: impl Fn() + Send + 'static,
     ) -> Result<Subscription> {
         if !events_enabled() {
-            return Ok(Subscription { _watcher: None });
+            return Ok(Subscription { watcher: None });
         }
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             // Errors (such as a queue overflow) also wake the owner: it re-reads anyway.
@@ -110,15 +125,25 @@ impl Subscription {
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
         Ok(Subscription {
-            _watcher: Some(watcher),
+            watcher: Some(watcher),
         })
+    }
+
+    /// Watches `dir` too, through the same watcher (one inotify instance for them all).
+    pub fn add(&mut self, dir: &Path) -> Result<()> {
+        match &mut self.watcher {
+            Some(watcher) => watcher
+                .watch(dir, RecursiveMode::NonRecursive)
+                .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display()))),
+            None => Ok(()),
+        }
     }
 }
 
 /// A blocking wait for changes in one directory, for one-shot commands that follow a file
 /// (`swarm inbox --follow`, `swarm permission wait`, `swarm shutdown`).
 pub struct DirWatcher {
-    _subscription: Subscription,
+    subscription: Subscription,
     events: Receiver<()>,
     rescan: Duration,
 }
@@ -129,13 +154,24 @@ impl DirWatcher {
         DirWatcher::with_filter(dir, relevant)
     }
 
+    /// Watches `dir` for what `swarm timeline --follow` shows, including appends to `.jsonl`
+    /// records; [`DirWatcher::add`] adds more directories to the same watcher.
+    pub fn records(dir: &Path) -> Result<DirWatcher> {
+        DirWatcher::with_filter(dir, recorded)
+    }
+
+    /// Watches `dir` too (it must exist).
+    pub fn add(&mut self, dir: &Path) -> Result<()> {
+        self.subscription.add(dir)
+    }
+
     fn with_filter(dir: &Path, filter: fn(&notify::Event) -> bool) -> Result<DirWatcher> {
         let (tx, events) = channel();
         let subscription = Subscription::with_filter(dir, filter, move || {
             let _ = tx.send(());
         })?;
         Ok(DirWatcher {
-            _subscription: subscription,
+            subscription,
             events,
             rescan: rescan_interval(),
         })

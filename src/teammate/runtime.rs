@@ -71,6 +71,8 @@ async fn serve(config: Config) -> Result<i32> {
     // Caught from the start, so a signal that comes while the lock is taken still stops us
     // cleanly once the loop runs.
     let mut signals = Signals::catch()?;
+    // Its claims and completions are its own in the task history, however it was started.
+    crate::store::tasks::history::act_as(&config.name);
     let _alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.

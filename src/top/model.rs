@@ -15,6 +15,7 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::tasks::{finished_in, Phase, Task, TaskList};
+use crate::store::usage::TeamUsage;
 
 use super::last_line::{last_line, message_line};
 use crate::store::requests::{self, Request};
@@ -30,6 +31,8 @@ pub(crate) struct Model {
     pub(crate) requests: Vec<Request>,
     /// The team memory's figures (`swarm memory`), or why they cannot be read.
     pub(crate) memory: Option<std::result::Result<Figures, String>>,
+    /// Tokens and estimated cost, one line (`store::usage`).
+    pub(crate) usage: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +140,8 @@ impl Model {
             requests: requests::pending_in(store, team, &lead_inbox)?,
             memory: TeamMemory::of_team(store, &config)
                 .map(|m| m.figures().map_err(|e| e.to_string())),
+            usage: TeamUsage::read(store, team, &config)
+                .map_or_else(|e| format!("usage unknown: {e}"), |u| u.summary()),
         })
     }
 }

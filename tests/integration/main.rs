@@ -21,4 +21,5 @@ mod memory;
 mod requests;
 mod store;
 mod teammate;
+mod timeline;
 mod top;

@@ -112,6 +112,8 @@ impl Env {
             .env("SWARM_TEAM", "t")
             // The team lead's key goes under the state directory: never the user's own.
             .env("XDG_STATE_HOME", self.root().join("state"))
+            // swarm's settings (`prices`): never the user's own.
+            .env("XDG_CONFIG_HOME", self.root().join("config"))
             .args(args);
         Swarm {
             cmd,

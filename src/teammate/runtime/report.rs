@@ -35,6 +35,12 @@ impl Runtime {
         outcome: Outcome,
     ) -> Result<()> {
         self.turns += 1;
+        // A `claude -p --output-format json` turn ends with its token usage: `swarm usage`.
+        let (store, team, name) = (&self.cfg.store, &self.cfg.team, &self.cfg.name);
+        if let Err(e) = crate::store::usage::record_turn(store, team, name, &outcome.output) {
+            self.pane
+                .say(format!("could not record the turn's token usage: {e}"));
+        }
         let secs = started.elapsed().as_secs_f64();
         let describe = turn.describe();
         let mut idle = IdleNotification {

@@ -21,7 +21,7 @@ use crate::lifecycle::{
 };
 use crate::output;
 use crate::output::terminal::visible;
-use crate::store::liveness::Liveness;
+use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::Mailbox;
 use crate::store::memory::TeamMemory;
 use crate::store::names::{AgentName, TeamName};
@@ -29,6 +29,7 @@ use crate::store::paths::Store;
 use crate::store::requests::{self, Kind, Request};
 use crate::store::roster::{Member, Roster, CLAUDE_LEAD_PANE};
 use crate::store::tasks::{TaskList, TaskStatus};
+use crate::store::watcher::Mode;
 
 pub(crate) fn status(ctx: &Context) -> Result<()> {
     let team = ctx.existing_team()?;
@@ -58,6 +59,13 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             Ok(n) => mailbox.read(&n, true).map(|v| v.len()).unwrap_or(0),
             Err(_) => 0,
         };
+        // How a running runtime learns of changes, as it recorded in its liveness file.
+        let events = match (health, m.name.parse::<AgentName>()) {
+            (Some(h), Ok(n)) if h.liveness == Liveness::Alive => {
+                liveness::recorded_events(&ctx.store, &team, &n).and_then(|e| Mode::parse(&e))
+            }
+            _ => None,
+        };
         rows.push(json!({
             "name": m.name,
             "color": m.color_or_default(),
@@ -70,6 +78,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "liveness": health.map(|h| h.liveness),
             "pane": health.map(|h| h.pane),
             "dead": health.map(|h| h.dead),
+            "events": events,
             "error": error,
             "task": task.map(|t| json!({"id": t.id, "subject": t.subject})),
             "unread": unread,

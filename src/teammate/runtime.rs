@@ -70,7 +70,7 @@ async fn serve(config: Config) -> Result<i32> {
     // Caught from the start, so a signal that comes while the lock is taken still stops us
     // cleanly once the loop runs.
     let mut signals = Signals::catch()?;
-    let _alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
+    let alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.
     let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
@@ -105,6 +105,8 @@ async fn serve(config: Config) -> Result<i32> {
         None => None,
     };
     let index = TaskIndex::open(&config.store, &config.team)?;
+    // Every wait is in place: `swarm status` shows whether they are watched or polled.
+    alive.record_events(crate::store::watcher::mode().as_str())?;
     let mut runtime = Runtime::new(config, membership, index, tx, rx);
     if let Some(session) = &session {
         let id = if session.id.is_empty() {

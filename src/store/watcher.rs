@@ -6,7 +6,8 @@
 //! console woken by exits, the task index draining names, a sender waiting for its spool entry
 //! to be taken in, a one-shot command following a file) subscribes to one directory through
 //! the process's one hub (`hub`), which holds one inotify instance and one watch per
-//! directory, so hundreds of teammates fit in a user's 128 instances and its watch budget.
+//! directory (and, while a sender waits, one on its spool entry), so hundreds of teammates fit
+//! in a user's 128 instances and its watch budget.
 //! When no instance or no watch can be had, the process says so once and polls those
 //! directories every 100-250 ms instead (`polling`); [`mode`] tells which, and a runtime
 //! records it where `swarm status` reads it. `SWARM_NO_FS_EVENTS=1` turns events and polling
@@ -212,10 +213,9 @@ impl Drop for Names {
     }
 }
 
-/// Blocks until nothing is at `path` or `until` passes; returns whether it is gone. The wait is
-/// set (on the entry's directory) before the re-check, so a removal between the two still wakes
-/// it; only the removal of this entry wakes it, though every sender waiting on the same
-/// directory hears of every removal there.
+/// Blocks until nothing is at `path` or `until` passes; returns whether it is gone. The watch
+/// is set on the entry itself before the re-check, so a removal between the two still wakes the
+/// wait, and only this entry's removal does (see `hub::Interest::Gone`).
 pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
     let gone = || {
         matches!(std::fs::symlink_metadata(path),
@@ -230,16 +230,12 @@ pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
         }
         true
     };
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return gone();
-    };
     if !events_enabled() {
         return poll_entry();
     }
     let hub = hub();
-    let Ok(id) = hub.subscribe(dir, Interest::Gone(name.to_os_string()), None) else {
-        // No directory to watch: then there is no entry either, or something odd that the
-        // caller's own retries deal with.
+    let Ok(id) = hub.subscribe(path, Interest::Gone, None) else {
+        // Nothing to watch: gone already, or something odd the caller's retries deal with.
         return gone() || poll_entry();
     };
     let done = if hub.polled(id) {
@@ -285,6 +281,29 @@ mod tests {
     }
 
     #[test]
+    fn removing_one_spool_entry_wakes_only_the_wait_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("1-a.entry"), dir.path().join("2-b.entry"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        let hub = hub();
+        let wait_a = hub.subscribe(&a, Interest::Gone, None).unwrap();
+        let wait_b = hub.subscribe(&b, Interest::Gone, None).unwrap();
+        if hub.polled(wait_a) {
+            panic!("this test needs inotify (no SWARM_NO_FS_EVENTS, an instance to be had)");
+        }
+        std::fs::remove_file(&a).unwrap();
+        let long = || Instant::now() + Duration::from_secs(60);
+        assert!(hub.wait(wait_a, long()), "a's wait woke");
+        let soon = Instant::now() + Duration::from_millis(50);
+        assert!(!hub.wait(wait_b, soon), "b's wait slept through a's removal");
+        std::fs::remove_file(&b).unwrap();
+        assert!(hub.wait(wait_b, long()), "and woke at its own");
+        hub.unsubscribe(wait_a);
+        hub.unsubscribe(wait_b);
+    }
+
+    #[test]
     fn the_names_of_changed_entries_are_drained_once_and_the_queue_is_then_empty() {
         let dir = tempfile::tempdir().unwrap();
         let names = Names::watch(dir.path());
@@ -301,8 +320,35 @@ mod tests {
         assert_eq!(names.drain(), Changed::Names(BTreeSet::new()));
     }
 
+    /// Tests that open instances of their own, and the one that counts them.
+    static INSTANCES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// What a sender's process hears while it waits for its spool entry: its own removal, and
+    /// nothing of the other entries a commit removes.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_watch_on_one_entry_hears_nothing_of_its_neighbours() {
+        let _counting = INSTANCES.lock();
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("1-a.entry"), dir.path().join("2-b.entry"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        let sender = inotify::Instance::open().unwrap();
+        sender.add(&b, Interest::Gone.mask(), false).unwrap();
+        let heard = || {
+            let mut n = 0;
+            sender.read(|_| n += 1);
+            n
+        };
+        std::fs::remove_file(&a).unwrap();
+        assert_eq!(heard(), 0, "a neighbour's removal");
+        std::fs::remove_file(&b).unwrap();
+        assert!(heard() > 0, "its own");
+    }
+
     #[test]
     fn waits_on_several_directories_share_one_instance() {
+        let _counting = INSTANCES.lock();
         let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
         let before = inotify_instances();
         let (tx, rx) = std::sync::mpsc::channel();

@@ -84,18 +84,22 @@ mod linux {
             Ok(Instance { fd })
         }
 
-        /// Watches the directory `dir` (never a symlink to one) for `mask`, added to whatever
-        /// this instance already watches there; the same directory always gives the same watch.
+        /// Watches `path` (a directory when `dir`; never through a symlink) for `mask`, added
+        /// to whatever this instance already watches there: the same path always gives the same
+        /// watch.
         pub(in crate::store::watcher) fn add(
             &self,
-            dir: &Path,
+            path: &Path,
             mask: Mask,
+            dir: bool,
         ) -> Result<i32, WatchError> {
-            let flags = WatchFlags::from_bits_retain(mask.0)
-                | WatchFlags::ONLYDIR
+            let mut flags = WatchFlags::from_bits_retain(mask.0)
                 | WatchFlags::DONT_FOLLOW
                 | WatchFlags::MASK_ADD;
-            inotify::add_watch(&self.fd, dir, flags).map_err(|e| match e {
+            if dir {
+                flags |= WatchFlags::ONLYDIR;
+            }
+            inotify::add_watch(&self.fd, path, flags).map_err(|e| match e {
                 Errno::NOSPC => WatchError::NoRoom(e.into()),
                 e => WatchError::Other(e.into()),
             })
@@ -176,7 +180,12 @@ mod elsewhere {
         pub(in crate::store::watcher) fn open() -> std::io::Result<Instance> {
             Err(std::io::ErrorKind::Unsupported.into())
         }
-        pub(in crate::store::watcher) fn add(&self, _: &Path, _: Mask) -> Result<i32, WatchError> {
+        pub(in crate::store::watcher) fn add(
+            &self,
+            _: &Path,
+            _: Mask,
+            _: bool,
+        ) -> Result<i32, WatchError> {
             match *self {}
         }
         pub(in crate::store::watcher) fn remove(&self, _: i32) {

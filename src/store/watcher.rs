@@ -296,7 +296,10 @@ mod tests {
         let long = || Instant::now() + Duration::from_secs(60);
         assert!(hub.wait(wait_a, long()), "a's wait woke");
         let soon = Instant::now() + Duration::from_millis(50);
-        assert!(!hub.wait(wait_b, soon), "b's wait slept through a's removal");
+        assert!(
+            !hub.wait(wait_b, soon),
+            "b's wait slept through a's removal"
+        );
         std::fs::remove_file(&b).unwrap();
         assert!(hub.wait(wait_b, long()), "and woke at its own");
         hub.unsubscribe(wait_a);

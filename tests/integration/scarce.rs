@@ -38,7 +38,7 @@ fn chown(path: &Path, uid: u32) {
 /// Starts `swarm debug hold-inotify` as `uid`: once this returns, `uid` has no inotify
 /// instance left. Returns the holder and how many it holds.
 fn hold_every_instance(env: &Env, uid: u32) -> (KillOnDrop, u64) {
-    let mut holder = env.swarm(["debug", "hold-inotify"]).as_user(uid).spawn();
+    let mut holder = env.swarm(["debug", "hold-inotify"]).run_as(uid).spawn();
     let mut line = String::new();
     BufReader::new(holder.stdout.as_mut().unwrap())
         .read_line(&mut line)
@@ -92,16 +92,16 @@ fn a_team_whose_user_has_no_inotify_instance_left_polls_and_still_finishes_its_d
 
     let mut launch = env
         .swarm(["launch", file.to_str().unwrap(), "--backend", "in-process"])
-        .as_user(uid)
+        .run_as(uid)
         .live();
     launch.expect("3 teammates started");
     // The lead console and a follower start with no instance to be had, say so, and work.
-    let mut lead = env.swarm(["lead"]).as_user(uid).live();
+    let mut lead = env.swarm(["lead"]).run_as(uid).live();
     lead.expect("lead console for team t");
     lead.expect("no inotify instance to be had");
     let (_follower, followed) = follower(
         env.swarm(["--json", "inbox", "ann", "--follow"])
-            .as_user(uid),
+            .run_as(uid),
     );
 
     eventually(LONG, "every task completed", || {
@@ -120,7 +120,7 @@ fn a_team_whose_user_has_no_inotify_instance_left_polls_and_still_finishes_its_d
         "each task ran once"
     );
 
-    let status = env.swarm(["--json", "status"]).as_user(uid).ok().json();
+    let status = env.swarm(["--json", "status"]).run_as(uid).ok().json();
     for name in ["ann", "bob", "cid"] {
         assert_eq!(
             member(&status, name)["events"],
@@ -135,17 +135,17 @@ fn a_team_whose_user_has_no_inotify_instance_left_polls_and_still_finishes_its_d
     }
 
     env.swarm(["send", "--to", "ann", "$ echo polled"])
-        .as_user(uid)
+        .run_as(uid)
         .ok();
     expect_text(&followed, "$ echo polled", LONG);
 
     let stopped = env
         .swarm(["--json", "shutdown", "cid"])
-        .as_user(uid)
+        .run_as(uid)
         .ok()
         .json();
     assert_eq!(stopped[0]["result"], "approved", "{stopped}");
-    env.swarm(["down"]).as_user(uid).ok();
+    env.swarm(["down"]).run_as(uid).ok();
     assert_eq!(
         launch.wait(LONG),
         Some(0),

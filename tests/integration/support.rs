@@ -269,7 +269,7 @@ impl Swarm {
     }
 
     /// Runs as `uid` (group `uid`, no supplementary groups); the test must run as root.
-    pub fn as_user(mut self, uid: u32) -> Swarm {
+    pub fn run_as(mut self, uid: u32) -> Swarm {
         use std::os::unix::process::CommandExt;
         self.cmd.uid(uid).gid(uid);
         self

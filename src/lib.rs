@@ -58,6 +58,8 @@ use clap::Parser;
 
 /// Parses the command line, runs it and returns the exit code.
 pub fn run() -> i32 {
+    // First, so this process and everything it starts may open as many files as allowed.
+    process::fd_limit::raise();
     commands::completions::complete_if_asked();
     let cli = match commands::cli::Cli::try_parse() {
         Ok(cli) => cli,

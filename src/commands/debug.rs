@@ -32,6 +32,13 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
                 std::thread::park();
             }
         }
+        DebugCommand::HoldInotify { count } => {
+            let held = hold_inotify(count)?;
+            output::line(format!("held {}", held.len()))?;
+            loop {
+                std::thread::park();
+            }
+        }
         DebugCommand::LeadVerifyKey => {
             let team = ctx.team()?;
             let key = crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)?
@@ -68,6 +75,33 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             claim_loop(ctx, &args).map(|()| 0)
         }
     }
+}
+
+/// Opens inotify instances until `count` are open or the kernel says no more (the user's
+/// `fs.inotify.max_user_instances`, or the system's file table).
+#[cfg(target_os = "linux")]
+fn hold_inotify(count: Option<u64>) -> Result<Vec<rustix::fd::OwnedFd>> {
+    use rustix::fs::inotify::{init, CreateFlags};
+    let mut held = Vec::new();
+    while count.is_none_or(|c| (held.len() as u64) < c) {
+        match init(CreateFlags::CLOEXEC) {
+            Ok(fd) => held.push(fd),
+            Err(rustix::io::Errno::MFILE | rustix::io::Errno::NFILE) => break,
+            Err(e) => {
+                return Err(Error::Backend(format!(
+                    "failed to open an inotify instance: {e}"
+                )))
+            }
+        }
+    }
+    Ok(held)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hold_inotify(_: Option<u64>) -> Result<Vec<()>> {
+    Err(Error::usage(
+        "inotify is Linux's: there are no instances to hold here",
+    ))
 }
 
 /// The text of message `seq` from `writer`: what the fault tests read back.

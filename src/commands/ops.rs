@@ -21,6 +21,7 @@ use crate::lifecycle::{
 };
 use crate::output;
 use crate::output::terminal::visible;
+use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::Mailbox;
 use crate::store::memory::TeamMemory;
 use crate::store::names::{AgentName, TeamName};
@@ -29,6 +30,7 @@ use crate::store::requests::{self, Kind, Request};
 use crate::store::roster::{Member, Roster};
 use crate::store::tasks::{Task, TaskList};
 use crate::store::usage::TeamUsage;
+use crate::store::watcher::Mode;
 
 pub(crate) fn status(ctx: &Context) -> Result<()> {
     let team = ctx.existing_team()?;
@@ -45,6 +47,14 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         .map(|m| {
             let (health, state) = lifecycle::judge(&ctx.store, &team, &config, m, &tasks);
             let unread = mailbox.read(&m.name, true).map(|v| v.len()).unwrap_or(0);
+            // How a running runtime learns of changes, as it recorded in its liveness file.
+            let events = match &health {
+                Some(h) if h.liveness == Liveness::Alive => {
+                    liveness::recorded_events(&ctx.store, &team, &m.name)
+                        .and_then(|e| Mode::parse(&e))
+                }
+                _ => None,
+            };
             Row {
                 member: m,
                 health,
@@ -54,6 +64,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                 usage: usage
                     .as_ref()
                     .map_or(json!("unknown"), |u| u.member_json(m.name.as_str())),
+                events,
             }
         })
         .collect();
@@ -188,6 +199,8 @@ struct Row<'a> {
     unread: usize,
     /// Its tokens and estimated cost (`store::usage`), or "unknown".
     usage: serde_json::Value,
+    /// How its runtime learns of changes (inotify or polling), when it runs and recorded it.
+    events: Option<Mode>,
 }
 
 impl Row<'_> {
@@ -205,6 +218,7 @@ impl Row<'_> {
             "task": self.task.map(|t| json!({"id": t.id, "subject": t.subject})),
             "unread": self.unread,
             "usage": self.usage,
+            "events": self.events,
             "worktree": m.extra.get(crate::lifecycle::worktree::FIELD).and_then(|w| w.get("path")),
         });
         if let (Some(row), serde_json::Value::Object(state)) =

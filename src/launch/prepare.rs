@@ -92,6 +92,7 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         None
     };
     check_names(&plan)?;
+    crate::process::fd_limit::check_launch()?;
     check_inherited(&opts.inherited)?;
     let backend = choose_backend(opts)?;
     let base_cwd = absolute(&match &plan.cwd {

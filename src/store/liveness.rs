@@ -17,7 +17,8 @@ use crate::store::paths::Store;
 /// Held by a live teammate; dropping it (or dying) releases it.
 #[derive(Debug)]
 pub struct AliveLock {
-    _file: File,
+    file: File,
+    path: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -46,8 +47,29 @@ impl AliveLock {
         }
         file.set_len(0).map_err(Error::io("truncate", &path))?;
         let _ = writeln!(file, "{}", std::process::id());
-        Ok(AliveLock { _file: file })
+        Ok(AliveLock { file, path })
     }
+
+    /// Records, after the pid, how the runtime learns of changes (`inotify`, `polling`, `off`:
+    /// see `store::watcher::Mode`), which `swarm status` shows as the member's `events`.
+    pub fn record_events(&self, events: &str) -> Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        let text = format!("{}\nevents {events}\n", std::process::id());
+        // Never shorter than the pid line alone, so a probe never sees the file empty.
+        self.file
+            .write_all_at(text.as_bytes(), 0)
+            .and_then(|()| self.file.set_len(text.len() as u64))
+            .map_err(Error::io("write", &self.path))
+    }
+}
+
+/// What a live runtime recorded with [`AliveLock::record_events`]; `None` when nothing was.
+pub fn recorded_events(store: &Store, team: &TeamName, agent: &AgentName) -> Option<String> {
+    let bytes = fsio::read_file(&store.alive_path(team, agent)).ok()??;
+    let text = String::from_utf8(bytes).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("events "))
+        .map(str::to_string)
 }
 
 /// Takes the lock for good. A [`probe`] holds a shared lock on the file for an instant, so a
@@ -97,19 +119,34 @@ pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Livene
     let Some(file) = fsio::open_read(&path)? else {
         return Ok(Liveness::Unknown);
     };
-    if FileExt::try_lock_shared(&file).map_err(Error::io("lock", &path))? {
-        // A runtime writes its pid once it holds the lock, so an empty, unlocked file is one
-        // that is starting this instant (created, not yet locked), not a dead one.
-        let started = file.metadata().map_err(Error::io("stat", &path))?.len() > 0;
-        let _ = FileExt::unlock(&file);
-        Ok(if started {
-            Liveness::Dead
-        } else {
-            Liveness::Unknown
-        })
-    } else {
-        Ok(Liveness::Alive)
+    if held(&file).map_err(Error::io("lock", &path))? {
+        return Ok(Liveness::Alive);
     }
+    // A runtime writes its pid once it holds the lock, so an empty, unlocked file is one that
+    // is starting this instant (created, not yet locked), not a dead one.
+    let started = file.metadata().map_err(Error::io("stat", &path))?.len() > 0;
+    Ok(if started {
+        Liveness::Dead
+    } else {
+        Liveness::Unknown
+    })
+}
+
+/// Whether a lock is held on `file`, by a shared lock taken and let go at once (which a
+/// starting runtime waits out, see [`take_exclusive`]).
+fn held(file: &File) -> std::io::Result<bool> {
+    if FileExt::try_lock_shared(file)? {
+        let _ = FileExt::unlock(file);
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Whether the lock on the file at `path` is held, for a poller that watches `alive/` without
+/// file events; `None` when it cannot be looked at (gone, or not a file swarm could open).
+pub(crate) fn held_at(path: &std::path::Path) -> Option<bool> {
+    let file = fsio::open_read(path).ok()??;
+    held(&file).ok()
 }
 
 #[cfg(test)]
@@ -128,6 +165,13 @@ mod tests {
         std::fs::write(store.alive_path(&team, &coder), "").unwrap();
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Unknown);
         let held = AliveLock::hold(&store, &team, &coder).unwrap();
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);
+        assert_eq!(recorded_events(&store, &team, &coder), None);
+        held.record_events("polling").unwrap();
+        assert_eq!(
+            recorded_events(&store, &team, &coder).as_deref(),
+            Some("polling")
+        );
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);
         assert!(AliveLock::hold(&store, &team, &coder).is_err());
         drop(held);

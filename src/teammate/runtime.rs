@@ -73,7 +73,7 @@ async fn serve(config: Config) -> Result<i32> {
     let mut signals = Signals::catch()?;
     // Its claims and completions are its own in the task history, however it was started.
     crate::store::tasks::history::act_as(&config.name);
-    let _alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
+    let alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.
     let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
@@ -108,6 +108,8 @@ async fn serve(config: Config) -> Result<i32> {
         None => None,
     };
     let index = TaskIndex::open(&config.store, &config.team)?;
+    // Every wait is in place: `swarm status` shows whether they are watched or polled.
+    alive.record_events(crate::store::watcher::mode().as_str())?;
     let mut runtime = Runtime::new(config, membership, index, tx, rx);
     if let Some(session) = &session {
         let id = if session.id.is_empty() {

@@ -19,6 +19,7 @@ mod lifecycle;
 mod lifecycle_safety;
 mod memory;
 mod requests;
+mod scarce;
 mod store;
 mod teammate;
 mod timeline;

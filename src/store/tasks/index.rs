@@ -117,7 +117,7 @@ impl TaskIndex {
         let dir = store.tasks_dir(team);
         fsio::ensure_dir(&dir)?;
         // The watch comes before the first scan, so nothing written in between is missed.
-        let events = Events::watch(&dir)?;
+        let events = Events::watch(&dir);
         Ok(TaskIndex {
             hints: Hints::new(&dir.join(".claiming")),
             store: store.clone(),

@@ -124,7 +124,7 @@ fn usage_of_a_claude_made_team_is_read_from_its_session_transcripts() {
     assert!(table.contains("coder       unknown"), "{table}");
 
     // Prices can be overridden in swarm's settings; a bad file is refused and names itself.
-    let settings = env.path("config/swarm/settings.json");
+    let settings = env.path("state/config/swarm/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
         &settings,

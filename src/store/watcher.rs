@@ -15,6 +15,7 @@
 
 mod hub;
 mod inotify;
+mod interest;
 mod polling;
 
 use std::collections::BTreeSet;

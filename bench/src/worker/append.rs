@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use swarm::{claude_code, output, AgentName, Error, InboxMessage, Mailbox, Result};
 
-use super::{message_text, Impl};
+use super::message_text;
 use crate::baseline;
-use crate::cli::AppendArgs;
+use crate::cli::{AppendArgs, Impl};
 use crate::Target;
 
 pub(super) fn run(target: &Target, args: &AppendArgs) -> Result<()> {

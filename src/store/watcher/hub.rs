@@ -21,109 +21,20 @@
 //! and the process says so once.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::inotify::{Event, Instance, Mask, WatchError};
-use super::polling;
+pub(super) use super::interest::Interest;
+use super::polling::{self, Jitter};
 use crate::error::{Error, Result};
 
 /// Called when a subscription's directory may have changed the way it cares about. Called
 /// outside the hub's lock, on whichever thread read the event.
 pub(super) type Callback = Arc<dyn Fn() + Send + Sync>;
-
-/// What a subscriber waits for in its directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Interest {
-    /// New content: an entry written, renamed, removed or changed in its metadata. Lock
-    /// directories, lock gates and temp files (hidden or `*.lock`) are noise, and so are opens
-    /// and reads, or every waiter's own re-read would wake it again.
-    Changes,
-    /// What `swarm timeline --follow` shows: [`Interest::Changes`], and appends to the `.jsonl`
-    /// records (the task history is a dot file, so `Changes` alone would hide it).
-    Records,
-    /// A runtime holding a lock here may have ended: a lock's release is no event, but the
-    /// kernel closes the dead runtime's read-write descriptor, which inotify reports as a close
-    /// after writing (probes open for reading only, so they wake nobody).
-    Exits,
-    /// The names of the entries that changed in any way, collected until the next drain.
-    Names,
-    /// The subscribed path is itself one entry, watched until it is gone (unlinked, renamed
-    /// away): a sender waiting for its spool entry to be taken in. The one watch on a file, so
-    /// a commit wakes only the senders it served (a watch on the spool directory woke every
-    /// waiting sender at every removal: five times the context switches, a tenth more CPU, in
-    /// 16 writers x 250 messages); it lives only while its sender waits.
-    Gone,
-}
-
-impl Interest {
-    pub(super) fn mask(&self) -> Mask {
-        let ended = Mask::DELETE_SELF.or(Mask::MOVE_SELF);
-        ended.or(match self {
-            Interest::Changes | Interest::Records => Mask::MODIFY
-                .or(Mask::ATTRIB)
-                .or(Mask::CREATE)
-                .or(Mask::DELETE)
-                .or(Mask::MOVED_FROM)
-                .or(Mask::MOVED_TO),
-            Interest::Exits => Mask::CLOSE_WRITE.or(Mask::CREATE).or(Mask::DELETE),
-            Interest::Names => Mask::MODIFY
-                .or(Mask::ATTRIB)
-                .or(Mask::CLOSE_WRITE)
-                .or(Mask::CREATE)
-                .or(Mask::DELETE)
-                .or(Mask::MOVED_FROM)
-                .or(Mask::MOVED_TO),
-            // An unlink shows as ATTRIB (the link count) even while someone still has the
-            // file open, which holds back DELETE_SELF until they close it.
-            Interest::Gone => Mask::ATTRIB,
-        })
-    }
-
-    /// Whether the subscribed path must be a directory.
-    fn on_directory(&self) -> bool {
-        *self != Interest::Gone
-    }
-
-    /// Whether an event about an entry (one of the watch's own events) concerns this
-    /// subscriber; the watch also carries the bits other subscribers asked for.
-    fn wants(&self, mask: Mask, name: Option<&OsStr>) -> bool {
-        if !mask.any(self.mask()) {
-            return false;
-        }
-        match self {
-            Interest::Changes | Interest::Records => name.is_none_or(|n| self.shows(n)),
-            Interest::Exits => true,
-            Interest::Names => !mask.any(Mask::ISDIR),
-            Interest::Gone => true,
-        }
-    }
-}
-
-impl Interest {
-    /// Whether a change to the entry `name` concerns this subscriber, by its name alone.
-    pub(super) fn shows(&self, name: &OsStr) -> bool {
-        match self {
-            Interest::Records => relevant(name) || record(name),
-            _ => relevant(name),
-        }
-    }
-}
-
-/// Whether an entry is an append-only record (`*.jsonl`), not a temp file on its way to one.
-fn record(name: &OsStr) -> bool {
-    let name = name.to_string_lossy();
-    name.ends_with(".jsonl") && !name.contains(crate::store::fsio::TEMP_MARK)
-}
-
-/// Whether an entry's name can hold content a waiter reads (see [`Interest::Changes`]).
-pub(super) fn relevant(name: &OsStr) -> bool {
-    let name = name.to_string_lossy();
-    !(name.starts_with('.') || name.ends_with(".lock") || name.contains(".lock.broken-"))
-}
 
 /// What a drain of [`Interest::Names`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -280,7 +191,7 @@ impl Hub {
         }
         if wants_thread && polled && !state.poll_thread {
             state.poll_thread = true;
-            std::thread::spawn(move || polling::poll_forever(self));
+            std::thread::spawn(move || poll_forever(self));
         }
         Ok(id)
     }
@@ -471,12 +382,26 @@ fn hand_out(state: &mut State, event: &Event, calls: &mut Vec<Callback>) {
 /// (it tries the inbox lock itself every 25 ms), so it looks often.
 pub(super) const POLL_ENTRY_EVERY: Duration = Duration::from_millis(2);
 
+/// The poller thread: looks at every polled subscription, sleeps, looks again.
+fn poll_forever(hub: &'static Hub) {
+    let mut jitter = Jitter::seeded();
+    loop {
+        std::thread::sleep(jitter.next_interval());
+        let seen: Vec<(u64, u64)> = hub
+            .polled_subs()
+            .into_iter()
+            .map(|(id, dir, interest, _)| (id, polling::fingerprint(&dir, &interest)))
+            .collect();
+        hub.polled_now(&seen);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn wants(interest: Interest, mask: Mask, name: &str) -> bool {
-        interest.wants(mask, Some(OsStr::new(name)))
+        interest.wants(mask, Some(std::ffi::OsStr::new(name)))
     }
 
     #[test]

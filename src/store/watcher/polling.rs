@@ -18,7 +18,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
-use super::hub::{Hub, Interest};
+use super::interest::Interest;
 use crate::store::liveness;
 
 /// The shortest and longest sleep between two looks.
@@ -27,20 +27,6 @@ pub(super) const EVERY_MAX: Duration = Duration::from_millis(250);
 
 /// Entries of one directory whose `stat` a look includes; past that, the directory's own.
 const STAT_AT_MOST: usize = 512;
-
-/// The poller thread: looks at every polled subscription, sleeps, looks again.
-pub(super) fn poll_forever(hub: &'static Hub) {
-    let mut jitter = Jitter::seeded();
-    loop {
-        std::thread::sleep(jitter.next_interval());
-        let seen: Vec<(u64, u64)> = hub
-            .polled_subs()
-            .into_iter()
-            .map(|(id, dir, interest, _)| (id, fingerprint(&dir, &interest)))
-            .collect();
-        hub.polled_now(&seen);
-    }
-}
 
 /// What `dir` looks like to a subscriber with `interest`, as one number: it changes when the
 /// subscriber would have been woken.
@@ -97,10 +83,10 @@ fn stamp(path: &Path, h: &mut DefaultHasher) {
 }
 
 /// A small generator for the jitter (xorshift; nothing here needs more).
-struct Jitter(u64);
+pub(super) struct Jitter(u64);
 
 impl Jitter {
-    fn seeded() -> Jitter {
+    pub(super) fn seeded() -> Jitter {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos() as u64)
@@ -108,7 +94,7 @@ impl Jitter {
         Jitter((nanos << 20) ^ u64::from(std::process::id()) | 1)
     }
 
-    fn next_interval(&mut self) -> Duration {
+    pub(super) fn next_interval(&mut self) -> Duration {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

@@ -84,11 +84,13 @@ pub fn for_member<'a>(
                 server,
                 PaneOwner::new(store.root(), team.as_str()),
                 PaneId(member.tmux_pane_id.clone()),
-                &member.name,
+                member.name.as_str(),
             )),
-            None => {
-                Runner::Unrecorded(ClaudeMember::new(store.root(), team.as_str(), &member.name))
-            }
+            None => Runner::Unrecorded(ClaudeMember::new(
+                store.root(),
+                team.as_str(),
+                member.name.as_str(),
+            )),
         },
         BackendKind::Iterm2 => Runner::Iterm2(Iterm2Backend::for_ops(Arc::new(SystemExec))),
         BackendKind::InProcess => Runner::InProcess,

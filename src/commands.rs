@@ -21,8 +21,10 @@ mod relay;
 mod task;
 mod team;
 mod teammate;
+mod timeline;
 mod top;
 mod up;
+mod usage;
 
 use crate::commands::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -117,6 +119,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         Command::Status { watch: false } => ops::status(&ctx).map(|()| 0),
         Command::Status { watch: true } => top::watch(&ctx),
         Command::Top => top::run(&ctx),
+        Command::Timeline(args) => timeline::run(&ctx, args).map(|()| 0),
+        Command::Usage => usage::run(&ctx).map(|()| 0),
         Command::Completions(args) => completions::run(&args).map(|()| 0),
         Command::Man(args) => man::run(&ctx, &args).map(|()| 0),
         Command::Attach { name } => ops::attach(&ctx, name).map(|()| 0),

@@ -3,6 +3,7 @@
 //! The wings, top to bottom (each depends only on those below it):
 //! - `commands`: the command line (clap derive) and one module per command group;
 //! - `top`: the live dashboard (`swarm top`) and its line-printing twin (`status --watch`);
+//! - `timeline`: what a team did, in order, from its files (`swarm timeline`);
 //! - `teammate`, `lead`, `launch`: the teammate runtime, the lead console, and starting a team
 //!   (plan, command line, spawn, rollback, the in-process supervisor);
 //! - `lifecycle`: health, retiring, and the one shutdown state machine;
@@ -21,6 +22,7 @@ pub(crate) mod process;
 pub(crate) mod remote;
 pub(crate) mod store;
 pub(crate) mod teammate;
+pub(crate) mod timeline;
 pub(crate) mod top;
 
 // The library's public surface: what the benchmark crate (`bench/`, `swarm-bench`) drives and
@@ -57,6 +59,8 @@ use clap::Parser;
 
 /// Parses the command line, runs it and returns the exit code.
 pub fn run() -> i32 {
+    // First, so this process and everything it starts may open as many files as allowed.
+    process::fd_limit::raise();
     commands::completions::complete_if_asked();
     let cli = match commands::cli::Cli::try_parse() {
         Ok(cli) => cli,

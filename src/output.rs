@@ -13,7 +13,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-fn stdout_err(e: io::Error) -> Error {
+/// A failed write to stdout, as every printer reports it (a broken pipe is success in `main`).
+pub(crate) fn stdout_err(e: io::Error) -> Error {
     Error::Io {
         action: "write",
         path: "standard output".into(),

@@ -7,6 +7,7 @@
 
 pub mod child;
 pub mod exec;
+pub(crate) mod fd_limit;
 pub mod group;
 pub mod pid;
 pub(crate) mod procfs;

@@ -24,4 +24,5 @@ pub mod protocol;
 pub(crate) mod requests;
 pub mod roster;
 pub mod tasks;
+pub(crate) mod usage;
 pub mod watcher;

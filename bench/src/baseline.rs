@@ -107,11 +107,15 @@ fn splice_append(bytes: &[u8], message: &InboxMessage) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    fn name(s: &str) -> AgentName {
+        s.parse().unwrap()
+    }
+
     #[test]
     fn a_spliced_append_is_byte_for_byte_a_full_rewrite() {
-        let m1 =
-            InboxMessage::new("team-lead", "first\nline \"two\"").with_summary(Some("s".into()));
-        let m2 = InboxMessage::new("coder", "second");
+        let m1 = InboxMessage::new(&AgentName::lead(), "first\nline \"two\"")
+            .with_summary(Some("s".into()));
+        let m2 = InboxMessage::new(&name("coder"), "second");
         let mut full = serde_json::to_vec_pretty(&vec![m1.clone()]).unwrap();
         full.push(b'\n');
         let spliced = splice_append(b"[]\n", &m1).unwrap();
@@ -138,9 +142,9 @@ mod tests {
 
     #[test]
     fn an_inbox_with_more_delivered_entries_than_are_kept_is_not_spliced() {
-        let mut delivered = InboxMessage::new("coder", "old");
+        let mut delivered = InboxMessage::new(&name("coder"), "old");
         delivered.read = true;
         let full = serde_json::to_vec_pretty(&vec![delivered; KEEP_DELIVERED + 1]).unwrap();
-        assert!(splice_append(&full, &InboxMessage::new("coder", "new")).is_none());
+        assert!(splice_append(&full, &InboxMessage::new(&name("coder"), "new")).is_none());
     }
 }

@@ -7,8 +7,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use swarm::{AgentName, TeamName};
 
-use crate::worker::Impl;
-
 /// swarm's benchmarks, each against a baseline measured in the same run.
 #[derive(Debug, Parser)]
 #[command(name = "swarm-bench", max_term_width = 100)]
@@ -144,6 +142,44 @@ pub(crate) enum RuntimeCommand {
         #[arg(long, default_value_t = 120, value_name = "SECONDS")]
         timeout: u64,
     },
+}
+
+/// Which append a writer process runs: swarm's group commit, swarm's append from before it
+/// (the baseline kept for exactly this, `baseline.rs`), or the Claude Code re-implementation.
+#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
+pub(crate) enum Impl {
+    Swarm,
+    #[value(name = "before-group-commit")]
+    SwarmBaseline,
+    ClaudeCode,
+}
+
+impl Impl {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Impl::Swarm => "swarm",
+            Impl::SwarmBaseline => "swarm before group commit",
+            Impl::ClaudeCode => "Claude Code (re-implemented)",
+        }
+    }
+
+    /// A short name for file and directory names.
+    pub(crate) fn slug(self) -> &'static str {
+        match self {
+            Impl::Swarm => "swarm",
+            Impl::SwarmBaseline => "baseline",
+            Impl::ClaudeCode => "cc",
+        }
+    }
+
+    /// The `swarm-bench` arguments that append this way.
+    pub(crate) fn args(self) -> &'static [&'static str] {
+        match self {
+            Impl::Swarm => &["worker", "append", "--impl", "swarm"],
+            Impl::SwarmBaseline => &["worker", "append", "--impl", "before-group-commit"],
+            Impl::ClaudeCode => &["worker", "append", "--impl", "claude-code"],
+        }
+    }
 }
 
 #[cfg(test)]

@@ -335,7 +335,7 @@ fn wait_alive(ctx: &Ctx, count: usize, since_ms: u64, timeout: Duration) -> Resu
         let config = roster.load()?;
         let mut alive = 0;
         for m in config.teammates() {
-            if liveness::probe(store, team, &m.name.parse()?)? == Liveness::Alive {
+            if liveness::probe(store, team, &m.name)? == Liveness::Alive {
                 alive += 1;
             }
         }

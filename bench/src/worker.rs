@@ -77,44 +77,6 @@ pub(crate) fn spawn(cmd: &mut Command) -> Result<Worker> {
         })
 }
 
-/// Which append a writer process runs: swarm's group commit, swarm's append from before it
-/// (the baseline kept for exactly this, `baseline.rs`), or the Claude Code re-implementation.
-#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
-pub(crate) enum Impl {
-    Swarm,
-    #[value(name = "before-group-commit")]
-    SwarmBaseline,
-    ClaudeCode,
-}
-
-impl Impl {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Impl::Swarm => "swarm",
-            Impl::SwarmBaseline => "swarm before group commit",
-            Impl::ClaudeCode => "Claude Code (re-implemented)",
-        }
-    }
-
-    /// A short name for file and directory names.
-    pub(crate) fn slug(self) -> &'static str {
-        match self {
-            Impl::Swarm => "swarm",
-            Impl::SwarmBaseline => "baseline",
-            Impl::ClaudeCode => "cc",
-        }
-    }
-
-    /// The `swarm-bench` arguments that append this way.
-    pub(crate) fn args(self) -> &'static [&'static str] {
-        match self {
-            Impl::Swarm => &["worker", "append", "--impl", "swarm"],
-            Impl::SwarmBaseline => &["worker", "append", "--impl", "before-group-commit"],
-            Impl::ClaudeCode => &["worker", "append", "--impl", "claude-code"],
-        }
-    }
-}
-
 /// The text of message `seq` from `writer`, as `worker append` writes it.
 pub(crate) fn message_text(writer: &str, seq: u64) -> String {
     format!("{writer}:{seq}")
@@ -138,7 +100,7 @@ mod tests {
 
     #[test]
     fn each_implementation_is_named_on_the_worker_command_line() {
-        use crate::cli::{Cli, Command};
+        use crate::cli::{Cli, Command, Impl};
         use clap::Parser;
         for imp in [Impl::Swarm, Impl::SwarmBaseline, Impl::ClaudeCode] {
             let argv = ["swarm-bench"]

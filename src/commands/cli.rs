@@ -17,6 +17,7 @@ mod lifecycle;
 mod memory;
 mod relay;
 mod store;
+mod timeline;
 mod view;
 
 pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
@@ -29,6 +30,7 @@ pub(crate) use relay::RelayCommand;
 pub(crate) use store::{
     DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,
 };
+pub(crate) use timeline::TimelineArgs;
 pub(crate) use view::{CompletionsArgs, ManArgs};
 
 const AFTER_HELP: &str = "\
@@ -136,6 +138,22 @@ pub(crate) enum Command {
     ///
     /// Example: swarm top --team refactor
     Top,
+
+    /// What the team did, in order: messages, task transitions (with who), permission and plan
+    /// requests and who decided them, members joining, going idle and leaving, read from the
+    /// team's files. Times are relative to the run's start; --json prints one object per line.
+    ///
+    /// Example: swarm timeline --team refactor --since 10m --member coder
+    ///
+    /// Example: swarm timeline --task 3 --follow
+    Timeline(TimelineArgs),
+
+    /// Tokens and estimated cost per teammate, from Claude Code's session transcripts and the
+    /// results of `claude -p` turns. Every cost is an estimate from list prices; agents that
+    /// report no usage show "unknown".
+    ///
+    /// Example: swarm usage --team refactor --json
+    Usage,
 
     /// Go to the team's panes: attach to (or, inside tmux, switch to) a teammate's pane.
     ///

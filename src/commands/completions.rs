@@ -120,7 +120,7 @@ fn members(current: &OsStr) -> Vec<CompletionCandidate> {
     let mut names: Vec<String> = teams
         .iter()
         .filter_map(|t| Roster::new(&store, t).load().ok())
-        .flat_map(|c| c.members.into_iter().map(|m| m.name))
+        .flat_map(|c| c.members.into_iter().map(|m| m.name.to_string()))
         .filter(|n| n.starts_with(typed.as_ref()))
         .collect();
     names.sort();

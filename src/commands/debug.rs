@@ -32,6 +32,13 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
                 std::thread::park();
             }
         }
+        DebugCommand::HoldInotify { count } => {
+            let held = hold_inotify(count)?;
+            output::line(format!("held {}", held.len()))?;
+            loop {
+                std::thread::park();
+            }
+        }
         DebugCommand::LeadVerifyKey => {
             let team = ctx.team()?;
             let key = crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)?
@@ -45,8 +52,8 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             let color = config
                 .member(from.as_str())
                 .map(|m| m.color_or_default().to_string());
-            let message = InboxMessage::new(from.as_str(), text).with_color(color);
-            Mailbox::new(&ctx.store, &team).append(&to, message)?;
+            let message = InboxMessage::new(&from, text).with_color(color);
+            Mailbox::new(&ctx.store, &team).send(&to, message)?;
             Ok(0)
         }
         DebugCommand::Append(args) => append(ctx, args).map(|()| 0),
@@ -70,6 +77,33 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
     }
 }
 
+/// Opens inotify instances until `count` are open or the kernel says no more (the user's
+/// `fs.inotify.max_user_instances`, or the system's file table).
+#[cfg(target_os = "linux")]
+fn hold_inotify(count: Option<u64>) -> Result<Vec<rustix::fd::OwnedFd>> {
+    use rustix::fs::inotify::{init, CreateFlags};
+    let mut held = Vec::new();
+    while count.is_none_or(|c| (held.len() as u64) < c) {
+        match init(CreateFlags::CLOEXEC) {
+            Ok(fd) => held.push(fd),
+            Err(rustix::io::Errno::MFILE | rustix::io::Errno::NFILE) => break,
+            Err(e) => {
+                return Err(Error::Backend(format!(
+                    "failed to open an inotify instance: {e}"
+                )))
+            }
+        }
+    }
+    Ok(held)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hold_inotify(_: Option<u64>) -> Result<Vec<()>> {
+    Err(Error::usage(
+        "inotify is Linux's: there are no instances to hold here",
+    ))
+}
+
 /// The text of message `seq` from `writer`: what the fault tests read back.
 fn message_text(writer: &str, seq: u64) -> String {
     format!("{writer}:{seq}")
@@ -80,7 +114,7 @@ fn append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     let to = &args.to;
     let mailbox = Mailbox::new(&ctx.store, &team);
     for seq in args.start..args.start + args.count {
-        let message = InboxMessage::new("team-lead", message_text(&args.writer, seq));
+        let message = InboxMessage::new(&AgentName::lead(), message_text(&args.writer, seq));
         if args.no_lock {
             append_without_lock(&ctx.store, &team, to, message)?;
         } else {
@@ -111,7 +145,7 @@ fn cc_append(ctx: &Context, args: DebugAppendArgs) -> Result<()> {
     let team = ctx.existing_team()?;
     let path = ctx.store.inbox_path(&team, &args.to);
     for seq in args.start..args.start + args.count {
-        let message = InboxMessage::new("team-lead", message_text(&args.writer, seq));
+        let message = InboxMessage::new(&AgentName::lead(), message_text(&args.writer, seq));
         let delivered = claude_code::append(&path, &message)
             .map_err(Error::io("append (Claude Code's way) to", &path))?;
         match delivered {

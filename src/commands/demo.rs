@@ -302,8 +302,8 @@ fn stop_team(store: &Store, team: &TeamName, say: fn(&str)) -> Result<()> {
     let names: Vec<AgentName> = config
         .teammates()
         .filter(|m| !m.retired())
-        .map(|m| m.name.parse())
-        .collect::<Result<_>>()?;
+        .map(|m| m.name.clone())
+        .collect();
     let opts = ShutdownOptions {
         timeout: Duration::from_secs(15),
         force: true,

@@ -27,8 +27,8 @@ pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
     let names: Vec<AgentName> = config
         .teammates()
         .filter(|m| !m.retired() || lifecycle::member_running(&ctx.store, &team, m))
-        .map(|m| m.name.parse())
-        .collect::<Result<_>>()?;
+        .map(|m| m.name.clone())
+        .collect();
     let outcomes = if names.is_empty() {
         Vec::new()
     } else {

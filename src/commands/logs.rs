@@ -15,6 +15,7 @@ use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneStat
 use crate::error::{Error, Result};
 use crate::output;
 use crate::output::terminal::{visible, visible_lines};
+use crate::store::fsio;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
@@ -22,7 +23,7 @@ use crate::store::roster::{Member, Roster};
 pub(crate) fn logs(ctx: &Context, name: &AgentName, follow: bool) -> Result<()> {
     let team = ctx.existing_team()?;
     let m = Roster::new(&ctx.store, &team).require_member(name.as_str())?;
-    let who: AgentName = m.name.parse()?;
+    let who = m.name.clone();
     // A member on another host: its pane there, by the swarm there, printed here as it is.
     if let Some(remote) = crate::remote::RemoteMember::of(&m) {
         let code = crate::remote::member::logs(&team, &remote, &who, follow, ctx.json)?;
@@ -128,15 +129,11 @@ fn file_logs(
     follow: bool,
     sink: &mut LogSink,
 ) -> Result<()> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::usage(format!(
-                "{who} has no log at {} (only in-process teammates write one)",
-                path.display()
-            )))
-        }
-        Err(e) => return Err(Error::io("open", path)(e)),
+    let Some(mut file) = fsio::open_read(path)? else {
+        return Err(Error::usage(format!(
+            "{who} has no log at {} (only in-process teammates write one)",
+            path.display()
+        )));
     };
     let mut pos = 0u64;
     let mut buf = Vec::new();

@@ -58,22 +58,14 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
         })
     };
     let sender = member(from.as_str())?;
-    let message = InboxMessage::new(from.as_str(), text)
+    let message = InboxMessage::new(&from, text)
         .with_summary(args.summary)
         .with_color(Some(sender.color_or_default().to_string()));
     let mailbox = Mailbox::new(&ctx.store, &team);
     let recipients: Vec<AgentName> = match args.to {
-        Recipient::Everyone => mailbox.broadcast(from.as_str(), message)?,
+        Recipient::Everyone => mailbox.broadcast(message)?,
         Recipient::Agent(to) => {
-            member(to.as_str())?;
-            let size = message.text.len() + message.summary.as_ref().map_or(0, String::len);
-            if size > MAX_MESSAGE_BYTES {
-                return Err(Error::MessageTooLarge {
-                    size,
-                    limit: MAX_MESSAGE_BYTES,
-                });
-            }
-            mailbox.append(&to, message)?;
+            mailbox.send_to(member(to.as_str())?, message)?;
             vec![to]
         }
     };
@@ -168,7 +160,7 @@ fn print_message(json: bool, m: &InboxMessage) -> Result<()> {
     output::line(format!(
         "{mark} {} {}{summary}: {}",
         visible(&m.timestamp),
-        visible(&m.from),
+        visible(m.from.as_str()),
         visible_lines(&body)
     ))
 }

@@ -21,6 +21,7 @@ use crate::lifecycle::{
 };
 use crate::output;
 use crate::output::terminal::visible;
+use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::Mailbox;
 use crate::store::memory::TeamMemory;
 use crate::store::names::{AgentName, TeamName};
@@ -28,6 +29,8 @@ use crate::store::paths::Store;
 use crate::store::requests::{self, Kind, Request};
 use crate::store::roster::{Member, Roster};
 use crate::store::tasks::{Task, TaskList};
+use crate::store::usage::TeamUsage;
+use crate::store::watcher::Mode;
 
 pub(crate) fn status(ctx: &Context) -> Result<()> {
     let team = ctx.existing_team()?;
@@ -35,6 +38,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     let tasks = TaskList::new(&ctx.store, &team).list()?;
     let mailbox = Mailbox::new(&ctx.store, &team);
     let lead = config.lead_process().map(|p| lifecycle::lead_health(&p));
+    let usage = TeamUsage::read(&ctx.store, &team, &config);
     let led_by_claude = config.led_by_claude();
     // Each member judged once; the table and `--json` both render these.
     let rows: Vec<Row> = config
@@ -42,16 +46,25 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         .iter()
         .map(|m| {
             let (health, state) = lifecycle::judge(&ctx.store, &team, &config, m, &tasks);
-            let unread = match m.name.parse::<AgentName>() {
-                Ok(n) => mailbox.read(&n, true).map(|v| v.len()).unwrap_or(0),
-                Err(_) => 0,
+            let unread = mailbox.read(&m.name, true).map(|v| v.len()).unwrap_or(0);
+            // How a running runtime learns of changes, as it recorded in its liveness file.
+            let events = match &health {
+                Some(h) if h.liveness == Liveness::Alive => {
+                    liveness::recorded_events(&ctx.store, &team, &m.name)
+                        .and_then(|e| Mode::parse(&e))
+                }
+                _ => None,
             };
             Row {
                 member: m,
                 health,
                 state,
-                task: lifecycle::current_task(&tasks, &m.name),
+                task: lifecycle::current_task(&tasks, m.name.as_str()),
                 unread,
+                usage: usage
+                    .as_ref()
+                    .map_or(json!("unknown"), |u| u.member_json(m.name.as_str())),
+                events,
             }
         })
         .collect();
@@ -81,6 +94,10 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                     "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
                 Err(e) => json!({"dir": m.dir(), "error": e}),
             }),
+            "usage": match &usage {
+                Ok(u) => u.total_json(),
+                Err(e) => json!({"error": e.to_string()}),
+            },
         }));
     }
     output::line(format!("team {}  {}", team, visible(&config.description)))?;
@@ -91,7 +108,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     for r in &rows {
         let m = r.member;
         table.push([
-            visible(&m.name).into_owned(),
+            visible(m.name.as_str()).into_owned(),
             visible(m.color_or_default()).into_owned(),
             match crate::remote::host_of(m) {
                 Some(host) => format!(
@@ -195,6 +212,10 @@ struct Row<'a> {
     state: MemberState,
     task: Option<&'a Task>,
     unread: usize,
+    /// Its tokens and estimated cost (`store::usage`), or "unknown".
+    usage: serde_json::Value,
+    /// How its runtime learns of changes (inotify or polling), when it runs and recorded it.
+    events: Option<Mode>,
 }
 
 impl Row<'_> {
@@ -212,6 +233,8 @@ impl Row<'_> {
             "pane": self.health.as_ref().map(|h| h.pane),
             "task": self.task.map(|t| json!({"id": t.id, "subject": t.subject})),
             "unread": self.unread,
+            "usage": self.usage,
+            "events": self.events,
             "worktree": m.extra.get(crate::lifecycle::worktree::FIELD).and_then(|w| w.get("path")),
         });
         if let (Some(row), serde_json::Value::Object(state)) =
@@ -310,10 +333,10 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                 detail: err.to_string(),
             })
         }
-        Some((BackendKind::InProcess, _)) => super::logs::logs(ctx, &target.name.parse()?, true),
+        Some((BackendKind::InProcess, _)) => super::logs::logs(ctx, &target.name, true),
         Some((BackendKind::Iterm2, _)) => output::line(format!(
             "{} runs in iTerm2 session {}, split into the tab swarm was launched from",
-            visible(&target.name),
+            visible(target.name.as_str()),
             visible(&target.tmux_pane_id)
         )),
         Some((BackendKind::Tmux, None)) | None => Err(Error::usage(format!(
@@ -338,8 +361,8 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
         config
             .teammates()
             .filter(|m| !m.retired())
-            .map(|m| m.name.parse())
-            .collect::<Result<_>>()?
+            .map(|m| m.name.clone())
+            .collect()
     } else {
         let name = args.name.ok_or_else(|| {
             Error::usage(format!(
@@ -347,7 +370,7 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
                  to stop every teammate of team {team}"
             ))
         })?;
-        vec![member(ctx, &team, &name)?.name.parse()?]
+        vec![member(ctx, &team, &name)?.name]
     };
     if names.is_empty() {
         if ctx.json {
@@ -431,7 +454,7 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
             "the lead is not killed with `swarm kill`; name a teammate",
         ));
     }
-    let who: AgentName = m.name.parse()?;
+    let who = m.name.clone();
     // In a team a Claude Code lead made, a teammate swarm cannot identify may well run (inside
     // Claude's own process, or a pane on a server the roster does not name).
     let config = Roster::new(&ctx.store, &team).load()?;

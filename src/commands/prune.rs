@@ -27,7 +27,7 @@ use crate::store::tasks::TaskList;
 #[derive(Debug, Default)]
 struct Plan {
     /// (team, teammate) pairs to retire.
-    retire: Vec<(TeamName, String)>,
+    retire: Vec<(TeamName, AgentName)>,
     /// Teams to delete, each with why.
     delete: Vec<(TeamName, String)>,
 }
@@ -78,7 +78,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
             // Dead (not running, not retired), or stopped but still owning work; never one
             // whose state nobody can tell.
             let state = lifecycle::member_state(&ctx.store, team, &config, m, &tasks);
-            let owns_work = tasks.iter().any(|t| t.unfinished_by(&m.name));
+            let owns_work = tasks.iter().any(|t| t.unfinished_by(m.name.as_str()));
             let retire = match state {
                 MemberState::Dead(_) => true,
                 MemberState::Stopped(_) => owns_work,
@@ -111,11 +111,10 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
     }
     let mut retired = Vec::new();
     for (team, name) in &plan.retire {
-        let who: AgentName = name.parse()?;
         let released = lifecycle::retire_member(
             &ctx.store,
             team,
-            &who,
+            name,
             "swarm prune found it was no longer running",
         )?;
         retired.push(json!({"team": team.as_str(), "name": name, "released": released}));

@@ -89,7 +89,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 let state = lifecycle::member_state(&ctx.store, &team, &config, m, &tasks).word();
                 output::line(format!(
                     "  {:<20} {:<8} {:<9} {:<10} pane {}",
-                    visible(&m.name),
+                    visible(m.name.as_str()),
                     visible(m.color_or_default()),
                     state,
                     visible(m.backend_type.as_deref().unwrap_or("-")),
@@ -173,10 +173,7 @@ const DELETE_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// kill, so no runtime outlives its team (and joins a later team of the same name).
 fn stop_everyone(ctx: &Context, team: &TeamName) -> Result<Vec<ShutdownOutcome>> {
     let config = Roster::new(&ctx.store, team).load()?;
-    let names: Vec<AgentName> = config
-        .teammates()
-        .map(|m| m.name.parse())
-        .collect::<Result<_>>()?;
+    let names: Vec<AgentName> = config.teammates().map(|m| m.name.clone()).collect();
     if names.is_empty() {
         return Ok(Vec::new());
     }

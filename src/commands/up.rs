@@ -43,7 +43,7 @@ pub(crate) fn restart(ctx: &Context, args: RestartArgs) -> Result<i32> {
             member.name
         )));
     }
-    let name = member.name.parse()?;
+    let name = member.name.clone();
     if lifecycle::member_running(&ctx.store, &team, &member) {
         let opts = ShutdownOptions {
             timeout: Duration::from_secs(args.timeout),

@@ -13,7 +13,6 @@ use super::plan::{RecordedLaunch, LAUNCH_FIELD};
 use super::prepare::{PreparedTeammate, Shared};
 use super::{AgentKind, Inherited, TeammatePlan};
 use crate::error::{Error, Result};
-use crate::store::names::AgentName;
 use crate::store::roster::Member;
 use crate::teammate::args::PromptVia;
 
@@ -22,7 +21,7 @@ impl Shared<'_> {
     /// identity, colour, agent, directory and worktree from the roster and its
     /// [`RecordedLaunch`].
     pub(super) fn again(&mut self, m: &Member) -> Result<PreparedTeammate> {
-        let name: AgentName = m.name.parse()?;
+        let name = m.name.clone();
         let rec: RecordedLaunch = m
             .extra
             .get(LAUNCH_FIELD)

@@ -1,15 +1,17 @@
 //! The refusals of [`prepare`](super::prepare): input that would fail later, or half-way
 //! through spawning, is turned away here with exit 2 and a message that says how to fix it.
 //!
-//! Teammate names are unique ignoring case; environment variable names are
-//! letters, digits and `_` with values free of NUL; model and agent-type words are non-empty
-//! with no control characters; permission modes are single alphanumeric words, as claude's
-//! are; a task depends only on an earlier task of the plan or on a task already in the list.
+//! Teammate names are unique ignoring case; a prompt fits in one inbox message; environment
+//! variable names are letters, digits and `_` with values free of NUL; model and agent-type
+//! words are non-empty with no control characters; permission modes are single alphanumeric
+//! words, as claude's are; a task depends only on an earlier task of the plan or on a task
+//! already in the list.
 
 use std::collections::HashSet;
 
 use super::{Inherited, LaunchPlan, TaskRef, TeammatePlan};
 use crate::error::{Error, Result};
+use crate::store::mailbox;
 use crate::store::names::AgentName;
 use crate::store::paths::Store;
 use crate::store::tasks::TaskList;
@@ -49,6 +51,10 @@ pub(super) fn check_inherited(inh: &Inherited) -> Result<()> {
 
 /// The teammate's own settings: environment names and values, permission mode, model.
 pub(super) fn check_teammate(t: &TeammatePlan) -> Result<()> {
+    // The prompt is the teammate's first inbox message: refused now, not half-way through the
+    // spawn.
+    mailbox::check_message_size(&t.prompt, None)
+        .map_err(|e| Error::usage(format!("teammate {}: its prompt is a message: {e}", t.name)))?;
     for (k, v) in &t.env {
         check_env_key(&t.name, k, v)?;
     }

@@ -22,6 +22,16 @@ pub(super) fn lead_pane(
     cwd: PathBuf,
 ) -> Result<(Option<Launch>, Option<String>)> {
     let mut lead = pane.map(|kind| command_line::lead(&opts.swarm_exe, root, team, cwd, kind));
+    if let Some(lead) = lead.as_mut() {
+        // The console signs as the lead with the key the launcher made (src/store/lead_key.rs),
+        // so it must look where the launcher looks, not where the tmux server's environment
+        // (inherited from whoever started the server) points.
+        for key in ["XDG_STATE_HOME", "HOME"] {
+            if let Some(value) = opts.env_var(key) {
+                lead.env.push((key.into(), value.into()));
+            }
+        }
+    }
     let goal = match plan {
         Some(l) => Some(lead_agent(l, lead.as_mut(), opts)?),
         None => None,

@@ -101,6 +101,7 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         None
     };
     check_names(&plan)?;
+    crate::process::fd_limit::check_launch()?;
     check_inherited(&opts.inherited)?;
     let backend = choose_backend(opts)?;
     let base_cwd = absolute(&match &plan.cwd {
@@ -133,11 +134,11 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
     for t in &plan.teammates {
         let on_roster = existing
             .as_ref()
-            .and_then(|c| c.teammates().find(|m| t.name.same_as(&m.name)));
+            .and_then(|c| c.teammates().find(|m| t.name.same_as(m.name.as_str())));
         match on_roster {
             Some(m) if crate::lifecycle::member_running(store, &plan.team, m) => {
                 match opts.if_running {
-                    IfRunning::Keep => left_running.push(m.name.clone()),
+                    IfRunning::Keep => left_running.push(m.name.to_string()),
                     IfRunning::Refuse => {
                         return Err(Error::usage(format!(
                             "{} is already running in team {}; `swarm up FILE` starts only the \

@@ -31,7 +31,7 @@ use crate::store::colour::LEAD_COLOR;
 use crate::store::lead_key::LeadKey;
 use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::{TaskId, LEAD};
+use crate::store::names::{AgentName, TaskId, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::tasks::{NewTask, TaskList};
@@ -186,9 +186,9 @@ impl Prepared {
                     worktrees[i] = true;
                 }
                 if t.previous.is_none() && !t.prompt.trim().is_empty() {
-                    let message = InboxMessage::new(LEAD, t.prompt.clone())
+                    let message = InboxMessage::new(&AgentName::lead(), t.prompt.clone())
                         .with_color(Some(LEAD_COLOR.into()));
-                    mailbox.append(&t.name, message)?;
+                    mailbox.send(&t.name, message)?;
                 }
                 // Started again, it must still believe what the lead sent it and it never read.
                 if t.previous.is_some() {
@@ -357,7 +357,7 @@ impl Prepared {
             config.members.retain(|m| {
                 !teammates
                     .iter()
-                    .any(|t| t.previous.is_none() && t.name.as_str() == m.name)
+                    .any(|t| t.previous.is_none() && t.name == m.name)
             });
             Ok(())
         });

@@ -36,6 +36,7 @@ use crate::store::paths::Store;
 use crate::store::requests::{self, Request};
 use crate::store::roster::Roster;
 use crate::store::tasks::{TaskList, TaskStatus};
+use crate::store::usage;
 use crate::store::watcher::rescan_interval;
 use crate::teammate::args::PromptVia;
 use crate::teammate::pane::Pane;
@@ -264,6 +265,10 @@ impl<'a> LeadAgent<'a> {
                             let (out, err) = (&outcome.output, &outcome.stderr);
                             session.after_turn(adapter, out, err, store, team, &AgentName::lead())?;
                         }
+                        let lead = AgentName::lead();
+                        if let Err(e) = usage::record_turn(store, team, &lead, &outcome.output) {
+                            self.pane.say(format!("could not record the turn's token usage: {e}"));
+                        }
                         if let Some(request) = deciding.take() {
                             self.pane.say(match decide::parse_answer(&outcome.output) {
                                 Some((approve, feedback)) => {
@@ -408,7 +413,7 @@ impl<'a> LeadAgent<'a> {
         let names: Vec<AgentName> = roster
             .teammates()
             .filter(|m| !m.retired())
-            .filter_map(|m| m.name.parse().ok())
+            .map(|m| m.name.clone())
             .collect();
         let opts = crate::lifecycle::ShutdownOptions {
             timeout: SHUTDOWN_TIMEOUT,

@@ -22,7 +22,8 @@ use crate::store::paths::Store;
 use crate::store::protocol::{Payload, Protocol};
 use crate::store::requests;
 use crate::store::roster::Roster;
-use crate::store::tasks::{Task, TaskIndex};
+use crate::store::tasks::history::Observer;
+use crate::store::tasks::{Task, TaskIndex, TaskList};
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LeadOptions {
@@ -42,6 +43,8 @@ pub(super) struct Console<'a> {
     pub(super) lead: AgentName,
     /// The task list in memory for `/tasks` and `/status`, opened on first use.
     task_index: std::cell::RefCell<Option<TaskIndex>>,
+    /// Records in the task history what Claude Code teammates change in the task list.
+    history: Observer,
     /// When set (the lead agent's runtime), every message a pass handled is kept here too.
     pub(super) handled: Option<Vec<InboxMessage>>,
 }
@@ -56,6 +59,7 @@ impl<'a> Console<'a> {
             paint: Paint::detect(),
             lead: AgentName::lead(),
             task_index: std::cell::RefCell::new(None),
+            history: Observer::new(store, team),
             handled: None,
         }
     }
@@ -89,6 +93,20 @@ impl<'a> Console<'a> {
         let _ = crate::output::line(format!("{}{}", self.paint.name(name, color), shown(rest)));
     }
 
+    /// Appends to the task history what others (Claude Code teammates) changed in the task list
+    /// since the last pass. A failure is reported and the console goes on.
+    fn observe_tasks(&mut self) {
+        let seen = self.tasks().and_then(|tasks| {
+            self.history
+                .observe(&TaskList::new(self.store, self.team), &tasks)
+        });
+        if let Err(e) = seen {
+            self.say(&format!(
+                "! could not bring the task history up to date: {e}"
+            ));
+        }
+    }
+
     /// Hands available tasks to idle claude teammates ([`dispatch`]). A failure is reported and
     /// the console goes on: the next pass tries again.
     pub(super) fn dispatch_tasks(&self) {
@@ -116,6 +134,7 @@ impl<'a> Console<'a> {
         self.questions.forget_decided()?;
         self.drain_inbox()?;
         self.reap_dead()?;
+        self.observe_tasks();
         self.dispatch_tasks();
         Ok(self.opts.exit_when_done && self.all_done()?)
     }
@@ -159,7 +178,7 @@ impl<'a> Console<'a> {
 
     fn handle(&mut self, m: &InboxMessage) -> Result<()> {
         let color = m.color.clone().unwrap_or_default();
-        let say = |rest: &str| self.say_from(&m.from, &color, rest);
+        let say = |rest: &str| self.say_from(m.from.as_str(), &color, rest);
         match m.payload() {
             Payload::Text(text) => {
                 let summary = m
@@ -203,11 +222,8 @@ impl<'a> Console<'a> {
 
     /// Whether a shutdown request with this id was sent to `name` (by this console or by
     /// `swarm shutdown` in another shell): replies to requests nobody made are ignored.
-    fn asked(&self, name: &str, request_id: &str) -> Result<bool> {
-        let Ok(who) = name.parse::<AgentName>() else {
-            return Ok(false);
-        };
-        shutdown_was_requested(self.store, self.team, &who, request_id)
+    fn asked(&self, name: &AgentName, request_id: &str) -> Result<bool> {
+        shutdown_was_requested(self.store, self.team, name, request_id)
     }
 
     /// Teammates whose runtime died without approving shutdown: retire them so their tasks go
@@ -227,7 +243,7 @@ impl<'a> Console<'a> {
             // After seeing this death, not before: its approval is in by now if it sent one.
             self.drain_inbox()?;
             let _gate = ReapGate::take(self.store, self.team)?;
-            let Some(m) = roster.load()?.member(&m.name).cloned() else {
+            let Some(m) = roster.load()?.member(m.name.as_str()).cloned() else {
                 continue;
             };
             if m.retired()
@@ -238,7 +254,7 @@ impl<'a> Console<'a> {
                 continue;
             }
             self.say_from(
-                &m.name,
+                m.name.as_str(),
                 m.color_or_default(),
                 " stopped without saying goodbye",
             );
@@ -250,21 +266,21 @@ impl<'a> Console<'a> {
     /// Closes the member's pane (already gone is fine) and retires it; the notice lifecycle
     /// writes to the lead's inbox is printed on the next pass. A member no longer on the roster
     /// (removed meanwhile) has nothing left to retire.
-    fn retire(&self, name: &str, why: &str) -> Result<()> {
+    fn retire(&self, name: &AgentName, why: &str) -> Result<()> {
         let config = Roster::new(self.store, self.team).load()?;
-        let Some(member) = config.member(name) else {
+        let Some(member) = config.member(name.as_str()) else {
             self.say(&format!("{name} is no longer on the team"));
             return Ok(());
         };
         match lifecycle::kill_member(self.store, self.team, member) {
             Ok(killed) => {
-                if let Some(report) = killed.report(name) {
+                if let Some(report) = killed.report(name.as_str()) {
                     self.say(&format!("! {report}"));
                 }
             }
             Err(e) => self.say(&format!("! could not close {name}'s pane: {e}")),
         }
-        match lifecycle::retire_member(self.store, self.team, &name.parse()?, why) {
+        match lifecycle::retire_member(self.store, self.team, name, why) {
             Err(Error::NoSuchMember { .. }) => {
                 self.say(&format!("{name} is no longer on the team"))
             }

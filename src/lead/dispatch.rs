@@ -69,7 +69,7 @@ pub(crate) fn dispatch(
         if lifecycle::member_state(store, team, &config, member, &owned) != MemberState::Idle {
             continue;
         }
-        let to: AgentName = member.name.parse()?;
+        let to = member.name.clone();
         let mut announcing = inflight::Inflight::begin(store, team, &to)?;
         let Some(task) = tasks.claim_next(&to, true)? else {
             announcing.done()?;
@@ -95,7 +95,7 @@ fn send_assignment(store: &Store, team: &TeamName, to: &AgentName, task: &Task) 
         timestamp: timestamp_now(),
         extra: Map::new(),
     });
-    let envelope = InboxMessage::protocol(lead.as_str(), &message)
+    let envelope = InboxMessage::protocol(&lead, &message)
         .with_color(Some(LEAD_COLOR.into()))
         .with_summary(Some(format!(
             "Task #{} is yours: {}. Do it, then mark it completed with TaskUpdate.",

@@ -10,7 +10,6 @@ use crate::error::{Error, Result};
 use crate::lifecycle;
 use crate::output::terminal::visible;
 use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::AgentName;
 use crate::store::roster::{Member, Roster};
 
 const HELP: &str = "\
@@ -71,10 +70,9 @@ impl Console<'_> {
             return Err(Error::usage("write @name followed by the message"));
         }
         let mailbox = Mailbox::new(self.store, self.team);
-        let message =
-            InboxMessage::new(self.lead.as_str(), text.trim()).with_color(Some("red".into()));
+        let message = InboxMessage::new(&self.lead, text.trim()).with_color(Some("red".into()));
         if to == "*" {
-            let sent = mailbox.broadcast(self.lead.as_str(), message)?;
+            let sent = mailbox.broadcast(message)?;
             self.say(&format!("sent to {} teammates", sent.len()));
         } else {
             mailbox.send(&to.parse()?, message)?;
@@ -86,15 +84,16 @@ impl Console<'_> {
         let config = Roster::new(self.store, self.team).load()?;
         let tasks = self.tasks()?;
         for m in config.teammates() {
-            let name: AgentName = m.name.parse()?;
             let state = lifecycle::member_state(self.store, self.team, &config, m, &tasks);
-            let current = lifecycle::current_task(&tasks, &m.name)
+            let current = lifecycle::current_task(&tasks, m.name.as_str())
                 .map(|t| format!("#{} {}", t.id, t.subject))
                 .unwrap_or_else(|| "-".into());
-            let unread = Mailbox::new(self.store, self.team).read(&name, true)?.len();
-            let pad = 20usize.saturating_sub(visible(&m.name).chars().count());
+            let unread = Mailbox::new(self.store, self.team)
+                .read(&m.name, true)?
+                .len();
+            let pad = 20usize.saturating_sub(visible(m.name.as_str()).chars().count());
             self.say_from(
-                &m.name,
+                m.name.as_str(),
                 m.color_or_default(),
                 &format!(
                     "{:pad$} {:<18} unread {:<3} {current}",
@@ -140,7 +139,7 @@ impl Console<'_> {
             })?]
         };
         for m in targets {
-            lifecycle::send_shutdown_request(self.store, self.team, &m.name.parse()?, None)?;
+            lifecycle::send_shutdown_request(self.store, self.team, &m.name, None)?;
             self.say(&format!("asked {} to shut down", m.name));
         }
         Ok(())

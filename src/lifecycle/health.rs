@@ -22,7 +22,7 @@ use crate::backend::{for_member, BackendKind, MemberBackend, PaneState};
 use crate::error::Result;
 use crate::process::pid::PidRecord;
 use crate::store::liveness::{self, Liveness};
-use crate::store::names::{AgentName, TeamName};
+use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::{LeadProcess, Member};
 
@@ -116,8 +116,7 @@ pub struct Health {
 /// Liveness lock plus pane state, judged: dead when the lock can be taken or the pane is dead,
 /// alive when the lock is held or the pane or process runs, otherwise unknown (and why).
 pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<Health> {
-    let name: AgentName = member.name.parse()?;
-    let liveness = liveness::probe(store, team, &name)?;
+    let liveness = liveness::probe(store, team, &member.name)?;
     let backend = for_member(store, team, member);
     let pane = match &backend {
         Some(backend) => backend.state()?,

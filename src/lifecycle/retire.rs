@@ -17,9 +17,6 @@ use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
 use crate::store::tasks::TaskList;
 
-/// Sender of the notices swarm itself writes to the lead's inbox.
-pub const SYSTEM_SENDER: &str = "system";
-
 /// Marks `name` inactive, returns its unfinished tasks to pending and tells the lead which and
 /// why. Nothing is sent when the member was already inactive and no task moved.
 pub fn retire_member(
@@ -44,9 +41,9 @@ pub fn retire_member(
             )
         };
         let text = format!("{name} is no longer active ({why}); {tasks}.");
-        let message = InboxMessage::new(SYSTEM_SENDER, text)
+        let message = InboxMessage::new(&AgentName::system(), text)
             .with_summary(Some(format!("{name} left the team")));
-        Mailbox::new(store, team).append(&AgentName::lead(), message)?;
+        Mailbox::new(store, team).send(&AgentName::lead(), message)?;
     }
     Ok(released)
 }
@@ -154,8 +151,7 @@ pub fn finish_worktree(
         None => wt.finish()?,
     };
     if matches!(outcome, worktree::Outcome::Removed { .. }) {
-        let name: AgentName = member.name.parse()?;
-        Roster::new(store, team).update_member(&name, |m| {
+        Roster::new(store, team).update_member(&member.name, |m| {
             m.extra.remove(worktree::FIELD);
         })?;
     }

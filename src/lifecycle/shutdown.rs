@@ -97,7 +97,7 @@ pub fn send_shutdown_request(
         timestamp: timestamp_now(),
         extra: Default::default(),
     });
-    let message = InboxMessage::protocol(crate::store::names::LEAD, &request)
+    let message = InboxMessage::protocol(&AgentName::lead(), &request)
         .with_color(Some(crate::store::colour::LEAD_COLOR.into()));
     Mailbox::new(store, team).send(name, message)?;
     Ok(request_id)
@@ -299,7 +299,7 @@ pub fn shutdown(
     let can_ask = !config.led_by_claude();
     let mut pending = Vec::new();
     for member in members {
-        let name: AgentName = member.name.parse()?;
+        let name = member.name.clone();
         let stopping = if member_health(store, team, &member)?.runs.ended() {
             Stopping::not_running(name)
         } else if !can_ask {
@@ -406,10 +406,10 @@ mod tests {
             let text = serde_json::json!({"type": "shutdown_approved", "requestId": rid,
                 "from": inner_from, "timestamp": "t"})
             .to_string();
-            InboxMessage::new(from, text)
+            InboxMessage::new(&crate::store::fixture::agent(from), text)
         };
-        mb.append(&lead, approve("mallory", "coder", &id)).unwrap();
-        mb.append(&lead, approve("coder", "coder", "shutdown-1@coder"))
+        mb.send(&lead, approve("mallory", "coder", &id)).unwrap();
+        mb.send(&lead, approve("coder", "coder", "shutdown-1@coder"))
             .unwrap();
         assert_eq!(
             find_shutdown_reply(&store, &team, &coder, &id).unwrap(),
@@ -417,7 +417,7 @@ mod tests {
         );
         let mut answer = approve("coder", "coder", &id);
         answer.read = true; // a lead console already delivered it
-        mb.append(&lead, answer).unwrap();
+        mb.send(&lead, answer).unwrap();
         assert_eq!(
             find_shutdown_reply(&store, &team, &coder, &id).unwrap(),
             Some(ShutdownReply::Approved)

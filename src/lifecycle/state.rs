@@ -44,7 +44,7 @@ impl MemberState {
     /// The state of `member`, given whether it runs and the team's tasks.
     pub fn new(member: &Member, runs: Runs, tasks: &[Task]) -> MemberState {
         match runs {
-            Runs::Yes => match current_task(tasks, &member.name) {
+            Runs::Yes => match current_task(tasks, member.name.as_str()) {
                 Some(task) => MemberState::Busy(task.id.clone()),
                 None => MemberState::Idle,
             },

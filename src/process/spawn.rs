@@ -15,9 +15,7 @@
 //! the launcher forwards from its stdin: a process outside the terminal's foreground group
 //! cannot read the terminal itself.
 
-use std::fs::OpenOptions;
 use std::os::fd::AsFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
@@ -50,13 +48,7 @@ impl LoggedChild {
             fsio::ensure_dir(dir)?;
         }
         fsio::check_regular(log)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(log)
-            .map_err(Error::io("open", log))?;
+        let file = fsio::open_append(log)?;
         let err = file.try_clone().map_err(Error::io("open", log))?;
         let (program, args) = argv
             .split_first()

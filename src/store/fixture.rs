@@ -20,3 +20,8 @@ pub fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
     }
     (dir, store, team)
 }
+
+/// `name` as an agent name, for tests that write messages from literal senders.
+pub fn agent(name: &str) -> AgentName {
+    name.parse().unwrap()
+}

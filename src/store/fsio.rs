@@ -7,11 +7,15 @@
 //! inboxes. Symlinks, FIFOs and other non-regular files where a store file belongs are refused.
 //! Every path is first walked from the store root down by [`guard`]: directories and files
 //! another user owns or can write to, symlinks in any component and hard-linked files are
-//! refused.
+//! refused. Every store file, here and elsewhere, is opened by one of the functions of `open.rs`.
 
-use std::fs::{self, File, OpenOptions};
+mod open;
+
+pub use open::{create_new, open_append, open_or_create, open_read};
+
+use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -23,11 +27,6 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::store::guard::{self, kind_of};
-
-/// `O_NOFOLLOW` for `OpenOptionsExt::custom_flags`: opening a symlink fails instead of following
-/// it, so a link planted in the store cannot redirect a read or write.
-pub const NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
-const O_NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -93,39 +92,29 @@ pub fn check_regular(path: &Path) -> Result<bool> {
     }
 }
 
-/// Checks a store file swarm has opened (race-free, unlike checking the path): a regular file,
-/// ours, with one link.
-pub fn check_opened(file: &File, path: &Path) -> Result<()> {
-    let meta = file.metadata().map_err(Error::io("inspect", path))?;
-    if !meta.is_file() {
-        return Err(Error::NotARegularFile {
-            path: path.to_path_buf(),
-            found: kind_of(&meta),
-        });
-    }
-    guard::check_file(path, &meta)
-}
-
 /// Reads a whole regular file; `None` when it does not exist. Never follows a symlink and never
 /// blocks on a FIFO.
 pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
     if !check_regular(path)? {
         return Ok(None);
     }
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(NOFOLLOW | O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("open", path)(e)),
+    let Some(mut file) = open_read(path)? else {
+        return Ok(None);
     };
-    check_opened(&file, path)?;
     let mut buf = Vec::new();
     file.read_to_end(&mut buf)
         .map_err(Error::io("read", path))?;
     Ok(Some(buf))
+}
+
+/// Appends `bytes` to `path` (created 0600 if missing) in one `write`, without fsync: for
+/// append-only records that are not the truth of anything (the task history, usage records),
+/// where a crash may cost the last lines but a writer must not pay an fsync per line. One
+/// `O_APPEND` write per record keeps concurrent appenders' lines whole.
+pub fn append_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    check_regular(path)?;
+    let mut file = open_append(path)?;
+    file.write_all(bytes).map_err(Error::io("append to", path))
 }
 
 /// Writes `bytes` to `path` atomically with mode 0600.
@@ -170,13 +159,7 @@ fn temp_name(dir: &Path, path: &Path) -> PathBuf {
 /// Creates `tmp` (never an existing file, never through a symlink), flocks it, writes and syncs
 /// `bytes`; the returned file keeps the flock until it is dropped.
 fn write_temp(tmp: &Path, bytes: &[u8]) -> Result<fs::File> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(NOFOLLOW)
-        .open(tmp)
-        .map_err(Error::io("create", tmp))?;
+    let mut file = create_new(tmp)?;
     FileExt::lock_exclusive(&file).map_err(Error::io("lock", tmp))?;
     file.write_all(bytes).map_err(Error::io("write", tmp))?;
     file.sync_all().map_err(Error::io("sync", tmp))?;
@@ -212,9 +195,10 @@ fn sweep_lock_leftover(dir: &Path) {
     if fresh {
         return;
     }
-    let dead = match File::open(dir.join("owner")) {
-        Ok(owner) => FileExt::try_lock_exclusive(&owner).unwrap_or(false),
-        Err(e) => e.kind() == ErrorKind::NotFound,
+    let dead = match open_read(&dir.join("owner")) {
+        Ok(Some(owner)) => FileExt::try_lock_exclusive(&owner).unwrap_or(false),
+        Ok(None) => true,
+        Err(_) => false,
     };
     if dead {
         let _ = fs::remove_dir_all(dir);
@@ -239,11 +223,8 @@ pub fn sweep_temp_files(dir: &Path) {
             sweep_lock_leftover(&path);
             continue;
         }
-        let Ok(file) = OpenOptions::new()
-            .read(true)
-            .custom_flags(NOFOLLOW | O_NONBLOCK)
-            .open(&path)
-        else {
+        // Not a regular file of ours with one link: not a temp file of ours either.
+        let Ok(Some(file)) = open_read(&path) else {
             continue;
         };
         let old = file
@@ -252,10 +233,7 @@ pub fn sweep_temp_files(dir: &Path) {
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age > TEMP_GRACE);
-        if old
-            && file.metadata().is_ok_and(|m| m.is_file())
-            && FileExt::try_lock_exclusive(&file).unwrap_or(false)
-        {
+        if old && FileExt::try_lock_exclusive(&file).unwrap_or(false) {
             let _ = fs::remove_file(&path);
         }
     }
@@ -276,27 +254,37 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     write_atomic(path, &bytes)
 }
 
-/// `write_json` for a file that must not exist yet: the complete temp file is renamed to `path`
-/// without replacing (`RENAME_NOREPLACE`), so nothing is ever overwritten or seen half written.
+/// `write_json` for a file that must not exist yet (see [`write_new`]).
 pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
         path: path.to_path_buf(),
         source,
     })?;
     bytes.push(b'\n');
+    if write_new(path, &bytes)? {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "{} already exists; refusing to overwrite it (is the high-water mark behind?)",
+        path.display()
+    )))
+}
+
+/// Writes `bytes` to `path`, which must not exist yet: the complete temp file is renamed to
+/// `path` without replacing (`RENAME_NOREPLACE`), so nothing is ever overwritten or seen half
+/// written. `false`, with nothing written, when something is already there.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = temp_name(dir, path);
     let result = (|| {
-        let _file = write_temp(&tmp, &bytes)?;
-        place_new(&tmp, path).map_err(|e| match e.kind() {
-            ErrorKind::AlreadyExists => Error::usage(format!(
-                "{} already exists; refusing to overwrite it (is the high-water mark behind?)",
-                path.display()
-            )),
-            _ => Error::io("create", path)(e),
-        })?;
-        sync_dir(dir)
+        let _file = write_temp(&tmp, bytes)?;
+        match place_new(&tmp, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(Error::io("create", path)(e)),
+        }
+        sync_dir(dir).map(|()| true)
     })();
     let _ = fs::remove_file(&tmp);
     result

@@ -12,9 +12,8 @@
 //! On a remote host's mirror of a team (`remote/`) nothing loads or makes a key at all: the key
 //! never leaves the lead's machine, and lead entries reach the host already signed.
 
-use std::fs::{DirBuilder, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::fs::DirBuilder;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -290,14 +289,11 @@ fn read_key(path: &Path) -> Result<Option<LeadKey>> {
         return Ok(None);
     }
     check_owned(path, false)?;
-    let mut text = String::new();
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(path)
-        .and_then(|mut f| f.read_to_string(&mut text))
-        .map_err(Error::io("read", path))?;
+    let Some(bytes) = fsio::read_file(path)? else {
+        return Ok(None);
+    };
     let bad = || Error::usage(format!("the team lead's key {} is damaged", path.display()));
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
     let mut words = text.split_whitespace();
     if words.next() != Some("swarm-lead-key-v1") {
         return Err(bad());
@@ -311,35 +307,22 @@ fn read_key(path: &Path) -> Result<Option<LeadKey>> {
     Ok(Some(LeadKey::from_seed(seed, created_ms)))
 }
 
-/// Writes a fresh key to a private temp file and links it into place, so two lead-side commands
-/// racing to make the key agree on one (the loser reads the winner's).
+/// Writes a fresh key to a private temp file and moves it into place without replacing, so two
+/// lead-side commands racing to make the key agree on one (the loser reads the winner's).
 fn create(path: &Path) -> Result<LeadKey> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed)
         .map_err(|e| Error::usage(format!("cannot make the team lead's key: {e}")))?;
     let key = LeadKey::from_seed(seed, fsio::now_ms());
-    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4()));
     let body = format!(
         "swarm-lead-key-v1 {} {}\n",
         key.created_ms,
         URL_SAFE_NO_PAD.encode(seed)
     );
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(body.as_bytes()).and_then(|()| f.sync_all()));
-    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok(key),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            read_key(path)?.ok_or_else(|| Error::usage("the team lead's key vanished"))
-        }
-        Err(e) => Err(Error::io("write", path)(e)),
+    if fsio::write_new(path, body.as_bytes())? {
+        return Ok(key);
     }
+    read_key(path)?.ok_or_else(|| Error::usage("the team lead's key vanished"))
 }
 
 #[cfg(test)]

@@ -6,9 +6,8 @@
 //! The file says who holds it (pid, host and boot id): a lock file another machine's
 //! runtime wrote is not judged here, since this machine's kernel knows nothing of its flock.
 
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::io::Write;
 
 use fs4::fs_std::FileExt;
 
@@ -21,7 +20,8 @@ use crate::store::paths::Store;
 /// Held by a live teammate; dropping it (or dying) releases it.
 #[derive(Debug)]
 pub struct AliveLock {
-    _file: File,
+    file: File,
+    path: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -41,16 +41,7 @@ impl AliveLock {
     pub fn hold(store: &Store, team: &TeamName, agent: &AgentName) -> Result<AliveLock> {
         fsio::ensure_dir(&store.alive_dir(team))?;
         let path = store.alive_path(team, agent);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(&path)
-            .map_err(Error::io("open", &path))?;
-        fsio::check_opened(&file, &path)?;
+        let mut file = fsio::open_or_create(&path)?;
         if !take_exclusive(&file, &path)? {
             return Err(Error::usage(format!(
                 "{agent} is already running in team {team} (another process holds {})",
@@ -59,8 +50,29 @@ impl AliveLock {
         }
         file.set_len(0).map_err(Error::io("truncate", &path))?;
         let _ = writeln!(file, "{}", Holder::this().to_line());
-        Ok(AliveLock { _file: file })
+        Ok(AliveLock { file, path })
     }
+
+    /// Records, after the holder, how the runtime learns of changes (`inotify`, `polling`, `off`:
+    /// see `store::watcher::Mode`), which `swarm status` shows as the member's `events`.
+    pub fn record_events(&self, events: &str) -> Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        let text = format!("{}\nevents {events}\n", Holder::this().to_line());
+        // Never shorter than the holder line alone, so a probe never sees the file empty.
+        self.file
+            .write_all_at(text.as_bytes(), 0)
+            .and_then(|()| self.file.set_len(text.len() as u64))
+            .map_err(Error::io("write", &self.path))
+    }
+}
+
+/// What a live runtime recorded with [`AliveLock::record_events`]; `None` when nothing was.
+pub fn recorded_events(store: &Store, team: &TeamName, agent: &AgentName) -> Option<String> {
+    let bytes = fsio::read_file(&store.alive_path(team, agent)).ok()??;
+    let text = String::from_utf8(bytes).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("events "))
+        .map(str::to_string)
 }
 
 /// What a liveness lock file says about its runtime.
@@ -85,7 +97,8 @@ impl Holder {
 
     /// The holder a lock file names; a bare pid (swarms before host records) is this machine's.
     fn parse(text: &str) -> Option<Holder> {
-        let text = text.trim();
+        // The first line; an `events` line may follow (`record_events`).
+        let text = text.lines().next().unwrap_or_default().trim();
         serde_json::from_str(text)
             .ok()
             .or_else(|| text.parse().ok().map(|pid| Holder { pid, machine: None }))
@@ -127,15 +140,7 @@ impl ReapGate {
     pub fn take(store: &Store, team: &TeamName) -> Result<ReapGate> {
         fsio::ensure_dir(&store.alive_dir(team))?;
         let path = store.alive_gate_path(team);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(&path)
-            .map_err(Error::io("open", &path))?;
+        let file = fsio::open_or_create(&path)?;
         FileExt::lock_exclusive(&file).map_err(Error::io("lock", &path))?;
         Ok(ReapGate { _file: file })
     }
@@ -144,36 +149,45 @@ impl ReapGate {
 /// Whether `agent`'s runtime is alive, judged by its lock.
 pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Liveness> {
     let path = store.alive_path(team, agent);
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(&path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Liveness::Unknown),
-        Err(e) => return Err(Error::io("open", &path)(e)),
+    let Some(file) = fsio::open_read(&path)? else {
+        return Ok(Liveness::Unknown);
     };
-    if FileExt::try_lock_shared(&file).map_err(Error::io("lock", &path))? {
-        // A runtime writes its record once it holds the lock, so an empty, unlocked file is one
-        // that is starting this instant (created, not yet locked), not a dead one.
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut (&file), &mut text);
-        let _ = FileExt::unlock(&file);
-        if text.trim().is_empty() {
-            return Ok(Liveness::Unknown);
-        }
-        // A lock another machine's runtime holds is not visible to this kernel: free here
-        // says nothing about it.
-        let elsewhere = Holder::parse(&text)
-            .is_some_and(|h| machine::whose(h.machine.as_ref()) == Whose::Elsewhere);
-        Ok(if elsewhere {
-            Liveness::Unknown
-        } else {
-            Liveness::Dead
-        })
-    } else {
-        Ok(Liveness::Alive)
+    if held(&file).map_err(Error::io("lock", &path))? {
+        return Ok(Liveness::Alive);
     }
+    // A runtime writes its record once it holds the lock, so an empty, unlocked file is one
+    // that is starting this instant (created, not yet locked), not a dead one.
+    let mut text = String::new();
+    let _ = std::io::Read::read_to_string(&mut (&file), &mut text);
+    if text.trim().is_empty() {
+        return Ok(Liveness::Unknown);
+    }
+    // A lock another machine's runtime holds is not visible to this kernel: free here says
+    // nothing about it.
+    let elsewhere = Holder::parse(&text)
+        .is_some_and(|h| machine::whose(h.machine.as_ref()) == Whose::Elsewhere);
+    Ok(if elsewhere {
+        Liveness::Unknown
+    } else {
+        Liveness::Dead
+    })
+}
+
+/// Whether a lock is held on `file`, by a shared lock taken and let go at once (which a
+/// starting runtime waits out, see [`take_exclusive`]).
+fn held(file: &File) -> std::io::Result<bool> {
+    if FileExt::try_lock_shared(file)? {
+        let _ = FileExt::unlock(file);
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Whether the lock on the file at `path` is held, for a poller that watches `alive/` without
+/// file events; `None` when it cannot be looked at (gone, or not a file swarm could open).
+pub(crate) fn held_at(path: &std::path::Path) -> Option<bool> {
+    let file = fsio::open_read(path).ok()??;
+    held(&file).ok()
 }
 
 #[cfg(test)]
@@ -192,6 +206,13 @@ mod tests {
         std::fs::write(store.alive_path(&team, &coder), "").unwrap();
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Unknown);
         let held = AliveLock::hold(&store, &team, &coder).unwrap();
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);
+        assert_eq!(recorded_events(&store, &team, &coder), None);
+        held.record_events("polling").unwrap();
+        assert_eq!(
+            recorded_events(&store, &team, &coder).as_deref(),
+            Some("polling")
+        );
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);
         assert!(AliveLock::hold(&store, &team, &coder).is_err());
         drop(held);
@@ -257,5 +278,20 @@ mod tests {
         let err = AliveLock::hold(&store, &team, &coder).unwrap_err();
         assert!(matches!(err, Error::HardLinked { links: 2, .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+    }
+
+    /// The reap gate is a store file like any other: opened through `fsio`, so one that is a
+    /// hard link to a file elsewhere is refused (it used to be opened without the check).
+    #[test]
+    fn a_reap_gate_hard_linked_elsewhere_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("root"));
+        let team: TeamName = "t".parse().unwrap();
+        fsio::ensure_dir(&store.alive_dir(&team)).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "").unwrap();
+        std::fs::hard_link(&elsewhere, store.alive_gate_path(&team)).unwrap();
+        let err = ReapGate::take(&store, &team).unwrap_err();
+        assert!(matches!(err, Error::HardLinked { links: 2, .. }), "{err}");
     }
 }

@@ -26,9 +26,9 @@
 //! (its flock may never reach this one) and its clock is not ours, so a directory another
 //! host's record names is waited for, never broken, not even after 10 s.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::ErrorKind;
-use std::os::unix::fs::{DirBuilderExt, FileExt as _, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt as _, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -55,7 +55,6 @@ const RECORD_LEN: usize = 320;
 const STATX_BTIME: u32 = 0x800;
 
 static BREAK_COUNTER: AtomicU64 = AtomicU64::new(0);
-const O_NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 /// An exclusive lock on a store file; released on drop.
 #[derive(Debug)]
@@ -148,11 +147,9 @@ pub fn lock_dir_of(target: &Path) -> PathBuf {
 /// The error of a waiter for `target`'s lock that gave up after `waited`, naming the swarm
 /// process the gate's record names, if any.
 pub fn gave_up(target: &Path, waited: Duration) -> Error {
-    let holder = OpenOptions::new()
-        .read(true)
-        .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
-        .open(gate_path(target))
+    let holder = fsio::open_read(&gate_path(target))
         .ok()
+        .flatten()
         .and_then(|gate| read_record(&gate))
         .map_or("another swarm process".to_string(), |r| r.holder());
     Error::LockTimeout {
@@ -185,28 +182,13 @@ fn gate_path(target: &Path) -> PathBuf {
 fn open_gate(target: &Path) -> Result<File> {
     guard::check_dirs(target.parent().unwrap_or(Path::new("")))?;
     let path = gate_path(target);
-    let open = |create: bool| {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
-            .open(&path)
-    };
-    let mut gate = match open(false) {
-        Err(e) if e.kind() == ErrorKind::NotFound => open(true),
+    match fsio::open_or_create(&path) {
+        Err(Error::NotARegularFile { found, .. }) => {
+            fsio::quarantine(&path, &format!("it is a {found}"))?;
+            fsio::open_or_create(&path)
+        }
         other => other,
     }
-    .map_err(Error::io("open lock gate", &path))?;
-    let meta = gate.metadata().map_err(Error::io("inspect", &path))?;
-    if !meta.is_file() {
-        fsio::quarantine(&path, &format!("it is a {}", guard::kind_of(&meta)))?;
-        gate = open(true).map_err(Error::io("open lock gate", &path))?;
-    }
-    fsio::check_opened(&gate, &path)?;
-    Ok(gate)
 }
 
 /// Takes the gate, waiting in the kernel's queue until `give_up_after` has passed since
@@ -467,7 +449,10 @@ fn older_layout_is_dead(lock_dir: &Path) -> Result<bool> {
         }
         if name == "owner" {
             let path = entry.path();
-            let owner = File::open(&path).map_err(Error::io("open", &path))?;
+            // Gone meanwhile: its holder is letting go, not dead.
+            let Some(owner) = fsio::open_read(&path)? else {
+                return Ok(false);
+            };
             return FileExt::try_lock_exclusive(&owner).map_err(Error::io("lock", &path));
         }
     }

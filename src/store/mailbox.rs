@@ -22,7 +22,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use file::{append_jsonl, parse_inbox};
+use file::append_jsonl;
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -30,7 +30,7 @@ use crate::store::lead_key::{LeadEntry, LeadKey, LeadVerifier, SIG_FIELD};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{timestamp_now, Payload, Protocol};
-use crate::store::roster::Roster;
+use crate::store::roster::{Member, Roster};
 
 /// Largest `text` one message may carry.
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
@@ -39,7 +39,9 @@ pub const KEEP_DELIVERED: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InboxMessage {
-    pub from: String,
+    /// Parsed when the inbox is read: an entry whose sender breaks the name rule is damaged and
+    /// quarantined alone, like any entry that fails the schema.
+    pub from: AgentName,
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
@@ -63,7 +65,7 @@ impl InboxMessage {
     pub fn lead_entry(&self) -> LeadEntry<'_> {
         LeadEntry {
             msg_id: self.msg_id.as_deref(),
-            from: &self.from,
+            from: self.from.as_str(),
             timestamp: &self.timestamp,
             text: &self.text,
             summary: self.summary.as_deref(),
@@ -79,9 +81,9 @@ impl InboxMessage {
     }
 
     /// A fresh message with a new `msg_id`.
-    pub fn new(from: &str, text: impl Into<String>) -> InboxMessage {
+    pub fn new(from: &AgentName, text: impl Into<String>) -> InboxMessage {
         InboxMessage {
-            from: from.to_string(),
+            from: from.clone(),
             text: text.into(),
             summary: None,
             timestamp: timestamp_now(),
@@ -94,7 +96,7 @@ impl InboxMessage {
         }
     }
 
-    pub fn protocol(from: &str, message: &Protocol) -> InboxMessage {
+    pub fn protocol(from: &AgentName, message: &Protocol) -> InboxMessage {
         InboxMessage::new(from, message.to_text())
     }
 
@@ -132,28 +134,48 @@ impl<'a> Mailbox<'a> {
         Mailbox { store, team }
     }
 
-    /// Appends `message` to the inbox of `to`, who must be on the roster.
+    /// Appends `message` to the inbox of `to`, who must be on the roster (a message to a
+    /// stranger would make an orphan inbox and report success, as Claude Code does). The lead
+    /// is on every roster, so for it the team's existing is enough and no roster is parsed: a
+    /// teammate's report to its lead does not depend on a roster it cannot parse at that
+    /// instant.
     pub fn send(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
-        check_size(&message)?;
-        Roster::new(self.store, self.team).require_member(to.as_str())?;
+        let roster = Roster::new(self.store, self.team);
+        if !to.is_lead() {
+            return self.send_to(&roster.require_member(to.as_str())?, message);
+        }
+        if !roster.exists() {
+            return Err(Error::NoSuchTeam {
+                team: self.team.to_string(),
+                root: self.store.root().to_path_buf(),
+            });
+        }
         self.append(to, message)
     }
 
-    /// Sends a copy to every member but `from`; returns who got it. One bad inbox does not stop
-    /// the others: every good inbox gets its copy and the error names the ones that did not.
-    /// Each copy's `msg_id` comes from the broadcast and its recipient, so running the same
+    /// [`Mailbox::send`] for a caller that has just read the roster and holds the recipient's
+    /// entry, which is the proof that it is a member.
+    pub fn send_to(&self, to: &Member, message: InboxMessage) -> Result<()> {
+        self.append(&to.name, message)
+    }
+
+    /// Sends a copy to every member but the sender; returns who got it. One bad inbox does not
+    /// stop the others: every good inbox gets its copy and the error names the ones that did
+    /// not. Each copy's `msg_id` comes from the broadcast and its recipient, so running the same
     /// broadcast again (after a partial failure) skips recipients who have it unread.
-    pub fn broadcast(&self, from: &str, message: InboxMessage) -> Result<Vec<AgentName>> {
+    pub fn broadcast(&self, message: InboxMessage) -> Result<Vec<AgentName>> {
         check_size(&message)?;
         let config = Roster::new(self.store, self.team).load()?;
         let broadcast = broadcast_key(self.team, &message);
         let (mut sent, mut failed) = (Vec::new(), Vec::new());
-        for member in config.members.iter().filter(|m| m.name != from) {
-            let to: AgentName = member.name.parse()?;
+        for to in config.members.iter().map(|m| &m.name) {
+            if *to == message.from {
+                continue;
+            }
             let mut copy = message.clone();
-            copy.msg_id = Some(copy_id(broadcast, &to));
-            match self.append_once(&to, copy) {
-                Ok(()) => sent.push(to),
+            copy.msg_id = Some(copy_id(broadcast, to));
+            match self.append_once(to, copy) {
+                Ok(()) => sent.push(to.clone()),
                 Err(e) => failed.push((to.to_string(), e.to_string())),
             }
         }
@@ -166,16 +188,18 @@ impl<'a> Mailbox<'a> {
         })
     }
 
-    /// Appends without the roster check: for the launcher, which writes the first prompt while
-    /// it holds its own view of the roster.
-    pub fn append(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
+    /// The one way a single message gets into an inbox: checked for size, signed if it is the
+    /// lead's, committed with whatever else is waiting.
+    fn append(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
+        check_size(&message)?;
         self.sign_if_lead(&mut message)?;
         let path = self.prepare(to)?;
         self.commit_message(to, &path, message)
     }
 
-    /// `append` unless the inbox already holds this `msg_id` unread. A copy already read gives
-    /// way to a fresh id: the same words broadcast again later are a new message.
+    /// `append` unless the inbox already holds this `msg_id` unread (the size was checked once
+    /// for the whole broadcast). A copy already read gives way to a fresh id: the same words
+    /// broadcast again later are a new message.
     fn append_once(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
         let path = self.prepare(to)?;
         let mut message = Some(message);
@@ -199,7 +223,7 @@ impl<'a> Mailbox<'a> {
     /// holds the lead key: both ways into an inbox pass through, so no lead-side path can forget
     /// (see `lead_key`).
     fn sign_if_lead(&self, message: &mut InboxMessage) -> Result<()> {
-        if message.from == crate::store::names::LEAD {
+        if message.from.is_lead() {
             if let Some(key) = LeadKey::for_caller(self.store, self.team)? {
                 if message.msg_id.is_none() {
                     message.msg_id = Some(uuid::Uuid::new_v4().to_string());
@@ -228,7 +252,7 @@ impl<'a> Mailbox<'a> {
         move_aside_if_special(&path)?;
         let messages = match fsio::read_file(&path)? {
             None => vec![],
-            Some(bytes) => match parse_inbox(&bytes) {
+            Some(bytes) => match fsio::parse_json::<Vec<InboxMessage>>(&bytes) {
                 Ok(messages) => messages,
                 // Quarantine under the lock, so we never move a file a writer is replacing.
                 Err(_) => {
@@ -321,7 +345,7 @@ fn move_aside_if_special(path: &Path) -> Result<()> {
 fn broadcast_key(team: &TeamName, message: &InboxMessage) -> u128 {
     let parts = [
         team.as_str(),
-        &message.from,
+        message.from.as_str(),
         message.summary.as_deref().unwrap_or(""),
         &message.text,
     ];
@@ -346,7 +370,14 @@ fn copy_id(broadcast: u128, to: &AgentName) -> String {
 }
 
 fn check_size(message: &InboxMessage) -> Result<()> {
-    let size = message.text.len() + message.summary.as_ref().map_or(0, String::len);
+    check_message_size(&message.text, message.summary.as_deref())
+}
+
+/// Refuses a message whose `text` and `summary` together exceed [`MAX_MESSAGE_BYTES`]: every
+/// message into an inbox is checked here, and a caller that can refuse earlier (the launcher,
+/// before it writes anything) asks the same question.
+pub fn check_message_size(text: &str, summary: Option<&str>) -> Result<()> {
+    let size = text.len() + summary.map_or(0, str::len);
     if size > MAX_MESSAGE_BYTES {
         return Err(Error::MessageTooLarge {
             size,
@@ -379,8 +410,11 @@ mod tests {
         let mb = Mailbox::new(&store, &team);
         let coder: AgentName = "coder".parse().unwrap();
         for i in 0..150 {
-            mb.send(&coder, InboxMessage::new("team-lead", format!("m{i}")))
-                .unwrap();
+            mb.send(
+                &coder,
+                InboxMessage::new(&AgentName::lead(), format!("m{i}")),
+            )
+            .unwrap();
         }
         let all = mb.read(&coder, true).unwrap();
         let keys: Vec<String> = all[..120].iter().map(InboxMessage::key).collect();
@@ -399,16 +433,31 @@ mod tests {
         let mb = Mailbox::new(&store, &team);
         let ghost: AgentName = "ghost".parse().unwrap();
         assert!(matches!(
-            mb.send(&ghost, InboxMessage::new("team-lead", "hi")),
+            mb.send(&ghost, InboxMessage::new(&AgentName::lead(), "hi")),
             Err(Error::NoSuchMember { .. })
         ));
         assert!(!store.inbox_path(&team, &ghost).exists());
         let coder: AgentName = "coder".parse().unwrap();
         let big = "x".repeat(MAX_MESSAGE_BYTES + 1);
         assert!(matches!(
-            mb.send(&coder, InboxMessage::new("team-lead", big)),
+            mb.send(&coder, InboxMessage::new(&AgentName::lead(), big)),
             Err(Error::MessageTooLarge { .. })
         ));
+    }
+
+    /// The lead needs no roster lookup, but its team must exist: a report to the lead of a
+    /// deleted team would otherwise bring back part of its directory.
+    #[test]
+    fn a_message_to_the_lead_of_a_missing_team_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "gone".parse().unwrap();
+        let sent = Mailbox::new(&store, &team).send(
+            &AgentName::lead(),
+            InboxMessage::new(&AgentName::system(), "x"),
+        );
+        assert!(matches!(sent, Err(Error::NoSuchTeam { .. })), "{sent:?}");
+        assert!(!store.team_dir(&team).exists());
     }
 
     #[test]
@@ -422,7 +471,7 @@ mod tests {
         )
         .unwrap();
         let mb = Mailbox::new(&store, &team);
-        mb.send(&coder, InboxMessage::new("team-lead", "new"))
+        mb.send(&coder, InboxMessage::new(&AgentName::lead(), "new"))
             .unwrap();
         let texts: Vec<String> = mb
             .read(&coder, false)

@@ -32,6 +32,7 @@ use crate::store::lock::FileLock;
 use crate::store::paths::Store;
 use crate::store::protocol::{format_timestamp, parse_timestamp, timestamp_now};
 use crate::store::roster::TeamConfig;
+pub(crate) use key::{project_base, project_key};
 pub(crate) use safety::INDEX;
 
 /// Topic files deeper than this are not looked for (a guard against a pathological tree).

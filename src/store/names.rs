@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 
 /// The lead's name in every team.
 pub const LEAD: &str = "team-lead";
+/// The sender of swarm's own notices to the lead (a member retired, its tasks returned).
+pub const SYSTEM: &str = "system";
 const RESERVED: &[&str] = &["team-lead", "user", "system", "main"];
 const MAX_LEN: usize = 64;
 
@@ -61,9 +63,36 @@ macro_rules! string_newtype {
                 f.pad(&self.0)
             }
         }
+        /// As the string it is (`"coder"`), so a message that quotes a name with `{:?}` reads
+        /// the same whether the name is typed or not.
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
+            }
+        }
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0
+            }
+        }
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+        impl PartialEq<$name> for &str {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
             }
         }
         impl Serialize for $name {
@@ -81,7 +110,7 @@ macro_rules! string_newtype {
 }
 
 /// `^[a-z0-9][a-z0-9-]{0,63}$`
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TeamName(String);
 string_newtype!(TeamName);
 
@@ -103,7 +132,7 @@ impl FromStr for TeamName {
 
 /// `^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`. `team-lead` is a valid agent name (it is the lead);
 /// [`AgentName::teammate`] additionally refuses every reserved name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AgentName(String);
 string_newtype!(AgentName);
 
@@ -124,6 +153,11 @@ impl FromStr for AgentName {
 impl AgentName {
     pub fn lead() -> AgentName {
         AgentName(LEAD.to_string())
+    }
+
+    /// The sender of swarm's own notices ([`SYSTEM`]).
+    pub fn system() -> AgentName {
+        AgentName(SYSTEM.to_string())
     }
 
     /// A name a new teammate may take: valid and not reserved in any case.

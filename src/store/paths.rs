@@ -124,6 +124,31 @@ impl Store {
     pub fn highwatermark_path(&self, team: &TeamName) -> PathBuf {
         self.tasks_dir(team).join(".highwatermark")
     }
+    /// swarm-only: every task transition, one JSON line each (`tasks::history`).
+    pub fn task_history_path(&self, team: &TeamName) -> PathBuf {
+        self.tasks_dir(team).join(".swarm-history.jsonl")
+    }
+    /// swarm-only: what the lead agent decided, one JSON line each (`lead::agent::decide`).
+    pub fn decisions_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("lead").join("decisions.jsonl")
+    }
+    /// swarm-only: the token usage of a member's `claude -p` turns (`usage::turns`).
+    pub fn turn_usage_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.team_dir(team)
+            .join("usage")
+            .join(format!("{agent}.jsonl"))
+    }
+    /// swarm-only: the conversation a member's agent CLI keeps across turns (`teammate::session`).
+    pub fn session_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.team_dir(team)
+            .join("sessions")
+            .join(format!("{agent}.json"))
+    }
+    /// Claude Code's session transcripts, `projects/<project key>/<session id>.jsonl`: the root
+    /// is the config dir a `claude` teammate is given (`CLAUDE_CONFIG_DIR`).
+    pub fn projects_dir(&self) -> PathBuf {
+        self.root.join("projects")
+    }
     /// The task-list lock is taken on this file, so its directory lock is `.lock.lock/`.
     pub fn task_list_lock_path(&self, team: &TeamName) -> PathBuf {
         self.tasks_dir(team).join(".lock")

@@ -186,9 +186,9 @@ impl<'a> Roster<'a> {
 
     /// Adds a member; names are unique ignoring case. Creates the member's empty inbox.
     pub fn add_member(&self, member: Member) -> Result<()> {
-        let name: AgentName = member.name.parse()?;
+        let name = member.name.clone();
         self.update(|config| {
-            if config.members.iter().any(|m| name.same_as(&m.name)) {
+            if config.members.iter().any(|m| name.same_as(m.name.as_str())) {
                 return Err(Error::MemberExists {
                     team: self.team.to_string(),
                     name: name.to_string(),
@@ -296,13 +296,10 @@ impl Roster<'_> {
     /// [`Roster::add_member`] for several members in one roster write (a launch reserves all
     /// its teammates at once): none is added if any name is taken or given twice.
     pub fn add_members(&self, members: Vec<Member>) -> Result<()> {
-        let names = members
-            .iter()
-            .map(|m| m.name.parse::<AgentName>())
-            .collect::<Result<Vec<_>>>()?;
+        let names: Vec<AgentName> = members.iter().map(|m| m.name.clone()).collect();
         self.update(|config| {
             for (i, name) in names.iter().enumerate() {
-                let taken = config.members.iter().any(|m| name.same_as(&m.name))
+                let taken = config.members.iter().any(|m| name.same_as(m.name.as_str()))
                     || names[..i].iter().any(|n| name.same_as(n.as_str()));
                 if taken {
                     return Err(Error::MemberExists {

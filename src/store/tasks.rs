@@ -13,12 +13,13 @@ mod baseline;
 mod by_stat;
 mod claim;
 mod durable;
+mod edges;
 mod events;
 mod hints;
+pub(crate) mod history;
 mod index;
 mod task;
 
-use std::collections::{BTreeMap, HashSet};
 use std::fs;
 
 use serde_json::Map;
@@ -77,8 +78,18 @@ impl<'a> TaskList<'a> {
         }
     }
 
-    fn write(&self, task: &Task) -> Result<()> {
-        fsio::write_json(&self.store.task_path(self.team, &task.id), task)
+    /// Writes `task`, which was `before`, and records the transition in the history (the caller
+    /// holds the task's lock).
+    fn write(&self, before: &Task, task: &Task) -> Result<()> {
+        fsio::write_json(&self.store.task_path(self.team, &task.id), task)?;
+        self.recorded(Some(before), Some(task));
+        Ok(())
+    }
+
+    /// Appends the transition from `before` to `after` to the history; every writer of a task
+    /// file calls this right after its write, under the same lock.
+    fn recorded(&self, before: Option<&Task>, after: Option<&Task>) {
+        history::record(self.store, self.team, before, after);
     }
 
     /// The largest id ever issued, from `.highwatermark`. Missing or empty is 0; anything else
@@ -237,14 +248,15 @@ impl<'a> TaskList<'a> {
             owner: None,
             status: TaskStatus::Pending,
             blocks: vec![],
-            blocked_by: dedup(new.blocked_by),
+            blocked_by: edges::dedup(new.blocked_by),
             metadata: new.metadata,
             extra: Map::new(),
         };
         // Never over an existing file: a damaged list must fail a create, not lose a task.
         fsio::write_json_new(&self.store.task_path(self.team, &id), &task)?;
+        self.recorded(None, Some(&task));
         for dep in &task.blocked_by {
-            self.modify(dep, |t| push_unique(&mut t.blocks, &id))?;
+            self.modify(dep, |t| edges::push_unique(&mut t.blocks, &id))?;
         }
         Ok(task)
     }
@@ -256,7 +268,7 @@ impl<'a> TaskList<'a> {
         let before = task.clone();
         let out = f(&mut task)?;
         if task != before {
-            self.write(&task)?;
+            self.write(&before, &task)?;
         }
         Ok(out)
     }
@@ -296,48 +308,6 @@ impl<'a> TaskList<'a> {
         })
     }
 
-    /// Makes `task` wait for `blocker`. Refused if `blocker` already (transitively) waits for
-    /// `task`, which would close a cycle.
-    pub fn add_dependency(&self, task: &TaskId, blocker: &TaskId) -> Result<()> {
-        let cycle = || Error::DependencyCycle {
-            from: task.to_string(),
-            to: blocker.to_string(),
-        };
-        if task == blocker {
-            return Err(cycle());
-        }
-        let _list = self.list_lock()?;
-        self.get(task)?;
-        self.get(blocker)?;
-        let graph: BTreeMap<TaskId, Vec<TaskId>> = self
-            .list()?
-            .into_iter()
-            .map(|t| (t.id, t.blocked_by))
-            .collect();
-        let mut stack = vec![blocker.clone()];
-        let mut seen = HashSet::new();
-        while let Some(id) = stack.pop() {
-            if &id == task {
-                return Err(cycle());
-            }
-            if seen.insert(id.clone()) {
-                stack.extend(graph.get(&id).into_iter().flatten().cloned());
-            }
-        }
-        self.modify(task, |t| push_unique(&mut t.blocked_by, blocker))?;
-        self.modify(blocker, |t| push_unique(&mut t.blocks, task))?;
-        Ok(())
-    }
-
-    pub fn remove_dependency(&self, task: &TaskId, blocker: &TaskId) -> Result<()> {
-        let _list = self.list_lock()?;
-        self.modify(task, |t| t.blocked_by.retain(|b| b != blocker))?;
-        if self.get_opt(blocker)?.is_some() {
-            self.modify(blocker, |t| t.blocks.retain(|b| b != task))?;
-        }
-        Ok(())
-    }
-
     /// Deletes a task, raising the high-water mark so its id is never issued again, and removes
     /// it from every other task's edges.
     pub fn delete(&self, id: &TaskId) -> Result<Task> {
@@ -352,6 +322,7 @@ impl<'a> TaskList<'a> {
             let _lock = self.task_lock(id)?;
             let path = self.store.task_path(self.team, id);
             fs::remove_file(&path).map_err(Error::io("delete", &path))?;
+            self.recorded(Some(&task), None);
         }
         for other in task.blocks.iter().chain(&task.blocked_by) {
             if self.get_opt(other)?.is_some() {
@@ -363,20 +334,6 @@ impl<'a> TaskList<'a> {
         }
         Ok(task)
     }
-}
-
-fn push_unique(v: &mut Vec<TaskId>, id: &TaskId) {
-    if !v.contains(id) {
-        v.push(id.clone());
-    }
-}
-
-fn dedup(v: Vec<TaskId>) -> Vec<TaskId> {
-    let mut out = Vec::with_capacity(v.len());
-    for id in v {
-        push_unique(&mut out, &id);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,26 +1,33 @@
-//! Waking up when a directory changes.
+//! Waking up when a directory changes, with at most one inotify instance per process.
 //!
-//! Claude Code polls inboxes every second. swarm waits on file-system events from `notify`, so
-//! a message is seen within milliseconds, and also re-scans on a slow timer because events can
-//! be lost (a full inotify queue) or absent (NFS). `SWARM_NO_FS_EVENTS=1` turns events off, which
-//! the fault suite uses to prove the timer alone still delivers.
-//!
-//! [`wait_until_gone`] is the other kind of wait: one sender in the inbox group commit waiting
-//! for its own spool file to be taken in. It watches that one file (never the directory, so a
-//! commit wakes only the senders it served) through one inotify descriptor per process, kept
-//! for the process's life because closing a descriptor that held watches costs the kernel a
-//! grace period (about a millisecond).
+//! Claude Code polls inboxes every second. swarm waits on file events, so a message is seen
+//! within milliseconds, and also re-scans on a slow timer because events can be lost (a full
+//! inotify queue) or absent (NFS). Every wait of a process (a loop woken by changes, the lead
+//! console woken by exits, the task index draining names, a sender waiting for its spool entry
+//! to be taken in, a one-shot command following a file) subscribes to one directory through
+//! the process's one hub (`hub`), which holds one inotify instance and one watch per
+//! directory (and, while a sender waits, one on its spool entry), so hundreds of teammates fit
+//! in a user's 128 instances and its watch budget.
+//! When no instance or no watch can be had, the process says so once and polls those
+//! directories every 100-250 ms instead (`polling`); [`mode`] tells which, and a runtime
+//! records it where `swarm status` reads it. `SWARM_NO_FS_EVENTS=1` turns events and polling
+//! off, which the fault suite uses to prove the timers alone still deliver.
 
-use std::mem::MaybeUninit;
-use std::os::fd::OwnedFd;
+mod hub;
+mod inotify;
+mod interest;
+mod polling;
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::Path;
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
-use std::sync::OnceLock;
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use notify::{RecursiveMode, Watcher as _};
+use hub::{hub, Callback, Interest};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Default interval of the fallback re-scan.
 pub const DEFAULT_RESCAN: Duration = Duration::from_millis(2000);
@@ -39,48 +46,61 @@ pub fn events_enabled() -> bool {
     std::env::var_os("SWARM_NO_FS_EVENTS").is_none_or(|v| v != "1")
 }
 
-/// Whether an event can mean new content. Opening and reading a file is an event too (inotify
-/// reports IN_OPEN), so without this filter every waiter's own re-read would wake it again, a
-/// busy loop. Lock directories, lock gates and temp files (all hidden or `*.lock`) are noise:
-/// the rename that publishes a write is what matters.
-fn relevant(event: &notify::Event) -> bool {
-    if matches!(event.kind, notify::EventKind::Access(_)) {
-        return false;
+/// How this process learns of changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// File events from its inotify instance.
+    Inotify,
+    /// Some or all of its directories are looked at every 100-250 ms (no instance or no watch
+    /// could be had, or the system has no inotify).
+    Polling,
+    /// Events are turned off (`SWARM_NO_FS_EVENTS=1`): only re-scan timers.
+    Off,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Inotify => "inotify",
+            Mode::Polling => "polling",
+            Mode::Off => "off",
+        }
     }
-    event.paths.is_empty()
-        || event.paths.iter().any(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
-            !(name.starts_with('.') || name.ends_with(".lock") || name.contains(".lock.broken-"))
-        })
+
+    pub fn parse(text: &str) -> Option<Mode> {
+        [Mode::Inotify, Mode::Polling, Mode::Off]
+            .into_iter()
+            .find(|m| m.as_str() == text)
+    }
 }
 
-/// Whether an event in the alive directory can mean a runtime ended (or a new one appeared).
-fn closed_after_write(event: &notify::Event) -> bool {
-    use notify::event::{AccessKind, AccessMode};
-    matches!(
-        event.kind,
-        notify::EventKind::Access(AccessKind::Close(AccessMode::Write))
-            | notify::EventKind::Create(_)
-            | notify::EventKind::Remove(_)
-            | notify::EventKind::Other
-    )
+/// This process's mode, as of now: polling once any of its waits had to be polled.
+pub fn mode() -> Mode {
+    if !events_enabled() {
+        Mode::Off
+    } else if hub().degraded() {
+        Mode::Polling
+    } else {
+        Mode::Inotify
+    }
 }
 
-/// A watch on one directory that calls back on every relevant event, for event loops that fold
-/// file events into their own channel (a tokio loop sends itself a wake-up). Dropping it stops
-/// the watch. With `SWARM_NO_FS_EVENTS=1` it watches nothing and the owner's re-scan timer
+/// A wait on one directory that calls back on every relevant change, for event loops that fold
+/// file events into their own channel (a tokio loop sends itself a wake-up). Dropping it ends
+/// the wait. With `SWARM_NO_FS_EVENTS=1` it waits on nothing and the owner's re-scan timer
 /// (see [`rescan_interval`]) does all the work.
 pub struct Subscription {
-    _watcher: Option<notify::RecommendedWatcher>,
+    id: Option<u64>,
 }
 
 impl Subscription {
     /// Calls `on_change` when the content of `dir` (not recursive) may have changed.
-    pub fn changes(dir: &Path, on_change: impl Fn() + Send + 'static) -> Result<Subscription> {
-        Subscription::with_filter(dir, relevant, on_change)
+    pub fn changes(
+        dir: &Path,
+        on_change: impl Fn() + Send + Sync + 'static,
+    ) -> Result<Subscription> {
+        Subscription::new(dir, Interest::Changes, Arc::new(on_change))
     }
 
     /// [`Subscription::changes`] for several directories through one watch (one inotify
@@ -109,41 +129,34 @@ impl Subscription {
     }
 
     /// Calls `on_exit` when a runtime holding a lock in `dir` (`teams/<team>/alive/`) may have
-    /// ended. A lock's release is not an event, but the kernel closes the dead runtime's
-    /// read-write descriptor, which inotify reports as a close after writing; probes only open
-    /// for reading, so they do not wake the watcher themselves.
-    pub fn exits(dir: &Path, on_exit: impl Fn() + Send + 'static) -> Result<Subscription> {
-        Subscription::with_filter(dir, closed_after_write, on_exit)
+    /// ended (see `hub::Interest::Exits`).
+    pub fn exits(dir: &Path, on_exit: impl Fn() + Send + Sync + 'static) -> Result<Subscription> {
+        Subscription::new(dir, Interest::Exits, Arc::new(on_exit))
     }
 
-    fn with_filter(
-        dir: &Path,
-        filter: fn(&notify::Event) -> bool,
-        on_change: impl Fn() + Send + 'static,
-    ) -> Result<Subscription> {
+    fn new(dir: &Path, interest: Interest, call: Callback) -> Result<Subscription> {
         if !events_enabled() {
-            return Ok(Subscription { _watcher: None });
+            return Ok(Subscription { id: None });
         }
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            // Errors (such as a queue overflow) also wake the owner: it re-reads anyway.
-            if res.as_ref().map_or(true, filter) {
-                on_change();
-            }
-        })
-        .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
-        watcher
-            .watch(dir, RecursiveMode::NonRecursive)
-            .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
-        Ok(Subscription {
-            _watcher: Some(watcher),
-        })
+        let id = hub().subscribe(dir, interest, Some(call))?;
+        Ok(Subscription { id: Some(id) })
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            hub().unsubscribe(id);
+        }
     }
 }
 
 /// A blocking wait for changes in one directory, for one-shot commands that follow a file
 /// (`swarm inbox --follow`, `swarm permission wait`, `swarm shutdown`).
 pub struct DirWatcher {
-    _subscription: Subscription,
+    subscriptions: Vec<Subscription>,
+    interest: Interest,
+    tx: Sender<()>,
     events: Receiver<()>,
     rescan: Duration,
 }
@@ -151,19 +164,37 @@ pub struct DirWatcher {
 impl DirWatcher {
     /// Watches `dir` (not recursively). The directory must exist.
     pub fn new(dir: &Path) -> Result<DirWatcher> {
-        DirWatcher::with_filter(dir, relevant)
+        DirWatcher::with_interest(dir, Interest::Changes)
     }
 
-    fn with_filter(dir: &Path, filter: fn(&notify::Event) -> bool) -> Result<DirWatcher> {
-        let (tx, events) = channel();
-        let subscription = Subscription::with_filter(dir, filter, move || {
+    /// Watches `dir` for what `swarm timeline --follow` shows, including appends to `.jsonl`
+    /// records; [`DirWatcher::add`] adds more directories to the same wait.
+    pub fn records(dir: &Path) -> Result<DirWatcher> {
+        DirWatcher::with_interest(dir, Interest::Records)
+    }
+
+    /// Watches `dir` too (it must exist), through the same hub.
+    pub fn add(&mut self, dir: &Path) -> Result<()> {
+        let tx = self.tx.clone();
+        let call: Callback = Arc::new(move || {
             let _ = tx.send(());
-        })?;
-        Ok(DirWatcher {
-            _subscription: subscription,
+        });
+        let subscription = Subscription::new(dir, self.interest.clone(), call)?;
+        self.subscriptions.push(subscription);
+        Ok(())
+    }
+
+    fn with_interest(dir: &Path, interest: Interest) -> Result<DirWatcher> {
+        let (tx, events) = channel();
+        let mut watcher = DirWatcher {
+            subscriptions: Vec::new(),
+            interest,
+            tx,
             events,
             rescan: rescan_interval(),
-        })
+        };
+        watcher.add(dir)?;
+        Ok(watcher)
     }
 
     /// Blocks until something changed in the directory, the re-scan interval passed, or
@@ -182,108 +213,100 @@ impl DirWatcher {
     }
 }
 
-/// The process's inotify descriptor, made on first use and never closed; `None` where inotify
-/// is unavailable (then the waits poll the file).
-fn inotify() -> Option<&'static OwnedFd> {
-    static FD: OnceLock<Option<OwnedFd>> = OnceLock::new();
-    FD.get_or_init(|| {
-        use rustix::fs::inotify::{init, CreateFlags};
-        init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()
-    })
-    .as_ref()
+/// What changed in a directory since the last [`Names::drain`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Changed {
+    /// These entries were written, renamed or removed (and nothing else was).
+    Names(BTreeSet<OsString>),
+    /// Events were lost: any entry may have changed.
+    Lost,
+    /// Nothing can tell from now on (the directory went, it is polled, events are off): look
+    /// at every entry on every look.
+    Blind,
 }
 
-/// Sleeps until `fd` is readable or `timeout` passed, in the waiting thread itself (a helper
-/// thread would add a scheduling hop to every wake-up).
-fn poll_readable(fd: &OwnedFd, timeout: Duration) {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let mut fds = [PollFd::new(fd, PollFlags::IN)];
-    let timeout = Timespec::try_from(timeout.max(Duration::from_millis(1))).ok();
-    // An interrupted or failed poll just means "look again", which the caller does.
-    let _ = poll(&mut fds, timeout.as_ref());
+/// The names of the entries that change in one directory, collected until drained (the task
+/// index's view of `tasks/<team>/`).
+pub(crate) struct Names {
+    id: Option<u64>,
 }
 
-/// Blocks until nothing is at `path` or `until` passes; returns whether it is gone. The watch is
-/// set before the re-check, so a removal between the two still wakes the wait. Events are not
-/// matched to watches (any event means "look again"), so several threads may wait at once; one
-/// whose event another thread read sleeps until `until`, and its caller looks again.
+impl Names {
+    /// Starts collecting for `dir`, which must exist. Watching it is best effort: a directory
+    /// that cannot be watched is [`Changed::Blind`].
+    pub(crate) fn watch(dir: &Path) -> Names {
+        let id = events_enabled()
+            .then(|| hub().subscribe(dir, Interest::Names, None).ok())
+            .flatten();
+        Names { id }
+    }
+
+    /// Everything collected since the last drain, including what was queued in the kernel
+    /// when this was called.
+    pub(crate) fn drain(&self) -> Changed {
+        match self.id {
+            None => Changed::Blind,
+            Some(id) => match hub().drain(id) {
+                hub::Drained::Names(names) => Changed::Names(names),
+                hub::Drained::Lost => Changed::Lost,
+                hub::Drained::Blind => Changed::Blind,
+            },
+        }
+    }
+}
+
+impl Drop for Names {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            hub().unsubscribe(id);
+        }
+    }
+}
+
+/// Blocks until nothing is at `path` or `until` passes; returns whether it is gone. The watch
+/// is set on the entry itself before the re-check, so a removal between the two still wakes the
+/// wait, and only this entry's removal does (see `hub::Interest::Gone`).
 pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
-    use rustix::fs::inotify::{add_watch, WatchFlags};
     let gone = || {
         matches!(std::fs::symlink_metadata(path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound)
     };
-    let poll_file = || {
+    let poll_entry = || {
         while !gone() {
             if Instant::now() >= until {
                 return false;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(hub::POLL_ENTRY_EVERY);
         }
         true
     };
-    let fd = if events_enabled() { inotify() } else { None };
-    let Some(fd) = fd else {
-        return poll_file();
+    if !events_enabled() {
+        return poll_entry();
+    }
+    let hub = hub();
+    let Ok(id) = hub.subscribe(path, Interest::Gone, None) else {
+        // Nothing to watch: gone already, or something odd the caller's retries deal with.
+        return gone() || poll_entry();
     };
-    let flags = WatchFlags::ATTRIB
-        | WatchFlags::DELETE_SELF
-        | WatchFlags::MOVE_SELF
-        | WatchFlags::DONT_FOLLOW;
-    match add_watch(fd, path, flags) {
-        Ok(_) => {}
-        Err(rustix::io::Errno::NOENT) => return true,
-        Err(_) => return poll_file(), // no watch to be had (the per-user limit)
-    }
-    let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-    loop {
-        if gone() {
-            return true;
+    let done = if hub.polled(id) {
+        poll_entry()
+    } else {
+        loop {
+            if gone() {
+                break true;
+            }
+            if !hub.wait(id, until) {
+                break gone();
+            }
         }
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        poll_readable(fd, left);
-        let mut events = rustix::fs::inotify::Reader::new(fd, &mut buf);
-        while events.next().is_ok() {}
-    }
+    };
+    hub.unsubscribe(id);
+    done
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify::event::{AccessKind, CreateKind, EventKind, ModifyKind, RenameMode};
-    use std::path::PathBuf;
-
-    fn event(kind: EventKind, path: &str) -> notify::Event {
-        notify::Event::new(kind).add_path(PathBuf::from(path))
-    }
-
-    #[test]
-    fn reads_and_lock_traffic_do_not_wake_waiters() {
-        assert!(!relevant(&event(
-            EventKind::Access(AccessKind::Any),
-            "/t/inboxes/coder.json"
-        )));
-        assert!(!relevant(&event(
-            EventKind::Create(CreateKind::Folder),
-            "/t/inboxes/coder.json.lock"
-        )));
-        assert!(!relevant(&event(
-            EventKind::Create(CreateKind::File),
-            "/t/inboxes/.coder.json.gate"
-        )));
-        assert!(!relevant(&event(
-            EventKind::Modify(ModifyKind::Any),
-            "/t/inboxes/.coder.json.tmp-1-2"
-        )));
-        assert!(relevant(&event(
-            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
-            "/t/inboxes/coder.json"
-        )));
-        assert!(relevant(&notify::Event::new(EventKind::Other)));
-    }
 
     #[test]
     fn a_wait_for_a_file_ends_when_it_is_removed_and_not_before() {
@@ -305,5 +328,112 @@ mod tests {
         ));
         remover.join().unwrap();
         assert!(wait_until_gone(&path, Instant::now()), "already gone");
+    }
+
+    #[test]
+    fn removing_one_spool_entry_wakes_only_the_wait_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("1-a.entry"), dir.path().join("2-b.entry"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        let hub = hub();
+        let wait_a = hub.subscribe(&a, Interest::Gone, None).unwrap();
+        let wait_b = hub.subscribe(&b, Interest::Gone, None).unwrap();
+        if hub.polled(wait_a) {
+            panic!("this test needs inotify (no SWARM_NO_FS_EVENTS, an instance to be had)");
+        }
+        std::fs::remove_file(&a).unwrap();
+        let long = || Instant::now() + Duration::from_secs(60);
+        assert!(hub.wait(wait_a, long()), "a's wait woke");
+        let soon = Instant::now() + Duration::from_millis(50);
+        assert!(
+            !hub.wait(wait_b, soon),
+            "b's wait slept through a's removal"
+        );
+        std::fs::remove_file(&b).unwrap();
+        assert!(hub.wait(wait_b, long()), "and woke at its own");
+        hub.unsubscribe(wait_a);
+        hub.unsubscribe(wait_b);
+    }
+
+    #[test]
+    fn the_names_of_changed_entries_are_drained_once_and_the_queue_is_then_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = Names::watch(dir.path());
+        if mode() != Mode::Inotify {
+            panic!("this test needs inotify (no SWARM_NO_FS_EVENTS, an instance to be had)");
+        }
+        std::fs::write(dir.path().join(".7.json.tmp-1"), "{}").unwrap();
+        std::fs::rename(dir.path().join(".7.json.tmp-1"), dir.path().join("7.json")).unwrap();
+        std::fs::write(dir.path().join("8.json"), "{}").unwrap();
+        let expected: BTreeSet<OsString> = [".7.json.tmp-1", "7.json", "8.json"]
+            .map(OsString::from)
+            .into();
+        assert_eq!(names.drain(), Changed::Names(expected));
+        assert_eq!(names.drain(), Changed::Names(BTreeSet::new()));
+    }
+
+    /// Tests that open instances of their own, and the one that counts them.
+    static INSTANCES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// What a sender's process hears while it waits for its spool entry: its own removal, and
+    /// nothing of the other entries a commit removes.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_watch_on_one_entry_hears_nothing_of_its_neighbours() {
+        let _counting = INSTANCES.lock();
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("1-a.entry"), dir.path().join("2-b.entry"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        let sender = inotify::Instance::open().unwrap();
+        sender.add(&b, Interest::Gone.mask(), false).unwrap();
+        let heard = || {
+            let mut n = 0;
+            sender.read(|_| n += 1);
+            n
+        };
+        std::fs::remove_file(&a).unwrap();
+        assert_eq!(heard(), 0, "a neighbour's removal");
+        std::fs::remove_file(&b).unwrap();
+        assert!(heard() > 0, "its own");
+    }
+
+    #[test]
+    fn waits_on_several_directories_share_one_instance() {
+        let _counting = INSTANCES.lock();
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let before = inotify_instances();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = Arc::new(move || {
+            let _ = tx.send(());
+        });
+        let subs: Vec<Subscription> = dirs
+            .iter()
+            .map(|d| {
+                let tx = tx.clone();
+                Subscription::changes(d.path(), move || tx()).unwrap()
+            })
+            .collect();
+        let names = Names::watch(dirs[0].path());
+        assert!(
+            inotify_instances() <= before.max(1),
+            "one instance for the process"
+        );
+        std::fs::write(dirs[2].path().join("x.json"), "[]").unwrap();
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("the third directory's wait woke");
+        drop((subs, names));
+    }
+
+    /// inotify descriptors this process holds (each is one instance).
+    fn inotify_instances() -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .map(|fds| {
+                fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                    .filter(|t| t.to_string_lossy().contains("inotify"))
+                    .count()
+            })
+            .unwrap_or(0)
     }
 }

@@ -3,13 +3,14 @@
 //! It holds the member's liveness lock for its whole life and sleeps until the inbox or the task
 //! list changes (file-system events plus a slow re-scan, never a busy poll), a turn ends or a
 //! signal arrives: one `tokio::select!` on a single-threaded runtime waits for all of them.
-//! Every time it wakes it reads the inbox first, then starts the next turn if none is running.
-//! The loop owns all state; the file watches and the turn's worker only send it events, so there
-//! is no shared mutable state beyond the running turn's process group. The loop's steps live in
-//! the files below: `inbox` (protocol messages), `turns` (choosing and starting turns), `claim`
-//! (tasks; `home_claim` on a remote host's mirror), `report` (idle notifications and plans),
-//! `membership` (is this still our team and our roster entry), `memory` (the team memory in
-//! prompts), `stop` (shutdown, signals, leaving, failures).
+//! Every time it wakes it reads the inbox first, once, then starts the next turn over what it
+//! found if none is running. The loop owns all state; the file watches and the turn's worker
+//! only send it events, so there is no shared mutable state beyond the running turn's process
+//! group. The loop's steps live in the files below: `inbox` (protocol messages and who may send
+//! them), `turns` (choosing and starting turns), `claim` (tasks; `home_claim` on a remote host's
+//! mirror), `report` (idle notifications and plans), `membership` (is this still our team and
+//! our roster entry), `memory` (the team memory in prompts), `stop` (shutdown, signals,
+//! leaving, failures).
 
 mod claim;
 mod home_claim;
@@ -19,7 +20,6 @@ mod memory;
 mod report;
 mod stop;
 mod turns;
-mod verify;
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
@@ -43,6 +43,7 @@ use crate::store::names::TaskId;
 use crate::store::roster::Roster;
 use crate::store::tasks::{TaskIndex, TaskList};
 use crate::store::watcher::{rescan_interval, Subscription};
+use inbox::Unread;
 use membership::Membership;
 
 enum Event {
@@ -71,7 +72,9 @@ async fn serve(config: Config) -> Result<i32> {
     // Caught from the start, so a signal that comes while the lock is taken still stops us
     // cleanly once the loop runs.
     let mut signals = Signals::catch()?;
-    let _alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
+    // Its claims and completions are its own in the task history, however it was started.
+    crate::store::tasks::history::act_as(&config.name);
+    let alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.
     let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
@@ -106,6 +109,8 @@ async fn serve(config: Config) -> Result<i32> {
         None => None,
     };
     let index = TaskIndex::open(&config.store, &config.team)?;
+    // Every wait is in place: `swarm status` shows whether they are watched or polled.
+    alive.record_events(crate::store::watcher::mode().as_str())?;
     let mut runtime = Runtime::new(config, membership, index, tx, rx);
     if let Some(session) = &session {
         let id = if session.id.is_empty() {
@@ -226,10 +231,11 @@ impl Runtime {
             if let Some(why) = self.left_team()? {
                 return self.leave(&why).await;
             }
-            if let Some(request) = self.read_inbox()? {
-                return self.shutdown(request).await;
-            }
-            if self.current.is_none() && self.next_turn()? {
+            let ordinary = match self.read_inbox()? {
+                Unread::Shutdown(request) => return self.shutdown(request).await,
+                Unread::Ordinary(messages) => messages,
+            };
+            if self.current.is_none() && self.next_turn(ordinary)? {
                 continue;
             }
             tokio::select! {

@@ -60,10 +60,7 @@ impl Session {
 
 /// Where a member's conversation is kept.
 pub(crate) fn path(store: &Store, team: &TeamName, name: &AgentName) -> PathBuf {
-    store
-        .team_dir(team)
-        .join("sessions")
-        .join(format!("{name}.json"))
+    store.session_path(team, name)
 }
 
 impl Session {

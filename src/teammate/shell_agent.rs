@@ -131,13 +131,14 @@ fn first_line(text: &str) -> &str {
 mod tests {
     use super::*;
     use crate::store::mailbox::InboxMessage;
+    use crate::store::names::AgentName;
 
     fn turn(kind: TurnKind, texts: &[&str]) -> Turn {
         Turn {
             kind,
             messages: texts
                 .iter()
-                .map(|t| InboxMessage::new("team-lead", *t))
+                .map(|t| InboxMessage::new(&AgentName::lead(), *t))
                 .collect(),
             appendix: None,
         }

@@ -63,7 +63,10 @@ pub(crate) fn attr(value: &str) -> String {
 /// `<teammate-message teammate_id="NAME" color="C" summary="S">TEXT</teammate-message>`.
 /// Attributes the message lacks are left out.
 pub(crate) fn teammate_message(m: &InboxMessage) -> String {
-    let mut tag = format!("<teammate-message teammate_id=\"{}\"", attr(&m.from));
+    let mut tag = format!(
+        "<teammate-message teammate_id=\"{}\"",
+        attr(m.from.as_str())
+    );
     if let Some(color) = &m.color {
         tag.push_str(&format!(" color=\"{}\"", attr(color)));
     }
@@ -201,7 +204,7 @@ mod tests {
     use super::*;
 
     fn msg(from: &str, text: &str) -> InboxMessage {
-        InboxMessage::new(from, text)
+        InboxMessage::new(&crate::store::fixture::agent(from), text)
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::lifecycle::{self, ShutdownOptions, ShutdownResult};
 use crate::store::colour::LEAD_COLOR;
 use crate::store::lead_key::caller_is_lead_side;
 use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::{AgentName, TeamName, LEAD};
+use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::requests::{self, Decider, Verdict};
 use crate::store::roster::Roster;
@@ -52,7 +52,8 @@ impl Actor<'_> {
         outcome((|| {
             self.as_lead("send as the lead")?;
             let to: AgentName = to.parse()?;
-            let message = InboxMessage::new(LEAD, text).with_color(Some(LEAD_COLOR.into()));
+            let message =
+                InboxMessage::new(&AgentName::lead(), text).with_color(Some(LEAD_COLOR.into()));
             Mailbox::new(self.store, self.team).send(&to, message)?;
             Ok(format!("sent to {to}"))
         })())

@@ -229,6 +229,7 @@ mod tests {
             progress: Progress::default(),
             requests: vec![],
             memory: None,
+            usage: String::new(),
         }
     }
 

@@ -6,8 +6,9 @@
 use std::io::{Read, Seek, SeekFrom};
 
 use crate::backend::{for_member, BackendKind};
+use crate::store::fsio;
 use crate::store::mailbox::InboxMessage;
-use crate::store::names::{AgentName, TeamName};
+use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::protocol::Payload;
 use crate::store::roster::Member;
@@ -18,10 +19,7 @@ const TAIL_BYTES: u64 = 4096;
 pub(crate) fn last_line(store: &Store, team: &TeamName, member: &Member) -> Option<String> {
     let backend = for_member(store, team, member)?;
     let text = match backend.kind() {
-        BackendKind::InProcess => {
-            let name: AgentName = member.name.parse().ok()?;
-            tail(&store.log_path(team, &name))?
-        }
+        BackendKind::InProcess => tail(&store.log_path(team, &member.name))?,
         BackendKind::Tmux => {
             // A pane that is gone (or no longer swarm's) is refused by `capture`.
             backend.tmux()?.capture(&backend.pane()?).ok()?
@@ -36,7 +34,7 @@ pub(crate) fn last_line(store: &Store, team: &TeamName, member: &Member) -> Opti
 }
 
 fn tail(path: &std::path::Path) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut file = fsio::open_read(path).ok()??;
     let len = file.metadata().ok()?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
         .ok()?;
@@ -74,7 +72,10 @@ mod tests {
     fn a_lifecycle_frame_is_shown_as_its_sentence() {
         let done = Protocol::TaskCompleted(TaskCompleted::new("a", "3", "Add tests"));
         assert_eq!(
-            message_line(&InboxMessage::protocol("a", &done)),
+            message_line(&InboxMessage::protocol(
+                &crate::store::fixture::agent("a"),
+                &done
+            )),
             "completed task #3 (Add tests)"
         );
         let gone = Protocol::TeammateTerminated(TeammateTerminated {
@@ -82,10 +83,14 @@ mod tests {
             extra: Default::default(),
         });
         assert_eq!(
-            message_line(&InboxMessage::protocol("system", &gone)),
+            message_line(&InboxMessage::protocol(
+                &crate::store::fixture::agent("system"),
+                &gone
+            )),
             "terminated: a has shut down."
         );
-        let text = InboxMessage::new("a", "line one\nline two").with_summary(None);
+        let text = InboxMessage::new(&crate::store::fixture::agent("a"), "line one\nline two")
+            .with_summary(None);
         assert_eq!(message_line(&text), "line one");
     }
 }

@@ -15,6 +15,7 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::tasks::{finished_in, Phase, Task, TaskList};
+use crate::store::usage::TeamUsage;
 
 use super::last_line::{last_line, message_line};
 use crate::store::requests::{self, Request};
@@ -30,6 +31,8 @@ pub(crate) struct Model {
     pub(crate) requests: Vec<Request>,
     /// The team memory's figures (`swarm memory`), or why they cannot be read.
     pub(crate) memory: Option<std::result::Result<Figures, String>>,
+    /// Tokens and estimated cost, one line (`store::usage`).
+    pub(crate) usage: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,12 +108,7 @@ impl Model {
             .members
             .iter()
             .map(|m| {
-                let unread = m
-                    .name
-                    .parse::<AgentName>()
-                    .ok()
-                    .and_then(|n| mailbox.read(&n, true).ok())
-                    .map_or(0, |v| v.len());
+                let unread = mailbox.read(&m.name, true).map_or(0, |v| v.len());
                 let output = if last_lines {
                     last_line(store, team, m)
                 } else {
@@ -124,11 +122,11 @@ impl Model {
                         .map(message_line)
                 });
                 MemberRow {
-                    name: m.name.clone(),
+                    name: m.name.to_string(),
                     host: crate::remote::host_of(m).map(|h| h.to_string()),
                     color: m.color_or_default().to_string(),
                     state: lifecycle::member_state(store, team, &config, m, &tasks),
-                    task: lifecycle::current_task(&tasks, &m.name)
+                    task: lifecycle::current_task(&tasks, m.name.as_str())
                         .map(|t| format!("#{} {}", t.id, t.subject)),
                     last,
                     unread,
@@ -145,6 +143,8 @@ impl Model {
             requests: requests::pending_in(store, team, &lead_inbox)?,
             memory: TeamMemory::of_team(store, &config)
                 .map(|m| m.figures().map_err(|e| e.to_string())),
+            usage: TeamUsage::read(store, team, &config)
+                .map_or_else(|e| format!("usage unknown: {e}"), |u| u.summary()),
         })
     }
 }

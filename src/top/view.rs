@@ -45,6 +45,10 @@ pub(crate) fn draw(frame: &mut Frame, model: &Model, ui: &Ui) {
                     .unwrap_or_default(),
                 Style::new().fg(Color::DarkGray),
             ),
+            Span::styled(
+                format!("  {}", visible(&model.usage)),
+                Style::new().fg(Color::DarkGray),
+            ),
         ])),
         title,
     );

@@ -118,6 +118,23 @@ fn an_agent_lead_plans_a_dag_that_three_shell_teammates_finish_then_ends_the_tea
             "{name} was shut down"
         );
     }
+    // The lead agent in its pane signed with the key the launcher made, in the launcher's state
+    // directory, not in wherever the tmux server's environment points (a user's real
+    // `~/.local/state/swarm`, before the lead pane was given the launcher's).
+    let keys = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir.join("swarm/lead-keys"))
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(keys(&env.path("state")).len(), 1, "the launcher's key");
+    assert_eq!(
+        keys(tmux.state()),
+        Vec::<String>::new(),
+        "no key under the tmux server's home"
+    );
 }
 
 /// A fake `claude` for the dry run (only its name and mode matter).

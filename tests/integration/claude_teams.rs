@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+mod looking_back;
 pub(crate) mod torn_roster;
 
 const TEAM: &str = "session-1a2b3c4d";

@@ -12,10 +12,11 @@ fn bash_with_completions(env: &Env, script: &str) -> Out {
         "source <({} completions bash) || exit 9\n{script}",
         quote(BIN)
     );
-    let out = clean_command("bash")
+    let mut bash = clean_command("bash");
+    home_in(&mut bash, &env.root().join("state"));
+    let out = bash
         .args(["-c", &full])
         .env("SWARM_ROOT", env.root())
-        .env("XDG_STATE_HOME", env.root().join("state"))
         .output()
         .expect("bash is installed");
     Out::from(out)

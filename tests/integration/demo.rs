@@ -173,7 +173,9 @@ fn demo_keep_leaves_the_team_up_and_the_printed_attach_command_works() {
     );
     // Run the hint as printed, from a terminal and a shell that knows nothing of the team.
     let bin_dir = std::path::Path::new(BIN).parent().unwrap();
-    let mut attached = clean_command("script")
+    let mut script = clean_command("script");
+    home_in(&mut script, &env.path("state"));
+    let mut attached = script
         .args(["-qc", &attach, "/dev/null"])
         .env(
             "PATH",

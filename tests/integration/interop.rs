@@ -18,6 +18,7 @@ mod permissions;
 mod plans;
 mod restart;
 mod tasks;
+mod usage;
 pub(crate) mod versions;
 
 use std::path::{Path, PathBuf};

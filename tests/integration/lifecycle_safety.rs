@@ -183,10 +183,8 @@ kill $b"#,
         );
         std::fs::create_dir_all(env.path("teams/t/alive")).unwrap();
         std::fs::copy(env.path("teams/t/config.json"), env.path("x.json")).unwrap();
-        let mut cmd = clean_command("unshare");
+        let mut cmd = env.command("unshare");
         cmd.args(["--pid", "--fork", "--mount-proc", "sh", "-c", &script])
-            .env("SWARM_ROOT", env.root())
-            .env("SWARM_TEAM", "t")
             .env("swarm", BIN)
             .process_group(0);
         let out = Out::from(cmd.output().unwrap());

@@ -20,6 +20,8 @@ mod lifecycle_safety;
 mod memory;
 mod remote;
 mod requests;
+mod scarce;
 mod store;
 mod teammate;
+mod timeline;
 mod top;

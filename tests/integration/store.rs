@@ -469,12 +469,9 @@ fn eight_processes_sending_at_once_lose_nothing() {
     let writers: Vec<_> = (0..8)
         .map(|w| {
             let script = format!("for i in $(seq 1 200); do \"$SWARM\" send --to coder \"w{w}-$i\" >/dev/null || exit 1; done");
-            clean_command("sh")
+            env.command("sh")
                 .args(["-c", &script])
                 .env("SWARM", BIN)
-                .env("SWARM_ROOT", env.root())
-                .env("SWARM_TEAM", "t")
-                .env_remove("SWARM_AGENT_NAME")
                 .spawn()
                 .unwrap()
         })
@@ -526,12 +523,10 @@ fn eight_processes_claiming_at_once_claim_each_task_once() {
                  case \"$out\" in 'no task'*) exit 0;; esac; \
                  echo \"$out\"; id=${out#claimed #}; id=${id%% *}; \
                  \"$SWARM\" task update \"$id\" --status completed >/dev/null || exit 1; done; exit 1";
-            clean_command("sh")
+            env.command("sh")
                 .args(["-c", script])
                 .env("SWARM", BIN)
                 .env("ME", format!("w{w}"))
-                .env("SWARM_ROOT", env.root())
-                .env("SWARM_TEAM", "t")
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()

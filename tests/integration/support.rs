@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
+mod environment;
+pub use environment::*;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_swarm");
 
 /// Inherited variables starting with these are removed from every command: swarm reads its
@@ -101,18 +104,23 @@ impl Env {
         .unwrap();
     }
 
+    /// `program` (a shell running `swarm` itself, say) with this root, team `t`, and home and
+    /// XDG directories inside the root, as [`Env::swarm`] sets them.
+    pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = clean_command(program);
+        cmd.env("SWARM_ROOT", self.root()).env("SWARM_TEAM", "t");
+        home_in(&mut cmd, &self.root().join("state"));
+        cmd
+    }
+
     /// `swarm ARGS` with this root and team `t` by default.
     pub fn swarm<I, S>(&self, args: I) -> Swarm
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut cmd = clean_command(BIN);
-        cmd.env("SWARM_ROOT", self.root())
-            .env("SWARM_TEAM", "t")
-            // The team lead's key goes under the state directory: never the user's own.
-            .env("XDG_STATE_HOME", self.root().join("state"))
-            .args(args);
+        let mut cmd = self.command(BIN);
+        cmd.args(args);
         Swarm {
             cmd,
             stdin: None,
@@ -147,8 +155,10 @@ impl Env {
 pub struct Snapshot(BTreeMap<PathBuf, Vec<u8>>);
 
 impl Snapshot {
-    /// Leaves out `<root>/state`: the tests' `XDG_STATE_HOME`, standing for the user's own
-    /// `~/.local/state` (the lead keys), which is not the store's; and the `<root>/*.pane`
+    /// Leaves out `<root>/state`: the tests' `HOME` and XDG directories, standing for the
+    /// user's own (the lead keys in `~/.local/state`), which are not the store's; the task
+    /// list's cache (`tasks/<team>/.swarm-tasks-cache`, see src/store/tasks/by_stat.rs), which a
+    /// listing may rewrite and which holds nothing the files do not; and the `<root>/*.pane`
     /// captures of running teammates' output, which those teammates write while the command
     /// under test runs (swarm itself never writes there).
     pub fn of(root: &Path) -> Snapshot {
@@ -162,7 +172,8 @@ impl Snapshot {
                 let entry = entry.unwrap();
                 let ft = entry.file_type().unwrap();
                 let path = entry.path();
-                if path == state || (ft.is_file() && pane_capture(&path)) {
+                let cache = path.file_name().is_some_and(|n| n == ".swarm-tasks-cache");
+                if path == state || (ft.is_file() && (pane_capture(&path) || cache)) {
                     continue;
                 }
                 if ft.is_dir() {
@@ -625,15 +636,24 @@ pub fn eventually<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Optio
     }
 }
 
-/// A tmux server on a private socket, killed on drop.
+/// A tmux server on a private socket, killed on drop. Its panes (a launch's lead console, its
+/// teammates) inherit the server's environment, so the server gets a home and XDG directories
+/// of its own, never the user's.
 pub struct Tmux {
     pub socket: String,
+    home: TempDir,
 }
 
 impl Tmux {
     pub fn new() -> Tmux {
         let socket = format!("swarm-test-{}-{}", std::process::id(), uuid_like());
-        Tmux { socket }
+        let home = tempfile::tempdir().expect("temp dir");
+        Tmux { socket, home }
+    }
+
+    /// Where the server's `HOME` and XDG directories point (see [`home_in`]).
+    pub fn state(&self) -> &Path {
+        self.home.path()
     }
 
     pub fn cmd<I, S>(&self, args: I) -> Out
@@ -641,7 +661,9 @@ impl Tmux {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let out = clean_command("tmux")
+        let mut cmd = clean_command("tmux");
+        home_in(&mut cmd, self.home.path());
+        let out = cmd
             .arg("-L")
             .arg(&self.socket)
             .args(args)

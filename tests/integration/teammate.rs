@@ -13,6 +13,7 @@ mod sessions;
 mod shutdown;
 mod startup;
 mod tasks;
+mod timeline;
 mod turns;
 
 use std::fs::File;

@@ -304,6 +304,17 @@ fn attaching_to_an_in_process_teammate_follows_its_log_until_ctrl_c() {
         ])
         .spawn(),
     );
+    // The dashboard of a team that does not exist yet refuses to start: wait for the launch to
+    // have written its roster with the teammate in it.
+    eventually(Duration::from_secs(30), "the launch's roster", || {
+        let config = std::fs::read(env.path("teams/t/config.json")).ok()?;
+        let config: Value = serde_json::from_slice(&config).ok()?;
+        config["members"]
+            .as_array()?
+            .iter()
+            .any(|m| m["name"] == "coder")
+            .then_some(())
+    });
     let dash = Dashboard::start(&env, &tmux, &[]);
     dash.wait_for("coder idle", |s| row(s, "coder").contains(" idle "));
     dash.keys(&["j", "a"]);

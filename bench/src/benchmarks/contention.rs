@@ -18,9 +18,10 @@ use serde_json::Value;
 
 use swarm::{claude_code, Result, Store};
 
+use crate::cli::Impl;
 use crate::harness::{load_1m, Bench};
 use crate::report::{fmt_int, fmt_ratio, Section, Table};
-use crate::worker::{spawn, writer_seq, Impl, Worker};
+use crate::worker::{spawn, writer_seq, Worker};
 
 /// The texts of an inbox file's entries, read the way Claude Code reads (no lock), and of its
 /// archive (where a reader's delivered messages go).

@@ -9,16 +9,18 @@ use std::process::Stdio;
 
 use swarm::{claude_code, fsio, AgentName, Error, InboxMessage, Result, KEEP_DELIVERED};
 
+use crate::cli::Impl;
 use crate::harness::Bench;
 use crate::report::{fmt_int, fmt_ms, fmt_ratio, Section, Table};
 use crate::stats::{quantile, sorted};
-use crate::worker::{spawn, Impl};
+use crate::worker::spawn;
 
 fn seed_inbox(path: &Path, count: u64, delivered: bool) -> Result<()> {
+    let coder: AgentName = "coder".parse()?;
     let messages: Vec<InboxMessage> = (0..count)
         .map(|i| {
             let mut m = InboxMessage::new(
-                "coder",
+                &coder,
                 format!("seed message {i}: the parser is done, tests pass, please review the diff"),
             );
             m.read = delivered;

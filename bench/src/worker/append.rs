@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use swarm::{claude_code, output, AgentName, Error, InboxMessage, Mailbox, Result};
 
-use super::{message_text, Impl};
+use super::message_text;
 use crate::baseline;
-use crate::cli::AppendArgs;
+use crate::cli::{AppendArgs, Impl};
 use crate::Target;
 
 pub(super) fn run(target: &Target, args: &AppendArgs) -> Result<()> {
@@ -18,7 +18,7 @@ pub(super) fn run(target: &Target, args: &AppendArgs) -> Result<()> {
     let inbox = store.inbox_path(team, to);
     let lead = AgentName::lead();
     for seq in 0..args.count {
-        let message = InboxMessage::new(lead.as_str(), message_text(&args.writer, seq));
+        let message = InboxMessage::new(&lead, message_text(&args.writer, seq));
         let started = Instant::now();
         let delivered = match args.imp {
             Impl::Swarm => mailbox.send(to, message).map(|()| true)?,

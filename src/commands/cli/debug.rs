@@ -56,6 +56,14 @@ pub(crate) enum DebugCommand {
         text: String,
     },
 
+    /// Open inotify instances until COUNT are held (default: as many as can be had), print
+    /// "held N", and hold them until killed: another program using up the user's instances,
+    /// for the tests of the polling fallback and `scripts/test-under-load`.
+    HoldInotify {
+        #[arg(long)]
+        count: Option<u64>,
+    },
+
     /// Print the team's `--lead-verify-key` value (making the lead key if it has none), for
     /// tests that start `swarm teammate` by hand.
     LeadVerifyKey,

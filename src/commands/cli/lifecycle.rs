@@ -41,7 +41,7 @@ pub(crate) struct PruneArgs {
 }
 
 /// `30s`, `90m`, `12h`, `7d` (a bare number is seconds).
-fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_age(text: &str) -> Result<std::time::Duration, String> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());

@@ -125,6 +125,7 @@ pub fn read(inbox: &Path) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::names::AgentName;
 
     #[test]
     fn backoff_doubles_from_5_to_100_ms_over_ten_retries() {
@@ -140,7 +141,7 @@ mod tests {
         let inbox = dir.path().join("coder.json");
         let lock = dir.path().join("coder.json.lock");
         fs::create_dir(&lock).unwrap();
-        let message = InboxMessage::new("team-lead", "hi");
+        let message = InboxMessage::new(&AgentName::lead(), "hi");
         assert!(
             !append(&inbox, &message).unwrap(),
             "a fresh lock is honoured"
@@ -158,7 +159,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let inbox = dir.path().join("coder.json");
         fs::write(&inbox, "[{\"from\": ").unwrap();
-        assert!(append(&inbox, &InboxMessage::new("team-lead", "hi")).unwrap());
+        assert!(append(&inbox, &InboxMessage::new(&AgentName::lead(), "hi")).unwrap());
         assert_eq!(read(&inbox).len(), 1, "the torn content is gone");
     }
 }

@@ -97,7 +97,7 @@ pub(super) fn record(
     feedback: Option<&str>,
     by: &str,
 ) -> Result<()> {
-    let path = super::goal_path(store, team).with_file_name("decisions.jsonl");
+    let path = store.decisions_path(team);
     let mut text = fsio::read_file(&path)?.unwrap_or_default();
     let line = json!({"requestId": request.id(), "kind": request.kind().as_str(),
                       "approved": approve, "feedback": feedback, "by": by,

@@ -80,20 +80,20 @@ impl Notices {
                     idle_block(&n)
                 }
                 Protocol::TaskCompleted(c) if c.from.as_deref().is_none_or(|f| f == m.from) => {
-                    if !self.first(&m.from, &c.task_id) {
+                    if !self.first(m.from.as_str(), &c.task_id) {
                         return None;
                     }
                     Some(task_notification(
                         &c.task_id,
                         "completed",
-                        &m.from,
+                        m.from.as_str(),
                         &format!("completed task #{}", c.task_id),
                         c.task_subject.as_deref().unwrap_or_default(),
                     ))
                 }
                 Protocol::TeammateTerminated(t) => Some(format!(
                     "<teammate-message teammate_id=\"{}\" summary=\"teammate terminated\">{}</teammate-message>",
-                    attr(&m.from),
+                    attr(m.from.as_str()),
                     body(&t.message)
                 )),
                 _ => None,
@@ -173,14 +173,14 @@ mod tests {
         let mut notices = Notices::default();
         let told = notices
             .block(&InboxMessage::protocol(
-                "a",
+                &crate::store::fixture::agent("a"),
                 &Protocol::IdleNotification(idle),
             ))
             .unwrap();
         assert!(told.contains("all green"), "{told}");
         assert_eq!(
             notices.block(&InboxMessage::protocol(
-                "a",
+                &crate::store::fixture::agent("a"),
                 &Protocol::TaskCompleted(done.clone())
             )),
             None
@@ -188,7 +188,7 @@ mod tests {
         // Alone (a teammate that sends only task_completed), it is the notification.
         let told = Notices::default()
             .block(&InboxMessage::protocol(
-                "a",
+                &crate::store::fixture::agent("a"),
                 &Protocol::TaskCompleted(done.clone()),
             ))
             .unwrap();
@@ -198,7 +198,10 @@ mod tests {
         );
         // Sent in another's name, it is not.
         assert_eq!(
-            Notices::default().block(&InboxMessage::protocol("b", &Protocol::TaskCompleted(done))),
+            Notices::default().block(&InboxMessage::protocol(
+                &crate::store::fixture::agent("b"),
+                &Protocol::TaskCompleted(done)
+            )),
             None
         );
     }

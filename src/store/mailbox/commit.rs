@@ -18,9 +18,9 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::file::{load_locked, splice_printed, Repaired};
+use super::file::{load_locked, print_entry, splice_printed, Repaired};
 use super::sidecar::{self, Sidecar};
-use super::spool::{print_entry, Spool, Spooled};
+use super::spool::{Spool, Spooled};
 use super::{InboxMessage, Mailbox, KEEP_DELIVERED};
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -263,6 +263,7 @@ fn retract(mine: &Path, error: Error) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fixture::agent;
     use crate::store::names::TeamName;
     use crate::store::paths::Store;
     use crate::store::roster::{Member, Roster};
@@ -329,7 +330,7 @@ mod tests {
     }
 
     fn msg(text: &str) -> InboxMessage {
-        InboxMessage::new("coder", text)
+        InboxMessage::new(&agent("coder"), text)
     }
 
     /// A holder killed after its write but before its sidecar, then another writer: the
@@ -413,7 +414,7 @@ mod tests {
     fn a_spooled_lead_entry_keeps_its_signature() {
         let t = Team::new();
         let mb = t.mailbox();
-        let mut m = InboxMessage::new(crate::store::names::LEAD, "signed");
+        let mut m = InboxMessage::new(&AgentName::lead(), "signed");
         m.extra.insert("lead_sig".into(), "sig".into());
         t.spool(&m);
         mb.send(&t.coder, msg("after")).unwrap();

@@ -1,18 +1,36 @@
-//! The inbox file itself: splicing printed entries in before the closing `]`, the repair of a
-//! damaged array (bad entries out, good ones kept) and the append-only archive.
+//! The inbox file itself: how one entry is printed in the array, splicing printed entries in
+//! before the closing `]`, the repair of a damaged array (bad entries out, good ones kept) and
+//! the append-only archive.
 
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::InboxMessage;
 use crate::error::{Error, Result};
 use crate::store::fsio;
 
-/// Splices entries printed by [`print_entry`](super::spool::print_entry) in before the closing
-/// `]` of `bytes`, without parsing it: the caller knows it is a good array (the sidecar says
-/// swarm wrote it). `None` if it does not even end like one.
+/// `message` as the inbox array holds it: pretty-printed, every line indented two spaces, no
+/// trailing newline. Spliced after `[` or `,` plus a newline, it gives the bytes a full rewrite
+/// of the array would.
+pub(super) fn print_entry(message: &InboxMessage) -> Result<Vec<u8>> {
+    let entry = serde_json::to_string_pretty(message).map_err(|source| Error::Json {
+        path: PathBuf::from("<message>"),
+        source,
+    })?;
+    let mut out = Vec::with_capacity(entry.len() + entry.len() / 8);
+    for (i, line) in entry.lines().enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(b"  ");
+        out.extend_from_slice(line.as_bytes());
+    }
+    Ok(out)
+}
+
+/// Splices entries printed by [`print_entry`] in before the closing `]` of `bytes`, without
+/// parsing it: the caller knows it is a good array (the sidecar says swarm wrote it). `None` if
+/// it does not even end like one.
 pub(super) fn splice_printed(bytes: &[u8], new: &[&[u8]]) -> Option<Vec<u8>> {
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return None;
@@ -39,11 +57,6 @@ pub(super) fn splice_printed(bytes: &[u8], new: &[&[u8]]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Parses an inbox. `Err` if the file is not a JSON array of messages.
-pub(super) fn parse_inbox(bytes: &[u8]) -> std::result::Result<Vec<InboxMessage>, String> {
-    fsio::parse_json(bytes)
-}
-
 /// Whether [`load_locked`] moved something aside.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Repaired {
@@ -59,7 +72,7 @@ pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> 
     let Some(bytes) = fsio::read_file(path)? else {
         return Ok((vec![], Repaired::No));
     };
-    let why = match parse_inbox(&bytes) {
+    let why = match fsio::parse_json(&bytes) {
         Ok(messages) => return Ok((messages, Repaired::No)),
         Err(why) => why,
     };
@@ -142,27 +155,21 @@ pub(super) fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> 
         })?;
         buf.push(b'\n');
     }
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(path)
-        .map_err(Error::io("open", path))?;
-    fsio::check_opened(&f, path)?;
+    let mut f = fsio::open_append(path)?;
     f.write_all(&buf).map_err(Error::io("append to", path))?;
     f.sync_all().map_err(Error::io("sync", path))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::spool::print_entry;
     use super::*;
+    use crate::store::fixture::agent;
+    use crate::store::names::AgentName;
 
     #[test]
     fn several_entries_spliced_at_once_are_byte_for_byte_a_full_rewrite() {
         let ms: Vec<InboxMessage> = (0..3)
-            .map(|i| InboxMessage::new("coder", format!("m{i}")))
+            .map(|i| InboxMessage::new(&agent("coder"), format!("m{i}")))
             .collect();
         let printed: Vec<Vec<u8>> = ms.iter().map(|m| print_entry(m).unwrap()).collect();
         let refs: Vec<&[u8]> = printed.iter().map(Vec::as_slice).collect();
@@ -172,6 +179,16 @@ mod tests {
         let one = splice_printed(b"[]\n", &refs[..1]).unwrap();
         assert_eq!(splice_printed(&one, &refs[1..]).unwrap(), full);
         assert!(splice_printed(b"[1", &refs).is_none());
+    }
+
+    #[test]
+    fn a_printed_entry_parses_back_to_the_message() {
+        let m = InboxMessage::new(&AgentName::lead(), "a \"quoted\"\nline")
+            .with_summary(Some("s".into()));
+        let printed = print_entry(&m).unwrap();
+        assert!(printed.starts_with(b"  {\n    \"from\""));
+        assert!(printed.ends_with(b"\n  }"));
+        assert_eq!(fsio::parse_json::<InboxMessage>(&printed).unwrap(), m);
     }
 
     #[test]

@@ -74,7 +74,7 @@ mod tests {
         let key = LeadKey::from_seed([3; 32], 1);
         let mailbox = Mailbox::new(&store, &team);
         let signed = |text: &str, read: bool| {
-            let mut m = InboxMessage::new(crate::store::names::LEAD, text);
+            let mut m = InboxMessage::new(&AgentName::lead(), text);
             m.timestamp = "2026-01-01T00:00:00.000Z".into();
             m.read = read;
             m.extra
@@ -88,14 +88,14 @@ mod tests {
             timestamp: "2026-01-01T00:00:00.000Z".into(),
             extra: Default::default(),
         });
-        let mut forged = InboxMessage::new(crate::store::names::LEAD, "forged");
+        let mut forged = InboxMessage::new(&AgentName::lead(), "forged");
         forged.timestamp = "2026-01-01T00:00:00.000Z".into();
         let entries = vec![
             signed("waiting", false),
             signed("seen", true),
             signed(&stop.to_text(), false),
             forged,
-            InboxMessage::new("mallory", "hi"),
+            InboxMessage::new(&crate::store::fixture::agent("mallory"), "hi"),
         ];
         let path = store.inbox_path(&team, &coder);
         fsio::write_json(&path, &entries).unwrap();

@@ -14,19 +14,19 @@
 //! The sidecar is only a hint: it is written in place without fsync, and a sidecar that is
 //! missing, torn or stale reads as "no match", which costs one full parse and loses nothing.
 
-use std::fs::{self, Metadata, OpenOptions};
+use std::fs::{self, Metadata};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::store::fsio;
 
 /// How much of the file's end the hash covers: every append and every rewrite of the array
 /// changes its last bytes.
 const TAIL: usize = 1024;
-const O_NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct Sidecar {
@@ -117,12 +117,7 @@ impl Sidecar {
 
     /// The sidecar at `path`; `None` if missing or unreadable (which means "parse the inbox").
     pub(super) fn load(path: &Path) -> Option<Sidecar> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
-            .open(path)
-            .ok()?;
-        fsio::check_opened(&file, path).ok()?;
+        let mut file = fsio::open_read(path).ok()??;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).ok()?;
         serde_json::from_slice(&bytes).ok()
@@ -132,19 +127,19 @@ impl Sidecar {
     /// is not an error, but a half-written sidecar must not survive as a match: it fails to
     /// parse, and on any error the file is removed.
     pub(super) fn save(&self, path: &Path) {
-        let write = || -> std::io::Result<()> {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
-                .open(path)?;
-            fsio::check_opened(&file, path).map_err(std::io::Error::other)?;
-            file.write_all(&serde_json::to_vec(self).map_err(std::io::Error::other)?)
+        let write = || -> Result<()> {
+            let bytes = serde_json::to_vec(self).map_err(|source| Error::Json {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            // Checked before it is cut short: a file that is not ours is never truncated.
+            let mut file = fsio::open_or_create(path)?;
+            file.set_len(0).map_err(Error::io("truncate", path))?;
+            file.write_all(&bytes).map_err(Error::io("write", path))
         };
+        let missing = |written: &Result<()>| matches!(written, Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound);
         let mut written = write();
-        if matches!(&written, Err(e) if e.kind() == ErrorKind::NotFound) {
+        if missing(&written) {
             // The first write of this team's sidecars: make their directory.
             if let Some(parent) = path.parent() {
                 if fsio::ensure_dir(parent).is_ok() {
@@ -152,10 +147,8 @@ impl Sidecar {
                 }
             }
         }
-        if let Err(e) = written {
-            if e.kind() != ErrorKind::NotFound {
-                let _ = fs::remove_file(path);
-            }
+        if written.is_err() && !missing(&written) {
+            let _ = fs::remove_file(path);
         }
     }
 }

@@ -14,9 +14,8 @@
 //! Names start with the time in nanoseconds, so entries are taken in roughly in the order they
 //! were dropped (one sender's are always in order: it drops the next only after the last went).
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -27,7 +26,6 @@ use crate::error::{Error, Result};
 use crate::store::fsio;
 
 const ENTRY_SUFFIX: &str = ".entry";
-const O_NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 /// One recipient's spool directory.
 pub(super) struct Spool {
@@ -37,28 +35,9 @@ pub(super) struct Spool {
 /// An entry found in the spool.
 pub(super) struct Spooled {
     pub(super) path: PathBuf,
-    /// The entry exactly as it goes into the array (see [`print_entry`]).
+    /// The entry exactly as it goes into the array (see [`print_entry`](super::file::print_entry)).
     pub(super) printed: Vec<u8>,
     pub(super) message: InboxMessage,
-}
-
-/// `message` as the inbox array holds it: pretty-printed, every line indented two spaces, no
-/// trailing newline. Spliced after `[` or `,` plus a newline, it gives the bytes a full rewrite
-/// of the array would.
-pub(super) fn print_entry(message: &InboxMessage) -> Result<Vec<u8>> {
-    let entry = serde_json::to_string_pretty(message).map_err(|source| Error::Json {
-        path: PathBuf::from("<message>"),
-        source,
-    })?;
-    let mut out = Vec::with_capacity(entry.len() + entry.len() / 8);
-    for (i, line) in entry.lines().enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        out.extend_from_slice(b"  ");
-        out.extend_from_slice(line.as_bytes());
-    }
-    Ok(out)
 }
 
 impl Spool {
@@ -81,13 +60,7 @@ impl Spool {
             .dir
             .join(format!(".{name}{}{pid}-{}", fsio::TEMP_MARK, &unique[12..]));
         let placed = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(fsio::NOFOLLOW)
-                .open(&tmp)
-                .map_err(Error::io("create", &tmp))?;
+            let mut file = fsio::create_new(&tmp)?;
             // Held until the rename, so the temp sweep never takes a live sender's file.
             FileExt::lock_exclusive(&file).map_err(Error::io("lock", &tmp))?;
             file.write_all(printed).map_err(Error::io("write", &tmp))?;
@@ -160,16 +133,9 @@ fn is_entry(name: &str) -> bool {
 
 /// Reads one entry; `Ok(None)` if it went meanwhile, `Err(why)` if it is not an entry.
 fn read_entry(path: &Path) -> std::result::Result<Option<Spooled>, String> {
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(fsio::NOFOLLOW | O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+    let Some(mut file) = fsio::open_read(path).map_err(|e| e.to_string())? else {
+        return Ok(None);
     };
-    fsio::check_opened(&file, path).map_err(|e| e.to_string())?;
     let mut printed = Vec::new();
     file.read_to_end(&mut printed).map_err(|e| e.to_string())?;
     let message = fsio::parse_json::<InboxMessage>(&printed)?;
@@ -210,6 +176,9 @@ fn sweep_once(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fixture::agent;
+    use crate::store::mailbox::file::print_entry;
+    use crate::store::names::AgentName;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -218,8 +187,8 @@ mod tests {
         let spool = Spool::new(dir.path().join("spool/coder"));
         assert!(spool.list().unwrap().is_empty(), "a missing spool is empty");
         assert!(!spool.has_entries());
-        let first = InboxMessage::new("team-lead", "one");
-        let second = InboxMessage::new("coder", "two");
+        let first = InboxMessage::new(&AgentName::lead(), "one");
+        let second = InboxMessage::new(&agent("coder"), "two");
         let p1 = spool.drop_entry(&print_entry(&first).unwrap()).unwrap();
         spool.drop_entry(&print_entry(&second).unwrap()).unwrap();
         assert_eq!(
@@ -234,14 +203,5 @@ mod tests {
         assert_eq!(listed[0].message, first);
         spool.remove(&listed);
         assert!(!spool.has_entries(), "the bad file was set aside");
-    }
-
-    #[test]
-    fn a_printed_entry_parses_back_to_the_message() {
-        let m = InboxMessage::new("team-lead", "a \"quoted\"\nline").with_summary(Some("s".into()));
-        let printed = print_entry(&m).unwrap();
-        assert!(printed.starts_with(b"  {\n    \"from\""));
-        assert!(printed.ends_with(b"\n  }"));
-        assert_eq!(fsio::parse_json::<InboxMessage>(&printed).unwrap(), m);
     }
 }

@@ -208,7 +208,7 @@ fn answer(store: &Store, team: &TeamName, decided: &Request) -> Result<()> {
         )),
     };
     let to: AgentName = decided.from().parse()?;
-    Mailbox::new(store, team).append(&to, InboxMessage::protocol(LEAD, &message))
+    Mailbox::new(store, team).send(&to, InboxMessage::protocol(&AgentName::lead(), &message))
 }
 
 #[cfg(test)]
@@ -292,7 +292,10 @@ mod tests {
             request_id: "plan_approval-1@coder@t".into(),
             extra: serde_json::Map::new(),
         };
-        let envelope = InboxMessage::protocol("coder", &Protocol::PlanApprovalRequest(message));
+        let envelope = InboxMessage::protocol(
+            &crate::store::fixture::agent("coder"),
+            &Protocol::PlanApprovalRequest(message),
+        );
         let plan = PlanRecord::of_message(&envelope, &team).unwrap();
         let request = Request::Plan(Box::new(plan));
         let verdict = Verdict::new(false, Some("split it".into()));

@@ -202,16 +202,16 @@ impl<'a> Permissions<'a> {
             permission_suggestions: vec![],
             extra: Map::new(),
         });
-        let envelope = InboxMessage::protocol(worker.as_str(), &message)
+        let envelope = InboxMessage::protocol(worker, &message)
             .with_color(member.color.clone())
             .with_summary(Some(format!("permission: {}", record.tool_name)));
-        Mailbox::new(self.store, self.team).append(&AgentName::lead(), envelope)?;
+        Mailbox::new(self.store, self.team).send(&AgentName::lead(), envelope)?;
         Ok(record)
     }
 
     /// Files a request that arrived only as a message (Claude Code teammates send no file), so
     /// it shows in `ls pending/` and resolves like any other. Does nothing if it is filed.
-    pub(crate) fn adopt(&self, request: &PermissionRequest, from: &str) -> Result<()> {
+    pub(crate) fn adopt(&self, request: &PermissionRequest, from: &AgentName) -> Result<()> {
         valid_id(&request.request_id)?;
         if self.filed(&request.request_id)? {
             return Ok(());
@@ -231,13 +231,12 @@ impl<'a> Permissions<'a> {
     fn record_of(
         &self,
         request: &PermissionRequest,
-        from: &str,
+        worker: &AgentName,
         sent_ms: Option<u64>,
     ) -> Result<PermissionRecord> {
-        let worker: AgentName = from.parse()?;
         let color = Roster::new(self.store, self.team)
             .load()?
-            .member(from)
+            .member(worker.as_str())
             .map(|m| m.color_or_default().to_string())
             .unwrap_or_default();
         let ask = Ask {
@@ -249,7 +248,7 @@ impl<'a> Permissions<'a> {
         let mut record = PermissionRecord::pending(
             request.request_id.clone(),
             self.team,
-            &worker,
+            worker,
             color,
             ask,
             request.permission_suggestions.clone(),

@@ -50,7 +50,8 @@ pub struct TeamConfig {
 #[serde(rename_all = "camelCase")]
 pub struct Member {
     pub agent_id: String,
-    pub name: String,
+    /// Parsed when the roster is read: a roster with a name that breaks the rule is invalid.
+    pub name: AgentName,
     #[serde(default)]
     pub agent_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,7 +86,7 @@ impl Member {
     pub fn teammate(team: &TeamName, name: &AgentName, color: &str, cwd: &str) -> Member {
         Member {
             agent_id: name.agent_id(team),
-            name: name.to_string(),
+            name: name.clone(),
             agent_type: "general-purpose".into(),
             model: None,
             prompt: None,
@@ -107,7 +108,7 @@ impl Member {
         let lead = AgentName::lead();
         Member {
             agent_id: lead.agent_id(team),
-            name: LEAD.into(),
+            name: lead,
             agent_type: LEAD.into(),
             model: None,
             prompt: None,
@@ -125,7 +126,7 @@ impl Member {
     }
 
     pub fn is_lead(&self) -> bool {
-        self.name == LEAD
+        self.name.is_lead()
     }
 
     /// Whether swarm retired this teammate (a shutdown, a kill, or its death seen by the lead

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -136,12 +136,7 @@ fn save(dir: &Path, path: &Path, sidecar: &Sidecar) {
     ));
     let written = (|| -> std::io::Result<()> {
         let bytes = serde_json::to_vec(sidecar)?;
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(&tmp)?;
+        let mut file = fsio::create_new(&tmp).map_err(std::io::Error::other)?;
         file.write_all(&bytes)?;
         fs::rename(&tmp, path)
     })();

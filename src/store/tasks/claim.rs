@@ -61,9 +61,10 @@ impl TaskList<'_> {
         if busy {
             return Err(self.refused(id, ClaimFailure::AgentBusy));
         }
+        let before = task.clone();
         task.owner = Some(agent.to_string());
         task.status = TaskStatus::InProgress;
-        self.write(&task)?;
+        self.write(&before, &task)?;
         Ok(task)
     }
 

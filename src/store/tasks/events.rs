@@ -1,11 +1,11 @@
 //! The task index's view of file events in `tasks/<team>/`: which task files changed since the
 //! last look.
 //!
-//! The index reads the inotify descriptor itself, without blocking, instead of taking events
-//! from a watcher thread: the kernel queues an event inside the system call that changed the
+//! The index drains the process's inotify instance itself, without blocking (see
+//! `store::watcher::Names`): the kernel queues an event inside the system call that changed the
 //! file, so once a drain has read the queue empty, every rename, write or unlink that had
 //! returned before it is in the answer. That is what makes a drained index as fresh as a scan.
-//! A full queue (`IN_Q_OVERFLOW`), a watch that ended, or no events at all (another OS,
+//! A full queue, a watch that ended, or no events at all (another OS, no instance to be had,
 //! `SWARM_NO_FS_EVENTS=1`) answer [`Drained::Rescan`], and the index then stats every file.
 //!
 //! `SWARM_TASK_INDEX_FAULT` is a hook for the fault suite: `overflow` makes every drain report a
@@ -15,7 +15,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::error::Result;
+use crate::store::watcher::{Changed, Names};
 
 /// What changed since the last drain.
 #[derive(Debug)]
@@ -55,45 +55,45 @@ pub(super) fn task_number(name: &str) -> Option<u64> {
         .flatten()
 }
 
-/// A non-blocking inotify watch on one task directory, or nothing (then every drain says
-/// [`Drained::Rescan`]).
+/// The events of one task directory, or none (then every drain says [`Drained::Rescan`]).
 pub(super) struct Events {
-    #[cfg(target_os = "linux")]
-    fd: Option<rustix::fd::OwnedFd>,
+    names: Names,
     fault: Fault,
-    /// The watch ended or could not be read: stat everything from now on.
-    broken: bool,
+    /// The watch ended or never was: stat everything from now on.
+    blind: bool,
 }
 
 impl Events {
     /// Watches `dir`, which must exist. Call this before the first scan, so nothing written
     /// between the scan and the watch is missed.
-    pub(super) fn watch(dir: &Path) -> Result<Events> {
-        let off = std::env::var_os("SWARM_NO_FS_EVENTS").is_some_and(|v| v == "1");
-        Ok(Events {
-            #[cfg(target_os = "linux")]
-            fd: if off { None } else { linux::watch(dir) },
+    pub(super) fn watch(dir: &Path) -> Events {
+        let names = Names::watch(dir);
+        let blind = names.drain() == Changed::Blind;
+        Events {
+            names,
             fault: fault(),
-            broken: off,
-        })
+            blind,
+        }
     }
 
     /// Everything queued since the last drain.
     pub(super) fn drain(&mut self) -> Drained {
-        if self.broken {
+        if self.blind {
             return Drained::Rescan;
         }
-        #[cfg(target_os = "linux")]
-        let drained = match &self.fd {
-            Some(fd) => {
-                let (drained, watching) = linux::drain(fd);
-                self.broken = !watching;
-                drained
+        let drained = match self.names.drain() {
+            Changed::Names(names) => Drained::Ids(
+                names
+                    .iter()
+                    .filter_map(|n| task_number(n.to_str()?))
+                    .collect(),
+            ),
+            Changed::Lost => Drained::Rescan,
+            Changed::Blind => {
+                self.blind = true;
+                Drained::Rescan
             }
-            None => Drained::Rescan,
         };
-        #[cfg(not(target_os = "linux"))]
-        let drained = Drained::Rescan;
         match (self.fault, drained) {
             (Fault::Overflow, _) => Drained::Rescan,
             (Fault::Lose, _) => Drained::Ids(BTreeSet::new()),
@@ -103,80 +103,7 @@ impl Events {
 
     /// Whether events arrive at all (otherwise the index stats every file on every look).
     pub(super) fn live(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        return !self.broken && self.fd.is_some();
-        #[cfg(not(target_os = "linux"))]
-        return false;
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod linux {
-    use std::collections::BTreeSet;
-    use std::mem::MaybeUninit;
-    use std::path::Path;
-
-    use rustix::fd::OwnedFd;
-    use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
-
-    use super::{task_number, Drained};
-
-    pub(super) fn watch(dir: &Path) -> Option<OwnedFd> {
-        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
-        // Every way a task file can change: swarm renames over it, Claude Code writes it in place,
-        // anyone may delete it or move it aside.
-        let mask = WatchFlags::CLOSE_WRITE
-            | WatchFlags::MODIFY
-            | WatchFlags::ATTRIB
-            | WatchFlags::CREATE
-            | WatchFlags::DELETE
-            | WatchFlags::MOVED_FROM
-            | WatchFlags::MOVED_TO
-            | WatchFlags::DELETE_SELF
-            | WatchFlags::MOVE_SELF
-            | WatchFlags::ONLYDIR;
-        inotify::add_watch(&fd, dir, mask).ok()?;
-        Some(fd)
-    }
-
-    /// What changed, and whether the watch still stands (it ends with the directory).
-    pub(super) fn drain(fd: &OwnedFd) -> (Drained, bool) {
-        let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
-        let mut reader = inotify::Reader::new(fd, &mut buf);
-        let mut ids = BTreeSet::new();
-        // The rest of the queue is read anyway, so the next drain starts from an empty queue.
-        let mut overflowed = false;
-        loop {
-            match reader.next() {
-                Ok(event) => {
-                    let flags = event.events();
-                    if flags.intersects(
-                        ReadFlags::IGNORED
-                            | ReadFlags::DELETE_SELF
-                            | ReadFlags::MOVE_SELF
-                            | ReadFlags::UNMOUNT,
-                    ) {
-                        return (Drained::Rescan, false);
-                    }
-                    if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-                        overflowed = true;
-                        continue;
-                    }
-                    if flags.contains(ReadFlags::ISDIR) {
-                        continue;
-                    }
-                    let id = event
-                        .file_name()
-                        .and_then(|n| n.to_str().ok())
-                        .and_then(task_number);
-                    ids.extend(id);
-                }
-                Err(rustix::io::Errno::AGAIN) if overflowed => return (Drained::Rescan, true),
-                Err(rustix::io::Errno::AGAIN) => return (Drained::Ids(ids), true),
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(_) => return (Drained::Rescan, false),
-            }
-        }
+        !self.blind
     }
 }
 
@@ -204,7 +131,7 @@ mod tests {
     #[test]
     fn a_rename_into_the_directory_is_drained_and_the_queue_is_then_empty() {
         let dir = tempfile::tempdir().unwrap();
-        let mut events = Events::watch(dir.path()).unwrap();
+        let mut events = Events::watch(dir.path());
         if events.fault != Fault::None || !events.live() {
             panic!("this test needs inotify and no SWARM_TASK_INDEX_FAULT or SWARM_NO_FS_EVENTS");
         }

@@ -12,13 +12,12 @@
 //! so hints cost one system call and wake nobody. The file is made by the first claim a
 //! process tries, not when its index opens, so a process that never claims writes nothing.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::fsio;
 
 /// The `.claiming` file of one task list, opened on first use.
@@ -51,17 +50,7 @@ impl Hints {
 
     fn open(path: &Path) -> Result<File> {
         fsio::check_regular(path)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(fsio::NOFOLLOW)
-            .open(path)
-            .map_err(Error::io("open", path))?;
-        fsio::check_opened(&file, path)?;
-        Ok(file)
+        fsio::open_or_create(path)
     }
 
     /// The hint on `id`, unless another claimer holds it.

@@ -117,7 +117,7 @@ impl TaskIndex {
         let dir = store.tasks_dir(team);
         fsio::ensure_dir(&dir)?;
         // The watch comes before the first scan, so nothing written in between is missed.
-        let events = Events::watch(&dir)?;
+        let events = Events::watch(&dir);
         Ok(TaskIndex {
             hints: Hints::new(&dir.join(".claiming")),
             store: store.clone(),
@@ -235,20 +235,23 @@ impl TaskIndex {
                 if !claimable {
                     continue;
                 }
-                let mut task = on_disk;
+                let mut task = on_disk.clone();
                 task.owner = Some(agent.to_string());
                 task.status = TaskStatus::InProgress;
                 durable::replace(&path, &task, &mut self.unsynced)?;
                 state.put(task.clone(), Stamp::read(&path)?);
                 // The claim is decided and visible: other claimers may go on while it is made
-                // durable (which also covers an earlier completion of ours).
+                // durable (which also covers an earlier completion of ours) and recorded (the
+                // history needs only the task's lock, still held).
                 drop(list_lock.take());
+                list.recorded(Some(&on_disk), Some(&task));
                 self.unsynced.sync()?;
                 if let Some(report) = report.as_mut() {
                     report(&task)?;
                     let mut done = task.clone();
                     done.status = TaskStatus::Completed;
                     durable::replace(&path, &done, &mut self.unsynced)?;
+                    list.recorded(Some(&task), Some(&done));
                     state.put(done, Stamp::read(&path)?);
                 }
                 return Ok(Some(task));

@@ -1,40 +1,56 @@
-//! Reading the inbox: protocol messages are acted on at once, ordinary ones wait for a turn.
+//! Reading the inbox, once per wake: protocol messages are acted on at once, ordinary ones
+//! wait for a turn.
 //!
 //! Protocol messages (PROTOCOL.md section 7) never reach the agent: a shutdown request from the
 //! lead ends the runtime, a plan answer moves plan mode on, a permission answer is only noted
 //! (the requester waits on its own file), a task assignment queues the task. Each is checked
-//! against who may send it, because any teammate can write to any inbox (lead control messages
-//! must carry the lead's signature, see `verify`). Handled protocol
+//! against who may send it, because any teammate can write to any inbox. Handled protocol
 //! messages are marked delivered by `msg_id`; ordinary messages are only announced in the pane
-//! and stay undelivered until a turn hands them over.
+//! and handed to `turns`, undelivered until a turn hands them over.
+//!
+//! A `from: "team-lead"` proves nothing either, so the lead side signs its entries (`lead_sig`,
+//! see `store::lead_key`) and the runtime, started with the lead's public key
+//! (`--lead-verify-key`), acts on a control message only when its signature holds. An unsigned
+//! or forged one is ignored, said in the pane and reported to the lead, who should know a
+//! teammate is trying. A runtime started without a key (a team from before lead keys) acts as
+//! before and says once that it cannot tell.
 
 use super::Runtime;
 use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
-use crate::store::names::{TaskId, LEAD};
+use crate::store::names::TaskId;
 use crate::store::protocol::{Payload, Protocol, ShutdownRequest};
 use crate::store::requests::Permissions;
+use crate::teammate::agent::Agent;
 use crate::teammate::pane::suffix;
 
+/// What one read of the inbox leaves for the loop.
+pub(super) enum Unread {
+    /// The lead's shutdown request, which the loop must honour.
+    Shutdown(ShutdownRequest),
+    /// The ordinary messages waiting for a turn, oldest first.
+    Ordinary(Vec<InboxMessage>),
+}
+
 impl Runtime {
-    /// Handles protocol messages at once; ordinary ones stay unread for the next turn. Returns
-    /// the lead's shutdown request, which the caller must honour.
-    pub(super) fn read_inbox(&mut self) -> Result<Option<ShutdownRequest>> {
+    /// Reads the inbox: handles protocol messages at once and returns the ordinary ones, which
+    /// stay unread until a turn hands them over.
+    pub(super) fn read_inbox(&mut self) -> Result<Unread> {
         let unread = self.mailbox().read(&self.cfg.name, true)?;
-        let mut handled = Vec::new();
+        let (mut handled, mut ordinary) = (Vec::new(), Vec::new());
         let mut shutdown = None;
-        for m in &unread {
+        for m in unread {
             match m.payload() {
                 Payload::Protocol(p) => {
                     handled.push(m.key());
-                    if let Some(req) = self.on_protocol(m, *p)? {
+                    if let Some(req) = self.on_protocol(&m, *p)? {
                         shutdown = Some(req);
                         break;
                     }
                 }
-                Payload::Text(_) if self.refused_command(m) => {
+                Payload::Text(_) if self.refused_command(&m) => {
                     handled.push(m.key());
-                    self.forged(m, "`$ ` command")?;
+                    self.forged(&m, "`$ ` command")?;
                 }
                 Payload::Text(_) => {
                     if self.announced.insert(m.key()) {
@@ -44,13 +60,17 @@ impl Runtime {
                             ""
                         };
                         self.pane
-                            .say(format!("message from {}: {}{later}", m.from, preview(m)));
+                            .say(format!("message from {}: {}{later}", m.from, preview(&m)));
                     }
+                    ordinary.push(m);
                 }
             }
         }
         self.mailbox().mark_delivered(&self.cfg.name, &handled)?;
-        Ok(shutdown)
+        Ok(match shutdown {
+            Some(request) => Unread::Shutdown(request),
+            None => Unread::Ordinary(ordinary),
+        })
     }
 
     fn ignore(&self, m: &InboxMessage, what: &str, why: &str) {
@@ -64,7 +84,7 @@ impl Runtime {
             self.forged(m, p.type_name())?;
             return Ok(None);
         }
-        let from_lead = m.from == LEAD;
+        let from_lead = m.from.is_lead();
         match p {
             Protocol::ShutdownRequest(req) => {
                 let target = crate::store::protocol::shutdown_request_target(&req.request_id);
@@ -147,14 +167,46 @@ impl Runtime {
         Ok(None)
     }
 
-    /// Undelivered ordinary messages, oldest first.
-    pub(super) fn ordinary_unread(&self) -> Result<Vec<InboxMessage>> {
-        Ok(self
-            .mailbox()
-            .read(&self.cfg.name, true)?
-            .into_iter()
-            .filter(|m| matches!(m.payload(), Payload::Text(_)) && !self.refused_command(m))
-            .collect())
+    /// Whether `m` may act as the lead's: signed by the lead, or no key to check against.
+    fn lead_signed(&self, m: &InboxMessage) -> bool {
+        self.cfg.lead_key.as_ref().is_none_or(|k| m.signed_by(k))
+    }
+
+    /// The message types only the lead may send, which act on this runtime.
+    fn is_lead_control(p: &Protocol) -> bool {
+        matches!(
+            p,
+            Protocol::ShutdownRequest(_)
+                | Protocol::PlanApprovalResponse(_)
+                | Protocol::PermissionResponse(_)
+                | Protocol::TaskAssignment(_)
+        )
+    }
+
+    /// A shell agent's `$ cmd` that does not carry the lead's signature: never run.
+    fn refused_command(&self, m: &InboxMessage) -> bool {
+        matches!(self.cfg.agent, Agent::Shell)
+            && m.text.trim_start().starts_with("$ ")
+            && self.cfg.lead_key.is_some()
+            && !self.lead_signed(m)
+    }
+
+    /// Ignores `m`, in the pane and to the lead.
+    fn forged(&self, m: &InboxMessage, what: &str) -> Result<()> {
+        let line = format!(
+            "ignored a forged {what} from {:?}: it does not carry the team lead's signature",
+            m.from
+        );
+        self.pane.say(&line);
+        self.tell_lead(line)
+    }
+
+    /// Said once at start: whether lead messages are checked.
+    pub(super) fn verification_note(&self) -> Option<&'static str> {
+        self.cfg.lead_key.is_none().then_some(
+            "started without --lead-verify-key (a team from before lead keys): messages \
+             claiming to be from the lead are not verified",
+        )
     }
 }
 

@@ -35,6 +35,12 @@ impl Runtime {
         outcome: Outcome,
     ) -> Result<()> {
         self.turns += 1;
+        // A `claude -p --output-format json` turn ends with its token usage: `swarm usage`.
+        let (store, team, name) = (&self.cfg.store, &self.cfg.team, &self.cfg.name);
+        if let Err(e) = crate::store::usage::record_turn(store, team, name, &outcome.output) {
+            self.pane
+                .say(format!("could not record the turn's token usage: {e}"));
+        }
         let secs = started.elapsed().as_secs_f64();
         let describe = turn.describe();
         let mut idle = IdleNotification {
@@ -264,15 +270,15 @@ impl Runtime {
     }
 
     pub(super) fn to_lead(&self, message: &Protocol, summary: Option<String>) -> Result<()> {
-        let envelope = InboxMessage::protocol(self.cfg.name.as_str(), message)
+        let envelope = InboxMessage::protocol(&self.cfg.name, message)
             .with_color(Some(self.cfg.color.clone()))
             .with_summary(summary);
-        self.mailbox().append(&AgentName::lead(), envelope)
+        self.mailbox().send(&AgentName::lead(), envelope)
     }
 
     pub(super) fn tell_lead(&self, text: String) -> Result<()> {
-        let envelope = InboxMessage::new(self.cfg.name.as_str(), text)
-            .with_color(Some(self.cfg.color.clone()));
-        self.mailbox().append(&AgentName::lead(), envelope)
+        let envelope =
+            InboxMessage::new(&self.cfg.name, text).with_color(Some(self.cfg.color.clone()));
+        self.mailbox().send(&AgentName::lead(), envelope)
     }
 }

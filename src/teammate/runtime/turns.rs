@@ -18,9 +18,10 @@ use crate::teammate::turn::{appendix, Turn, TurnKind};
 use crate::teammate::work::{Outcome, Work};
 
 impl Runtime {
-    /// Starts the next turn if there is one; `true` if it already finished (no process ran),
-    /// so the caller should look again before sleeping.
-    pub(super) fn next_turn(&mut self) -> Result<bool> {
+    /// Starts the next turn if there is one; `fresh` are the ordinary messages this wake's read
+    /// of the inbox found. `true` if it already finished (no process ran), so the caller should
+    /// look again before sleeping.
+    pub(super) fn next_turn(&mut self, fresh: Vec<InboxMessage>) -> Result<bool> {
         match self.plan.clone() {
             PlanState::NotRequired | PlanState::Done => {}
             PlanState::Pending { .. } => return Ok(false),
@@ -29,7 +30,6 @@ impl Runtime {
                 feedback,
                 stalled,
             } => {
-                let fresh = self.ordinary_unread()?;
                 if fresh.is_empty() && (stalled || self.plan_context.is_empty()) {
                     return Ok(false);
                 }
@@ -38,7 +38,6 @@ impl Runtime {
                 return self.start(kind, self.plan_context.clone(), &fresh);
             }
             PlanState::Approved { plan, feedback } => {
-                let fresh = self.ordinary_unread()?;
                 self.plan_context.extend(fresh.iter().cloned());
                 let messages = std::mem::take(&mut self.plan_context);
                 return self.start(TurnKind::Execute { plan, feedback }, messages, &fresh);
@@ -47,7 +46,6 @@ impl Runtime {
         if let Some(kind) = self.feedback.take() {
             return self.start(kind, vec![], &[]);
         }
-        let fresh = self.ordinary_unread()?;
         let waiting = self.retry_messages_at.is_some_and(|at| Instant::now() < at);
         if !fresh.is_empty() && !waiting {
             return self.start(TurnKind::Messages, fresh.clone(), &fresh);

@@ -396,6 +396,40 @@ fn bad_names_are_refused_with_what_to_do() {
     }
 }
 
+/// A member name that breaks the rule (PROTOCOL.md section 2) makes the roster invalid, and
+/// every command that reads it names the file and the name. Names used to be checked only
+/// deep inside: the roster loaded, `send` to another member went through, and the bad name
+/// failed later in an error that named no file.
+#[test]
+fn a_roster_with_a_bad_member_name_is_refused_naming_the_file_and_the_name() {
+    let env = Env::with_team(&["coder"]);
+    let path = env.path("teams/t/config.json");
+    let mut config = read_json(&path);
+    config["members"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "agentId": "../x@t", "name": "../x", "agentType": "general-purpose",
+            "joinedAt": 1, "tmuxPaneId": "", "cwd": "/", "subscriptions": []
+        }));
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    let message = format!(
+        "{} is not valid (invalid agent name \"../x\": use letters, digits, '-' and '_', \
+         starting with a letter or digit (at most 64)); repair it or move it aside",
+        path.display()
+    );
+    for args in [
+        &["send", "--to", "coder", "hi"][..],
+        &["inbox", "coder"],
+        &["team", "show"],
+        &["status"],
+    ] {
+        env.swarm(args)
+            .refused(&message)
+            .stderr_is(&format!("swarm: error: {message}\n"));
+    }
+}
+
 /// Regression: a process killed after creating `owner.tmp-<pid>` in a lock directory but before
 /// renaming it to `owner` left a lock that looked like Claude Code's, honoured for 10 s; the
 /// permission test above hit this often. The next swarm process now breaks it at once.

@@ -227,6 +227,7 @@ fn a_task_written_by_a_writer_that_knows_no_index_is_seen_by_a_running_one() {
     let env = Env::with_team(&[]);
     std::fs::create_dir_all(env.path("tasks/t")).unwrap();
     let mut c = Claimer::start(&env, "a", &["--step", "--no-busy-check"], &[NO_RESCAN]);
+    needs_inotify(c.child.id(), "the claimer");
     c.say("go");
     assert_eq!(c.step(), "none", "the list is empty");
     rename_in(&env, pending(1));

@@ -197,7 +197,11 @@ fn the_overlap_check_sees_two_claimers_on_one_task() {
     assert!(found[0].contains("task 1: a"), "{found:?}");
 }
 
-/// Idle notifications that report a task resolved, by task id: who sent them.
+/// Idle notifications that report a task resolved, by task id: who sent them, one entry per
+/// message (`msg_id`). A message can be stored twice: a sender that compacts the lead's inbox
+/// appends the oldest delivered entries to the archive before it rewrites the inbox without
+/// them (src/store/mailbox.rs), so one killed between the two leaves those entries in both.
+/// That is one report, kept twice; a teammate that reported twice sent two messages.
 fn resolved_notices(env: &Env) -> BTreeMap<String, Vec<String>> {
     let mut texts: Vec<Value> = Vec::new();
     let inbox = read_json(&env.path("teams/t/inboxes/team-lead.json"));
@@ -208,7 +212,18 @@ fn resolved_notices(env: &Env) -> BTreeMap<String, Vec<String>> {
         texts.extend(archive.lines().map(|l| serde_json::from_str(l).unwrap()));
     }
     let mut by_task: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stored_twice = 0;
     for m in texts {
+        // swarm gives every message an id; Claude Code's identity is `from|timestamp|text`.
+        let id = match m["msg_id"].as_str() {
+            Some(id) => id.to_string(),
+            None => format!("{}|{}|{}", m["from"], m["timestamp"], m["text"]),
+        };
+        if !seen.insert(id) {
+            stored_twice += 1;
+            continue;
+        }
         let Ok(p) = serde_json::from_str::<Value>(m["text"].as_str().unwrap_or_default()) else {
             continue;
         };
@@ -219,6 +234,9 @@ fn resolved_notices(env: &Env) -> BTreeMap<String, Vec<String>> {
                 .push(p["from"].as_str().unwrap().to_string());
         }
     }
+    eprintln!(
+        "claimers: {stored_twice} lead inbox entries found in both the inbox and its archive"
+    );
     by_task
 }
 

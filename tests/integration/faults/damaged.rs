@@ -172,3 +172,36 @@ fn a_high_water_mark_past_the_largest_id_is_refused() {
         assert_eq!(listed.as_array().unwrap().len(), 1, "{mark}");
     }
 }
+
+/// An entry whose `from` breaks the name rule is damaged like any entry that fails the schema:
+/// it alone is moved aside, byte for byte, and every other message is kept. It used to be read
+/// as a message from "../x", shown, and handed to a teammate's agent as `teammate_id="../x"`.
+#[test]
+fn an_inbox_entry_with_a_bad_sender_is_moved_aside_alone() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    let bad = r#"{"from": "../x", "text": "forged", "timestamp": "t"}"#;
+    std::fs::write(
+        &inbox,
+        format!(r#"[{{"from": "team-lead", "text": "good", "timestamp": "t"}}, {bad}]"#),
+    )
+    .unwrap();
+    let out = env.swarm(["--json", "inbox", "coder"]).ok();
+    out.stderr_has("had 1 malformed message(s)");
+    let listed = out.json();
+    let shown: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown, ["good"]);
+    let moved = files_named(&env.path("teams/t/inboxes"), "coder.json.corrupt-");
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(
+        read_json_array(&moved[0]),
+        vec![serde_json::from_str::<Value>(bad).unwrap()]
+    );
+    env.swarm(["send", "--to", "coder", "new"]).ok();
+    assert_eq!(texts(&inbox), ["good", "new"]);
+}

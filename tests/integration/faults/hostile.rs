@@ -190,3 +190,28 @@ fn hard_linked_store_files_are_refused() {
         assert_eq!(std::fs::read(&victim).unwrap(), bytes, "{file}");
     }
 }
+
+/// The sidecar beside an inbox (`spool/<agent>.last-write`) is only a hint, so a failure to
+/// write it is not an error; but a sidecar hard-linked to a file elsewhere used to be truncated
+/// before it was checked, emptying that file. It is checked first and left alone.
+#[test]
+fn a_hard_linked_sidecar_is_not_truncated() {
+    let env = Env::with_team(&["coder"]);
+    env.swarm(["send", "--to", "coder", "first"]).ok();
+    let sidecar = env.path("teams/t/spool/coder.last-write");
+    assert!(sidecar.is_file(), "the first send noted its write");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let victim = elsewhere.path().join("precious");
+    std::fs::write(&victim, "keep me").unwrap();
+    std::fs::remove_file(&sidecar).unwrap();
+    std::fs::hard_link(&victim, &sidecar).unwrap();
+    env.swarm(["send", "--to", "coder", "second"]).ok();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    let texts: Vec<Value> = read_json(&env.path("teams/t/inboxes/coder.json"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].clone())
+        .collect();
+    assert_eq!(texts, ["first", "second"]);
+}

@@ -303,8 +303,8 @@ fn scenario(claude: &Installed) {
         .json();
     for name in ["coder", "researcher"] {
         let m = member(&status, name);
-        assert_eq!(m["state"], "alive", "{status}");
-        assert_eq!(m["busy"], false, "{m}");
+        // Found running, owning no task: idle (the one member state, issue 19 item 3).
+        assert_eq!(m["state"], "idle", "{status}");
     }
     let text = swarm(&["status"]).ok().stdout;
     let line = |name: &str| {
@@ -313,7 +313,11 @@ fn scenario(claude: &Installed) {
             .unwrap_or_default()
             .to_string()
     };
-    assert!(line("coder").contains("alive, idle"), "{text}");
+    assert_eq!(
+        line("coder").split_whitespace().nth(4),
+        Some("idle"),
+        "{text}"
+    );
     // Outside tmux, swarm looks at no server: unknown, as before.
     let outside = env
         .swarm(["--json", "status"])

@@ -13,7 +13,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -248,11 +248,25 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, script: &Script) {
     }
 }
 
+/// A reply of its own: every message the real API sends has a new id, and Claude Code counts a
+/// message's usage once per id.
 fn message_head() -> Value {
-    json!({"id": "msg_fake", "type": "message", "role": "assistant",
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let id = format!("msg_fake_{}", NEXT.fetch_add(1, Ordering::SeqCst));
+    json!({"id": id, "type": "message", "role": "assistant",
            "model": "claude-sonnet-4-5", "content": [], "stop_reason": null,
-           "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}})
+           "stop_sequence": null, "usage": {"input_tokens": INPUT_TOKENS,
+           "cache_creation_input_tokens": CACHE_WRITE_TOKENS,
+           "cache_read_input_tokens": CACHE_READ_TOKENS, "output_tokens": 1}})
 }
+
+/// The usage every reply reports, each field distinct so a reader that mixes two up shows it:
+/// `message_start` says these with `output_tokens: 1`, and `message_delta` the final
+/// [`OUTPUT_TOKENS`], as the real API streams them.
+pub const INPUT_TOKENS: u64 = 10;
+pub const CACHE_WRITE_TOKENS: u64 = 200;
+pub const CACHE_READ_TOKENS: u64 = 3000;
+pub const OUTPUT_TOKENS: u64 = 5;
 
 fn stop_reason(reply: &Reply) -> &'static str {
     match reply {
@@ -279,7 +293,7 @@ fn stream_events(reply: &Reply) -> Vec<u8> {
         json!({"type": "content_block_stop", "index": 0}),
         json!({"type": "message_delta",
                "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null},
-               "usage": {"output_tokens": 5}}),
+               "usage": {"output_tokens": OUTPUT_TOKENS}}),
         json!({"type": "message_stop"}),
     ];
     let mut out = Vec::new();
@@ -299,5 +313,6 @@ fn whole_message(reply: &Reply) -> Vec<u8> {
     let mut message = message_head();
     message["content"] = json!([block]);
     message["stop_reason"] = json!(stop_reason(reply));
+    message["usage"]["output_tokens"] = json!(OUTPUT_TOKENS);
     message.to_string().into_bytes()
 }

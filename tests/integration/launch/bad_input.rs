@@ -147,3 +147,22 @@ fn an_agent_command_that_embeds_the_prompt_placeholder_in_a_word_is_refused() {
     ])
     .refused("\"echo {prompt}\" embeds {prompt} in a larger word");
 }
+
+/// The first prompt is the teammate's first inbox message and must fit in one. The launcher
+/// used to write it without the size check every other sender has, so a prompt over the limit
+/// went into the inbox whole; it is refused before anything is written.
+#[test]
+fn a_prompt_over_the_message_limit_is_refused_before_anything_is_written() {
+    let env = Env::new();
+    let agent = fake_agent(&env, "exit 0");
+    let file = env.path("big.json");
+    let plan = serde_json::json!({"team": "t",
+        "teammates": [{"name": "a", "prompt": "x".repeat(1024 * 1024 + 1)}]});
+    std::fs::write(&file, plan.to_string()).unwrap();
+    env.swarm(["launch", "--backend", "in-process", file.to_str().unwrap()])
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+        .refused(
+            "teammate a: its prompt is a message: message is 1048577 bytes, over the 1048576 \
+             byte limit; put large content in a file and send its path",
+        );
+}

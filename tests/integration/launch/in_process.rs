@@ -15,7 +15,9 @@ fn in_process_teammates_are_children_and_ctrl_c_shuts_them_down() {
     let agent = fake_agent(
         &env,
         &format!(
-            r#"echo "$$" > "$out/$name.pid"
+            // Written aside and renamed, as the fake agent writes its other files: a reader
+            // that sees the file sees the whole pid (a plain `>` shows it empty for a moment).
+            r#"echo "$$" > "$out/pid.$$"; mv "$out/pid.$$" "$out/$name.pid"
 case "$name" in
   polite) {approve} ;;
   *) trap 'echo got TERM' TERM; while true; do sleep 0.2; done ;;

@@ -65,7 +65,9 @@ exit 0
     assert_eq!(member(&config, "coder")["backendType"], "iterm2");
 
     // What iTerm2 would run: pane-exec reads the spec, deletes it, records the pid, execs.
-    let done = clean_command(BIN)
+    let mut pane = clean_command(BIN);
+    home_in(&mut pane, &env.path("state"));
+    let done = pane
         .args(["pane-exec", spec.to_str().unwrap()])
         .status()
         .unwrap();

@@ -243,7 +243,9 @@ fn attach_puts_a_terminal_on_the_teammates_pane() {
         .unwrap()
         .to_string();
     // `script` gives `swarm attach` (and so `tmux attach`) a terminal.
-    let mut attached = clean_command("script")
+    let mut script = clean_command("script");
+    home_in(&mut script, &env.path("state"));
+    let mut attached = script
         .args(["-qc", &format!("'{BIN}' attach tester"), "/dev/null"])
         .env("SWARM_ROOT", env.root())
         .env("SWARM_TEAM", "t")

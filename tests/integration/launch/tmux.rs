@@ -434,3 +434,53 @@ fn which_tmux() -> String {
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// The lead console in its pane signs with the key the launcher made, on a tmux server that
+/// was started by someone else and whose environment points elsewhere: the pane gets the
+/// launcher's state directory. (Before, the console used the server's, a user's real
+/// `~/.local/state/swarm` in tests, and made a second key there that no teammate trusts.)
+#[test]
+fn a_lead_pane_on_a_server_started_elsewhere_signs_with_the_launchers_key() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let agent = fake_agent(&env, "sleep 300");
+    tmux.cmd(["new-session", "-d", "-s", "bystander", "sleep", "600"]);
+    swarm_on(&env, &tmux, &agent, &["launch", "--teammate", "coder=go"]).ok();
+    let config = read_json(&env.path("teams/t/config.json"));
+    let lead = member(&config, "team-lead")["tmuxPaneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A message typed into the console is signed as the lead's.
+    let sent = eventually(Duration::from_secs(30), "the console's message", || {
+        tmux.cmd([
+            "send-keys",
+            "-t",
+            &lead,
+            "@coder typed in the console",
+            "Enter",
+        ]);
+        std::thread::sleep(Duration::from_millis(500));
+        let inbox = read_json(&env.path("teams/t/inboxes/coder.json"));
+        inbox
+            .as_array()?
+            .iter()
+            .find(|m| m["text"] == "typed in the console")
+            .cloned()
+    });
+    assert_eq!(sent["from"], "team-lead");
+    assert!(sent["lead_sig"].is_string(), "{sent}");
+    let keys = |dir: &std::path::Path| -> usize {
+        std::fs::read_dir(dir.join("swarm/lead-keys")).map_or(0, |d| d.count())
+    };
+    assert_eq!(
+        keys(&env.path("state")),
+        1,
+        "the launcher's key, and only it"
+    );
+    assert_eq!(
+        keys(tmux.state()),
+        0,
+        "no key under the tmux server's state directory"
+    );
+}

@@ -42,13 +42,14 @@ fn the_everyday_use_block_of_the_readme_works_as_written() {
     let block = everyday_use();
     for line in block.lines() {
         let command = line.split(" #").next().unwrap().trim();
-        let mut child = clean_command("script")
+        let mut script = clean_command("script");
+        home_in(&mut script, &env.path("state"));
+        let mut child = script
             .args(["-qec", command, "/dev/null"])
             .current_dir(repo)
             .env("PATH", &path)
             .env("SWARM_ROOT", env.root())
             .env("SWARM_TMUX_SOCKET", &tmux.socket)
-            .env("XDG_STATE_HOME", env.path("state"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -90,6 +90,7 @@ fn an_idle_teammate_sleeps_and_wakes_fast_on_a_message() {
         &["--agent", "shell"],
         &[("SWARM_RESCAN_MS", "60000")],
     );
+    needs_events(&env, "a");
     std::thread::sleep(Duration::from_secs(2));
     let ticks = cpu_ticks(mate.child.id());
     // clock ticks are 1/100 s; a busy loop burns ~200 in two seconds.

@@ -319,6 +319,7 @@ fn a_running_teammate_takes_a_task_file_renamed_in_by_a_writer_that_knows_nothin
         &["--agent", "shell"],
         &[("SWARM_RESCAN_MS", "600000")],
     );
+    needs_events(&env, "a");
     std::fs::create_dir_all(env.path("tasks/t")).unwrap();
     let file = json!({"id": "1", "subject": "from outside", "status": "pending",
         "description": format!("touch {}", q(&done)), "blocks": [], "blockedBy": []});

@@ -352,3 +352,51 @@ fn claude_in_print_mode_keeps_one_conversation_across_turns_and_restarts() {
 fn uuid_like(s: &str) -> bool {
     s.len() == 36 && s.chars().filter(|c| *c == '-').count() == 4
 }
+
+/// A runtime reads its inbox once per wake: a message that arrives while the runtime is still
+/// acting on that read waits for the next one, and so is announced in the pane before the turn
+/// that carries it. The runtime used to read its inbox a second time to pick the turn's
+/// messages, and a message that came in between (here, while it waited for the inbox lock to
+/// mark a protocol message delivered) started a turn without ever being announced.
+#[test]
+fn a_message_that_arrives_mid_wake_is_announced_before_its_turn() {
+    let env = Env::with_team(&["a"]);
+    let prompts_file = env.path("prompts");
+    let agent = recorder(&prompts_file, "true");
+    let mate = start(&env, "a", &refs(&agent));
+    let inbox = env.path("teams/t/inboxes/a.json");
+    let entry = |from: &str, text: &str, id: &str| {
+        json!({"from": from, "text": text, "timestamp": "2026-01-01T00:00:00.000Z",
+               "msg_id": id})
+    };
+    let idle = json!({"type": "idle_notification", "from": "b", "timestamp": "t"}).to_string();
+    let first = json!([entry("b", &idle, "m1")]);
+    let then = json!([entry("b", &idle, "m1"), entry("team-lead", "late", "m2")]);
+    // Written by hand while holding the inbox lock, as a lock holder may.
+    let holder = KillOnDrop(env.hold_lock(&inbox));
+    std::fs::write(&inbox, first.to_string()).unwrap();
+    eventually(LONG, "the runtime to act on the protocol message", || {
+        mate.output()
+            .contains("ignored idle_notification from b")
+            .then_some(())
+    });
+    // It now waits for the lock to mark that message delivered.
+    std::fs::write(&inbox, then.to_string()).unwrap();
+    drop(holder);
+    eventually(LONG, "the turn that carries the late message", || {
+        prompts(&prompts_file)
+            .iter()
+            .any(|p| p.contains("late"))
+            .then_some(())
+    });
+    let output = mate.output();
+    let lines: Vec<&str> = output.lines().collect();
+    let announced = lines
+        .iter()
+        .position(|l| l.ends_with("message from team-lead: late"));
+    let turn = lines.iter().position(|l| l.contains("▶ turn"));
+    assert!(
+        announced.is_some() && announced < turn,
+        "the late message was not announced before its turn:\n{output}"
+    );
+}

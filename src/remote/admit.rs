@@ -91,11 +91,11 @@ pub(crate) fn apply(
     let refused = |reason: String| Ok(Outcome::Refused { reason });
     let on_host = |name: &str| -> Option<AgentName> {
         let m = config.member(name)?;
-        (host_of(m).as_ref() == Some(host)).then(|| m.name.parse().ok())?
+        (host_of(m).as_ref() == Some(host)).then(|| m.name.clone())
     };
     let outcome = match op {
         Op::Deliver { to, mut message } => {
-            if on_host(&message.from).is_none() {
+            if on_host(message.from.as_str()).is_none() {
                 return refused(format!(
                     "a message from {:?}: only members placed on {host} may send from it",
                     message.from

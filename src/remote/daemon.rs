@@ -9,9 +9,8 @@
 //! is still that process and still leads its group. A running link is poked (a write to
 //! `remote/poke/<host>`) to look at the store at once and send a sync mark.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use fs4::fs_std::FileExt;
@@ -44,20 +43,6 @@ pub(crate) fn poke_dir(store: &Store, team: &TeamName) -> PathBuf {
     store.remote_dir(team).join("poke")
 }
 
-fn open_lock(path: &Path) -> Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(path)
-        .map_err(Error::io("open", path))?;
-    fsio::check_opened(&file, path)?;
-    Ok(file)
-}
-
 /// Held by the running link for its whole life.
 #[derive(Debug)]
 pub(crate) struct LinkLock {
@@ -70,7 +55,7 @@ impl LinkLock {
     pub(crate) fn hold(store: &Store, team: &TeamName, host: &Host) -> Result<Option<LinkLock>> {
         fsio::ensure_dir(&store.remote_dir(team))?;
         let path = lock_path(store, team, host);
-        let mut file = open_lock(&path)?;
+        let mut file = fsio::open_or_create(&path)?;
         if !FileExt::try_lock_exclusive(&file).map_err(Error::io("lock", &path))? {
             return Ok(None);
         }
@@ -91,11 +76,7 @@ impl LinkLock {
 /// Whether a link runs for `host` (someone holds its lock).
 pub(crate) fn running(store: &Store, team: &TeamName, host: &Host) -> bool {
     let path = lock_path(store, team, host);
-    let Ok(file) = OpenOptions::new()
-        .read(true)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(&path)
-    else {
+    let Ok(Some(file)) = fsio::open_read(&path) else {
         return false;
     };
     match FileExt::try_lock_shared(&file) {
@@ -159,11 +140,7 @@ pub(crate) fn stop(store: &Store, team: &TeamName, host: &Host) -> bool {
     }
     let path = lock_path(store, team, host);
     let mut text = String::new();
-    if let Ok(mut f) = OpenOptions::new()
-        .read(true)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(&path)
-    {
+    if let Ok(Some(mut f)) = fsio::open_read(&path) {
         let _ = f.read_to_string(&mut text);
     }
     let Ok(record) = serde_json::from_str::<LinkRecord>(&text) else {

@@ -147,6 +147,6 @@ pub(crate) fn members_on(config: &TeamConfig, host: &Host) -> Vec<AgentName> {
     config
         .teammates()
         .filter(|m| host_of(m).as_ref() == Some(host))
-        .filter_map(|m| m.name.parse().ok())
+        .map(|m| m.name.clone())
         .collect()
 }

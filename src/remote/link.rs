@@ -88,27 +88,30 @@ fn watch(store: &Store, team: &TeamName, tx: &UnboundedSender<Event>) -> Result<
     for dir in dirs.iter().chain([&poke]) {
         fsio::ensure_dir(dir)?;
     }
-    let mut subs = Vec::new();
-    let changed = tx.clone();
+    // One subscriber per directory, all through the process's one watch hub.
+    let mut watches: Vec<Result<Subscription>> = dirs
+        .iter()
+        .map(|dir| {
+            let changed = tx.clone();
+            Subscription::changes(dir, move || {
+                let _ = changed.send(Event::Changed);
+            })
+        })
+        .collect();
     let poked = tx.clone();
-    // Without file events (no inotify instance left) the re-scan timer still finds everything.
-    match Subscription::changes_all(&dirs, move || {
-        let _ = changed.send(Event::Changed);
-    }) {
-        Ok(s) => subs.push(s),
-        Err(e) => eprintln!(
-            "swarm: warning: {e}; looking every {:?} instead",
-            rescan_interval()
-        ),
-    }
-    match Subscription::changes(&poke, move || {
+    watches.push(Subscription::changes(&poke, move || {
         let _ = poked.send(Event::Poked);
-    }) {
-        Ok(s) => subs.push(s),
-        Err(e) => eprintln!(
-            "swarm: warning: {e}; looking every {:?} instead",
-            rescan_interval()
-        ),
+    }));
+    // Without file events (no inotify instance left) the re-scan timer still finds everything.
+    let mut subs = Vec::new();
+    for w in watches {
+        match w {
+            Ok(s) => subs.push(s),
+            Err(e) => eprintln!(
+                "swarm: warning: {e}; looking every {:?} instead",
+                rescan_interval()
+            ),
+        }
     }
     Ok(subs)
 }

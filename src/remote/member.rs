@@ -44,7 +44,7 @@ pub(crate) fn judge(
         };
         return Some((Liveness::Unknown, pane));
     }
-    let life = state.and_then(|s| s.members.get(&member.name).copied());
+    let life = state.and_then(|s| s.members.get(member.name.as_str()).copied());
     let liveness = match life {
         Some(Life::Alive) => Liveness::Alive,
         Some(Life::Dead { .. }) => Liveness::Dead,
@@ -116,7 +116,13 @@ pub(crate) fn stop(team: &TeamName, member: &Member) -> Result<()> {
     run_on_host(
         team,
         &remote,
-        &["kill", "--mirror", &remote.mirror, "--name", &member.name],
+        &[
+            "kill",
+            "--mirror",
+            &remote.mirror,
+            "--name",
+            member.name.as_str(),
+        ],
         b"",
     )
     .map(drop)

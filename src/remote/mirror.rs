@@ -316,15 +316,11 @@ impl Relay<'_> {
         let Ok(owner) = owner.parse::<AgentName>() else {
             return Ok(());
         };
-        let note = InboxMessage::new(NOTICE_SENDER, text);
+        let note = InboxMessage::new(&AgentName::system(), text);
         Mailbox::new(self.store, self.team).relay_in(&owner, vec![note])?;
         Ok(())
     }
 }
-
-/// Who the relay's notices to a member are from: `system`, the sender of swarm's own notices
-/// (a reserved name no member can have, so a relay never sends them home).
-const NOTICE_SENDER: &str = "system";
 
 /// The `isActive` of member `name` in roster `config`.
 fn active_of(config: Option<&Value>, name: &str) -> Option<bool> {

@@ -94,7 +94,7 @@ impl Relay<'_> {
             let inbox: Vec<InboxMessage> = mailbox.read(&to, false)?;
             for m in &inbox {
                 let key = m.key();
-                let from_here = here.contains(&m.from);
+                let from_here = here.iter().any(|h| h == m.from.as_str());
                 if from_here && !self.records.seen(&key) && (on_host || !m.read) {
                     ops.push((
                         format!("m:{}", digest(&(&key, to.as_str()))),

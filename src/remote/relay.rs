@@ -171,18 +171,8 @@ fn create_private(root: &std::path::Path) -> Result<()> {
 
 /// The mirror's relay lock, once an earlier connection's relay has let go of it.
 fn take_over(store: &Store, team: &TeamName) -> Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = store.relay_dir(team).join("serve.lock");
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(fsio::NOFOLLOW)
-        .open(&path)
-        .map_err(Error::io("open", &path))?;
-    fsio::check_opened(&file, &path)?;
+    let file = fsio::open_or_create(&path)?;
     let start = Instant::now();
     while !FileExt::try_lock_exclusive(&file).map_err(Error::io("lock", &path))? {
         if start.elapsed() > TAKE_OVER {
@@ -207,18 +197,22 @@ fn watch(store: &Store, team: &TeamName, tx: &UnboundedSender<Event>) -> Result<
         store.pending_dir(team),
         claims,
     ];
-    let mut subs = Vec::new();
-    let changed = tx.clone();
+    // One subscriber per directory, all through the process's one watch hub.
+    let mut watches: Vec<Result<Subscription>> = dirs
+        .iter()
+        .map(|dir| {
+            let changed = tx.clone();
+            Subscription::changes(dir, move || {
+                let _ = changed.send(Event::Changed);
+            })
+        })
+        .collect();
     let exited = tx.clone();
+    watches.push(Subscription::exits(&store.alive_dir(team), move || {
+        let _ = exited.send(Event::Changed);
+    }));
     // Without file events (no inotify instance left) the re-scan timer still finds everything.
-    let watches = [
-        Subscription::changes_all(&dirs, move || {
-            let _ = changed.send(Event::Changed);
-        }),
-        Subscription::exits(&store.alive_dir(team), move || {
-            let _ = exited.send(Event::Changed);
-        }),
-    ];
+    let mut subs = Vec::new();
     for w in watches {
         match w {
             Ok(s) => subs.push(s),

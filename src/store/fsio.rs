@@ -304,14 +304,7 @@ fn place_new(tmp: &Path, path: &Path) -> std::io::Result<()> {
 /// append-only records (a relay's log of keys it has seen). Never follows a symlink.
 pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
     check_regular(path)?;
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(NOFOLLOW)
-        .open(path)
-        .map_err(Error::io("open", path))?;
-    check_opened(&f, path)?;
+    let mut f = open_append(path)?;
     f.write_all(bytes).map_err(Error::io("append to", path))?;
     f.sync_all().map_err(Error::io("sync", path))
 }

@@ -6,7 +6,7 @@
 //! sibling file `.F.gate`. Among swarm processes the kernel queues the waiters, so nobody sleeps
 //! in a backoff loop while the lock sits free, and the directory is almost never contended.
 //!
-//! The gate also carries the owner record. Holding the gate, a swarm process builds the lock
+//! The gate also carries the owner record (`record`). Holding the gate, a swarm process builds the lock
 //! directory under a temp name, writes the pid and that directory's identity (inode, device,
 //! birth time) into the gate, and renames the directory into place without replacing anything
 //! (`RENAME_NOREPLACE`); releasing, it removes the directory and empties the gate. So a swarm
@@ -28,18 +28,21 @@
 
 use std::fs::{self, File};
 use std::io::ErrorKind;
-use std::os::unix::fs::{DirBuilderExt, FileExt as _, MetadataExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use fs4::fs_std::FileExt;
-use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::store::fsio::{self, now_ms};
+use crate::store::fsio;
 use crate::store::guard;
-use crate::store::machine::{self, Machine, Whose};
+use crate::store::machine::{self, Whose};
+
+mod record;
+
+use record::{dir_id, names_elsewhere, read_record, write_record, OwnerRecord};
 
 /// Claude Code's staleness rule for a lock directory no swarm record names.
 const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -48,12 +51,6 @@ const STALE_AFTER: Duration = Duration::from_secs(10);
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
 /// When a waiter says on stderr that it is waiting.
 pub const SAY_WAITING_AFTER: Duration = Duration::from_secs(1);
-/// The owner record is written at offset 0 padded to this length, so one `pwrite` replaces it
-/// whatever was there (host names are cut to 64 bytes, so a record fits).
-const RECORD_LEN: usize = 320;
-/// `STATX_BTIME`, which rustix accepts as an externally defined bit.
-const STATX_BTIME: u32 = 0x800;
-
 static BREAK_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// An exclusive lock on a store file; released on drop.
@@ -61,42 +58,6 @@ static BREAK_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub struct FileLock {
     lock_dir: PathBuf,
     gate: File,
-}
-
-/// Which directory a swarm holder placed: enough to tell it from a later one with the same name
-/// (an inode number alone can be reused by the next `mkdir`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-struct DirId {
-    ino: u64,
-    dev: u64,
-    /// Birth time in ns, 0 where the file system does not keep one.
-    born: u128,
-}
-
-/// What the gate says while a swarm process holds the lock.
-#[derive(Debug, Serialize, Deserialize)]
-struct OwnerRecord {
-    pid: u32,
-    #[serde(rename = "acquiredAt")]
-    acquired_at: u64,
-    dir: DirId,
-    /// Where the holder runs; missing in records of swarms before remote hosts.
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    machine: Option<Machine>,
-}
-
-impl OwnerRecord {
-    /// `swarm process PID`, with its host when that is not this machine.
-    fn holder(&self) -> String {
-        match self
-            .machine
-            .as_ref()
-            .filter(|m| m.whose() == Whose::Elsewhere)
-        {
-            Some(m) => format!("swarm process {} on host {}", self.pid, m.label()),
-            None => format!("swarm process {} (stopped or stuck?)", self.pid),
-        }
-    }
 }
 
 impl FileLock {
@@ -315,12 +276,6 @@ fn try_mkdir_dir(gate: &File, lock_dir: &Path) -> Result<bool> {
         })
 }
 
-/// Whether `record` is another machine's and names the lock directory now in place.
-fn names_elsewhere(record: &OwnerRecord, lock_dir: &Path) -> bool {
-    machine::whose(record.machine.as_ref()) == Whose::Elsewhere
-        && dir_id(lock_dir).is_ok_and(|id| record.dir.same(&id))
-}
-
 /// Waits, holding the gate, until the directory another host's holder placed is gone (or
 /// replaced), without writing our own record over theirs: that record is what keeps every later
 /// contender on this host from breaking their lock on age.
@@ -344,57 +299,6 @@ fn wait_for_foreign(
         backoff = (backoff * 2).min(Duration::from_millis(100));
     }
     Ok(())
-}
-
-fn write_record(gate: &File, dir: DirId) -> std::io::Result<()> {
-    let record = OwnerRecord {
-        pid: std::process::id(),
-        acquired_at: now_ms(),
-        dir,
-        machine: Some(Machine::this().clone()),
-    };
-    let mut bytes = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
-    bytes.resize(RECORD_LEN - 1, b' ');
-    bytes.push(b'\n');
-    gate.write_all_at(&bytes, 0)
-}
-
-fn read_record(gate: &File) -> Option<OwnerRecord> {
-    let mut buf = [0u8; RECORD_LEN];
-    let n = gate.read_at(&mut buf, 0).ok()?;
-    serde_json::from_slice(buf[..n].trim_ascii()).ok()
-}
-
-impl DirId {
-    fn same(&self, other: &DirId) -> bool {
-        self.ino == other.ino && self.dev == other.dev && self.born == other.born
-    }
-}
-
-/// The identity of the directory at `path` (not following a symlink).
-fn dir_id(path: &Path) -> std::io::Result<DirId> {
-    use rustix::fs::{statx, AtFlags, StatxFlags, CWD};
-    let mask = StatxFlags::INO | StatxFlags::from_bits_retain(STATX_BTIME);
-    match statx(CWD, path, AtFlags::SYMLINK_NOFOLLOW, mask) {
-        Ok(st) => Ok(DirId {
-            ino: st.stx_ino,
-            dev: (u64::from(st.stx_dev_major) << 32) | u64::from(st.stx_dev_minor),
-            born: if st.stx_mask & STATX_BTIME != 0 {
-                st.stx_btime.tv_sec as u128 * 1_000_000_000 + u128::from(st.stx_btime.tv_nsec)
-            } else {
-                0
-            },
-        }),
-        Err(rustix::io::Errno::NOSYS) => {
-            let meta = fs::symlink_metadata(path)?;
-            Ok(DirId {
-                ino: meta.ino(),
-                dev: meta.dev(),
-                born: 0,
-            })
-        }
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Breaks the lock when its holder is provably dead (`dead`, the record found in the gate when
@@ -479,7 +383,11 @@ fn remove_lock_dir(lock_dir: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::FileExt as _;
+
+    use super::record::{DirId, RECORD_LEN};
     use super::*;
+    use crate::store::machine::Machine;
 
     #[test]
     fn lock_creates_and_removes_the_directory_and_records_itself_in_the_gate() {

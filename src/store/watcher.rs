@@ -103,31 +103,6 @@ impl Subscription {
         Subscription::new(dir, Interest::Changes, Arc::new(on_change))
     }
 
-    /// [`Subscription::changes`] for several directories through one watch (one inotify
-    /// instance, of which a user has only 128 on a typical Linux, for all of them).
-    pub fn changes_all(
-        dirs: &[std::path::PathBuf],
-        on_change: impl Fn() + Send + 'static,
-    ) -> Result<Subscription> {
-        if !events_enabled() {
-            return Ok(Subscription { _watcher: None });
-        }
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if res.as_ref().map_or(true, relevant) {
-                on_change();
-            }
-        })
-        .map_err(|e| Error::Backend(format!("failed to watch the store: {e}")))?;
-        for dir in dirs {
-            watcher
-                .watch(dir, RecursiveMode::NonRecursive)
-                .map_err(|e| Error::Backend(format!("failed to watch {}: {e}", dir.display())))?;
-        }
-        Ok(Subscription {
-            _watcher: Some(watcher),
-        })
-    }
-
     /// Calls `on_exit` when a runtime holding a lock in `dir` (`teams/<team>/alive/`) may have
     /// ended (see `hub::Interest::Exits`).
     pub fn exits(dir: &Path, on_exit: impl Fn() + Send + Sync + 'static) -> Result<Subscription> {

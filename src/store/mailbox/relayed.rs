@@ -46,14 +46,14 @@ impl Mailbox<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::fixture::team_with;
+    use crate::store::fixture::{agent, team_with};
 
     #[test]
     fn a_replayed_entry_is_not_delivered_twice_even_once_read() {
         let (_dir, store, team) = team_with(&["coder"]);
         let mb = Mailbox::new(&store, &team);
-        let coder: AgentName = "coder".parse().unwrap();
-        let m = InboxMessage::new("tester", "hi");
+        let coder = agent("coder");
+        let m = InboxMessage::new(&agent("tester"), "hi");
         assert_eq!(mb.relay_in(&coder, vec![m.clone()]).unwrap(), vec![m.key()]);
         mb.mark_delivered(&coder, &[m.key()]).unwrap();
         assert!(mb.relay_in(&coder, vec![m.clone()]).unwrap().is_empty());

@@ -72,7 +72,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
             if cli.root.is_none()
                 && std::env::var_os("SWARM_ROOT").is_none_or(|v| v.is_empty()) =>
         {
-            Store::new(demo::data_dir()?)
+            Store::new(crate::store::paths::resolve(&demo::data_dir()?))
         }
         _ => Store::discover(cli.root.as_deref())?,
     };

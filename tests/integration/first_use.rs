@@ -4,6 +4,7 @@
 //! and team deletion, YAML swarm files and the small things (typos, warnings, exit codes,
 //! argument help, dry runs), and `swarm init`.
 
+mod crash_output;
 mod relative_root;
 
 use std::ffi::OsStr;

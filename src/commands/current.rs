@@ -33,9 +33,11 @@ pub(crate) fn current_team(store: &Store, explicit: Option<&TeamName>) -> Result
     match running.as_slice() {
         [one] => Ok(one.clone()),
         [] if teams.is_empty() => Err(Error::usage(format!(
-            "no team given, and there are no teams under {}: pass --team NAME or set SWARM_TEAM \
-             (`swarm launch FILE` makes one)",
-            store.root().display()
+            "no team given, and there are no teams under {}: {}",
+            store.root().display(),
+            super::demo::elsewhere(store, None).unwrap_or_else(|| {
+                "pass --team NAME or set SWARM_TEAM (`swarm launch FILE` makes one)".into()
+            })
         ))),
         [] => Err(Error::usage(format!(
             "no team given, and no team under {} has a running teammate: pass --team NAME or \

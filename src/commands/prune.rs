@@ -41,6 +41,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
             return Err(Error::NoSuchTeam {
                 team: named.to_string(),
                 root: ctx.store.root().to_path_buf(),
+                hint: String::new(),
             });
         }
     }

@@ -60,7 +60,13 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 return output::json(&summaries);
             }
             if rows.is_empty() {
-                return output::line(format!("no teams under {}", ctx.store.root().display()));
+                let elsewhere = super::demo::elsewhere(&ctx.store, None)
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
+                return output::line(format!(
+                    "no teams under {}{elsewhere}",
+                    ctx.store.root().display()
+                ));
             }
             for (c, s) in rows.iter().zip(&summaries) {
                 output::line(format!(

@@ -5,6 +5,7 @@
 //! argument help, dry runs), and `swarm init`.
 
 mod crash_output;
+mod default_roots;
 mod relative_root;
 
 use std::ffi::OsStr;

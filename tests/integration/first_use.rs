@@ -6,6 +6,7 @@
 
 mod crash_output;
 mod default_roots;
+mod install;
 mod relative_root;
 
 use std::ffi::OsStr;

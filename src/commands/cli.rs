@@ -49,7 +49,7 @@ pub(crate) struct Cli {
     pub(crate) root: Option<PathBuf>,
 
     /// Team to act on (default: $SWARM_TEAM, else the team of this tmux pane, else the only
-    /// team with a running teammate).
+    /// team with a running teammate, else the only team).
     #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
     pub(crate) team: Option<TeamName>,
 

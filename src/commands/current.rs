@@ -5,7 +5,8 @@
 //! `@swarm-root/@swarm-team/@swarm-member` marks of this root, a team and one of its members:
 //! the marks are set in the tmux call that makes the pane, so this holds even before the roster
 //! records the pane's id), then the only team with a teammate really running
-//! (`lifecycle::census`). Anything else is an error that names the running teams, so the user
+//! (`lifecycle::census`), then the only team there is (one whose teammates were all shut down is
+//! still the user's team). Anything else is an error that names the running teams, so the user
 //! can pick one with `--team`.
 
 use std::path::PathBuf;
@@ -30,22 +31,22 @@ pub(crate) fn current_team(store: &Store, explicit: Option<&TeamName>) -> Result
         return Ok(team);
     }
     let running = running_teams(store, &teams);
-    match running.as_slice() {
-        [one] => Ok(one.clone()),
-        [] if teams.is_empty() => Err(Error::usage(format!(
+    match (running.as_slice(), teams.as_slice()) {
+        ([one], _) | ([], [one]) => Ok(one.clone()),
+        ([], []) => Err(Error::usage(format!(
             "no team given, and there are no teams under {}: {}",
             store.root().display(),
             super::demo::elsewhere(store, None).unwrap_or_else(|| {
                 "pass --team NAME or set SWARM_TEAM (`swarm launch FILE` makes one)".into()
             })
         ))),
-        [] => Err(Error::usage(format!(
+        ([], _) => Err(Error::usage(format!(
             "no team given, and no team under {} has a running teammate: pass --team NAME or \
              set SWARM_TEAM (teams: {})",
             store.root().display(),
             join(&teams)
         ))),
-        many => Err(Error::usage(format!(
+        (many, _) => Err(Error::usage(format!(
             "no team given, and {} teams are running ({}): pass --team NAME or set SWARM_TEAM",
             many.len(),
             join(many)

@@ -5,6 +5,7 @@
 //! argument help, dry runs), and `swarm init`.
 
 mod crash_output;
+mod current_team;
 mod default_roots;
 mod install;
 mod relative_root;

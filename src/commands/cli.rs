@@ -88,9 +88,12 @@ pub(crate) enum Command {
     /// are not running (with their recorded identity, agent, cwd and worktree), leave running
     /// ones alone, and seed each task of the file once (matched by `swarmKey` in its metadata).
     ///
-    /// Works after `swarm shutdown --all`, `swarm down`, or a tmux server that died.
+    /// Works after `swarm shutdown --all`, `swarm down`, or a tmux server that died. Without a
+    /// file, the one the team was launched from.
     ///
     /// Example: swarm up examples/shell.json
+    ///
+    /// Example: swarm up --team hello
     Up(LaunchArgs),
 
     /// Restart one teammate: the shutdown handshake, then the same teammate started again with
@@ -101,7 +104,7 @@ pub(crate) enum Command {
 
     /// Take a team down: the shutdown handshake with every teammate, then the lead console's
     /// pane and the tmux window or session swarm made are closed. The team's files stay, so
-    /// `swarm up FILE` brings it back.
+    /// `swarm up` brings it back.
     ///
     /// Example: swarm down --team refactor
     Down(DownArgs),

@@ -111,6 +111,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         }
     };
     let mut launched = prepared.execute(&ctx.store, &mut progress)?;
+    super::up::record_file(ctx, &launched.team, args.file.as_deref())?;
     if json {
         if launched.backend == BackendKind::InProcess {
             output::json_line(&launched)?;

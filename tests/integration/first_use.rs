@@ -9,6 +9,7 @@ mod current_team;
 mod default_roots;
 mod install;
 mod relative_root;
+mod up_again;
 
 use std::ffi::OsStr;
 use std::time::Duration;

@@ -21,7 +21,7 @@ pub(crate) mod worktree;
 
 pub use census::{census, member_running, Census};
 pub use health::{claude_led_notice, lead_health, member_health, Health};
-pub use retire::{finish_worktree, kill_member, rejoin, retire_member};
+pub use retire::{finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member};
 pub use shutdown::{
     send_shutdown_request, shutdown, ShutdownOptions, ShutdownOutcome, ShutdownResult, Stopping,
 };

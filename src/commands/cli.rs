@@ -109,9 +109,9 @@ pub(crate) enum Command {
     /// Example: swarm down --team refactor
     Down(DownArgs),
 
-    /// Clean up: mark teammates that are no longer running inactive and return their tasks,
-    /// and delete the teams named (or dead for longer than --older-than). Asks first unless
-    /// --yes.
+    /// Clean up: mark teammates that are no longer running inactive and return their tasks
+    /// (in the teams named, else in every team), and delete the teams named (or dead for longer
+    /// than --older-than) with their unchanged git worktrees. Asks first unless --yes.
     ///
     /// Example: swarm prune --older-than 7d --yes
     Prune(PruneArgs),

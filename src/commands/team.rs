@@ -157,13 +157,20 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             } else {
                 Vec::new()
             };
+            // Read before the delete: the roster records the worktrees.
+            let config = roster.load()?;
             roster.delete(force)?;
             crate::store::lead_key::LeadKey::forget(&ctx.store, &team)?;
+            let worktrees = lifecycle::finish_team_worktrees(&config);
             if ctx.json {
-                output::json(&json!({"deleted": team.as_str(), "stopped": stopped}))
+                output::json(&json!({"deleted": team.as_str(), "stopped": stopped,
+                                     "worktrees": worktrees}))
             } else {
                 for o in &stopped {
                     output::line(format!("stopped {} ({})", o.name, o.outcome))?;
+                }
+                for line in &worktrees {
+                    output::line(line)?;
                 }
                 output::line(format!("deleted team {team}"))
             }

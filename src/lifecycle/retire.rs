@@ -15,7 +15,7 @@ use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
-use crate::store::roster::{Member, Roster};
+use crate::store::roster::{Member, Roster, TeamConfig};
 use crate::store::tasks::TaskList;
 
 /// Marks `name` inactive, returns its unfinished tasks to pending and tells the lead which and
@@ -131,6 +131,24 @@ pub(crate) fn keep_output(
             member.name
         );
     }
+}
+
+/// For a team being deleted: each teammate's git worktree removed with its branch if unchanged,
+/// else kept on its branch; one line per worktree saying which (a failure is a line too: the
+/// team goes either way, and its worktrees are the user's work).
+pub fn finish_team_worktrees(config: &TeamConfig) -> Vec<String> {
+    config
+        .teammates()
+        .filter_map(|m| Some((m, Worktree::of_member(m)?)))
+        .map(|(m, wt)| match wt.finish() {
+            Ok(outcome) => format!("{}: {outcome}", m.name),
+            Err(e) => format!(
+                "{}: worktree {} left as it is: {e}",
+                m.name,
+                wt.path.display()
+            ),
+        })
+        .collect()
 }
 
 /// Removes the member's worktree if unchanged, else keeps it; `None` if it has none.

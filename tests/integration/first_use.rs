@@ -8,6 +8,7 @@ mod crash_output;
 mod current_team;
 mod default_roots;
 mod install;
+mod prune;
 mod relative_root;
 mod up_again;
 

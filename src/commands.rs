@@ -85,6 +85,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
     run(&ctx, cli.command).map_err(|e| match e {
         Error::NoSuchTeam { team, root, .. } => Error::NoSuchTeam {
             hint: demo::elsewhere(&ctx.store, Some(&team))
+                .or_else(|| {
+                    current::closest_team(&ctx.store, &team).map(|t| format!("did you mean {t}?"))
+                })
                 .map(|h| format!("; {h}"))
                 .unwrap_or_default(),
             team,

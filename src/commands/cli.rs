@@ -186,12 +186,16 @@ pub(crate) enum Command {
     /// Kill a teammate's pane or process now, mark it inactive and return its tasks.
     ///
     /// Example: swarm kill --team refactor coder
-    Kill { name: AgentName },
+    Kill {
+        /// The teammate to kill.
+        name: AgentName,
+    },
 
     /// Print a teammate's output: the log of an in-process teammate, the pane of a tmux one.
     ///
     /// Example: swarm logs --team refactor coder -f
     Logs {
+        /// The teammate whose output to print.
         name: AgentName,
         /// Keep printing new output until the teammate is gone.
         #[arg(short, long)]

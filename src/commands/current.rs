@@ -54,6 +54,37 @@ pub(crate) fn current_team(store: &Store, explicit: Option<&TeamName>) -> Result
     }
 }
 
+/// The team under `store` whose name is closest to `name`, when one is close enough to be a
+/// typo of it (an edit or two, by length): what "did you mean" offers.
+pub(crate) fn closest_team(store: &Store, name: &str) -> Option<TeamName> {
+    let limit = (name.chars().count() / 3).max(1);
+    list_teams(store)
+        .ok()?
+        .into_iter()
+        .map(|t| (edit_distance(name, t.as_str()), t))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, t)| t)
+}
+
+/// Levenshtein distance: the fewest one-character insertions, deletions and substitutions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 fn join(teams: &[TeamName]) -> String {
     teams
         .iter()
@@ -96,4 +127,17 @@ pub(crate) fn running_teams(store: &Store, teams: &[TeamName]) -> Vec<TeamName> 
         })
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance;
+
+    #[test]
+    fn edit_distance_counts_single_character_edits() {
+        assert_eq!(edit_distance("helo", "hello"), 1);
+        assert_eq!(edit_distance("hello", "hello"), 0);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
 }

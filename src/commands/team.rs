@@ -24,10 +24,8 @@ use crate::store::tasks::TaskList;
 
 pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
     match cmd {
-        TeamCommand::Create {
-            name: team,
-            description,
-        } => {
+        TeamCommand::Create { name, description } => {
+            let team = pick_explicit(ctx, name, "create")?;
             let cwd = std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default();
@@ -150,7 +148,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             }
         }
         TeamCommand::Delete { name, force } => {
-            let team = pick_explicit(ctx, name)?;
+            let team = pick_explicit(ctx, name, "delete")?;
             let roster = Roster::new(&ctx.store, &team);
             let stopped = if force {
                 stop_everyone(ctx, &team)?
@@ -233,10 +231,12 @@ fn pick(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
     }
 }
 
-/// The team to delete: named, or given by --team / $SWARM_TEAM; never guessed.
-fn pick_explicit(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
+/// The team to create or delete: named, or given by --team / $SWARM_TEAM; never guessed.
+fn pick_explicit(ctx: &Context, name: Option<TeamName>, verb: &str) -> Result<TeamName> {
     name.or_else(|| ctx.team.clone()).ok_or_else(|| {
-        Error::usage("name the team to delete: swarm team delete NAME (or pass --team)")
+        Error::usage(format!(
+            "name the team to {verb}: swarm team {verb} NAME (or pass --team)"
+        ))
     })
 }
 

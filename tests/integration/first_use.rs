@@ -10,6 +10,7 @@ mod default_roots;
 mod install;
 mod prune;
 mod relative_root;
+mod small;
 mod up_again;
 
 use std::ffi::OsStr;

@@ -9,6 +9,7 @@ mod demo;
 mod done;
 mod down;
 mod identity;
+mod init;
 mod launch;
 mod logs;
 mod man;
@@ -127,6 +128,7 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
             };
             crate::lead::run(&ctx.store, &team, opts)
         }
+        Command::Init { file } => init::run(file).map(|()| 0),
         Command::Launch(args) => launch::run(ctx, args, crate::launch::IfRunning::Refuse),
         Command::Up(args) => up::up(ctx, args),
         Command::Restart(args) => up::restart(ctx, args),

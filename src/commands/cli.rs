@@ -73,6 +73,15 @@ pub(crate) enum Command {
     /// Example: swarm demo --keep
     Demo(DemoArgs),
 
+    /// Write a commented starter swarm file (YAML) that `swarm launch` runs as it is.
+    ///
+    /// Example: swarm init team.yaml
+    Init {
+        /// The file to write (default: swarm.yaml); an existing one is never overwritten.
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
+
     /// Launch a team: one agent process per teammate, each in its own pane.
     ///
     /// Teammates already on the roster that are not running are started again with their

@@ -12,6 +12,7 @@ mod prune;
 mod relative_root;
 mod small;
 mod up_again;
+mod yaml;
 
 use std::ffi::OsStr;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! Item 10, the smaller things: a mistyped team name suggests the closest team there is; `swarm
 //! kill` and `swarm logs` say what their argument is; `swarm team create` takes the team from
-//! `--team` as every other command does.
+//! `--team` as every other command does; `--model` and `--permission-mode` given to a shell
+//! teammate are warned about, not dropped without a word.
 
 use super::*;
 
@@ -46,4 +47,39 @@ fn team_create_takes_the_team_from_the_team_flag() {
     env.swarm(["team", "create"])
         .env_remove("SWARM_TEAM")
         .refused("name the team to create");
+}
+
+#[test]
+fn model_and_permission_mode_given_to_shell_teammates_are_warned_about() {
+    let env = Env::new();
+    let out = env
+        .swarm([
+            "launch",
+            "--agent",
+            "shell",
+            "--teammate",
+            "a=$ echo hi",
+            "--model",
+            "sonnet",
+            "--permission-mode",
+            "acceptEdits",
+            "--dry-run",
+        ])
+        .ok();
+    out.stderr_has(
+        "swarm: warning: teammate a: a shell teammate runs no model, so --model and \
+         --permission-mode do nothing for it",
+    );
+    // Without them, no warning.
+    let quiet = env
+        .swarm([
+            "launch",
+            "--agent",
+            "shell",
+            "--teammate",
+            "a=$ echo hi",
+            "--dry-run",
+        ])
+        .ok();
+    assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }

@@ -175,8 +175,7 @@ fn tmux_logs(
                 return Ok(());
             }
             // Swarm kept the pane's last lines when it closed it.
-            let who: AgentName = m.name.parse()?;
-            let path = store.log_path(team, &who);
+            let path = store.log_path(team, &m.name);
             return match fsio::read_file(&path)? {
                 Some(bytes) => sink.text(&String::from_utf8_lossy(&bytes)),
                 None => Err(Error::usage(format!(

@@ -266,11 +266,8 @@ impl<'a> Console<'a> {
 
     /// Prints the last lines of a dead teammate's output (its pane's, kept when the pane was
     /// closed, or its in-process log), where the reason it died usually is.
-    fn last_words(&self, name: &str) {
-        let Ok(who) = name.parse::<AgentName>() else {
-            return;
-        };
-        let lines = lifecycle::kept_output::last_lines(self.store, self.team, &who, LAST_WORDS);
+    fn last_words(&self, name: &AgentName) {
+        let lines = lifecycle::kept_output::last_lines(self.store, self.team, name, LAST_WORDS);
         if lines.is_empty() {
             return;
         }

@@ -37,9 +37,8 @@ pub fn keep_pane_output(
     let start = lines.len().saturating_sub(KEPT_LINES);
     let mut text = lines[start..].join("\n");
     text.push('\n');
-    let name: AgentName = member.name.parse()?;
     fsio::ensure_dir(&store.logs_dir(team))?;
-    fsio::write_atomic(&store.log_path(team, &name), text.as_bytes())?;
+    fsio::write_atomic(&store.log_path(team, &member.name), text.as_bytes())?;
     Ok(true)
 }
 

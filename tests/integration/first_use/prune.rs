@@ -14,14 +14,35 @@ use super::*;
 #[test]
 fn prune_with_a_team_named_leaves_the_other_teams_alone() {
     let env = Env::with_team(&["a"]);
-    env.swarm(["team", "create", "u"]).ok();
-    env.add_member("u", "b");
+    // Team u's teammate died (its pane is dead): what prune retires, in a team it was told of.
+    let tmux = Tmux::new();
+    let agent = env.path("agent");
+    std::fs::write(&agent, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    env.swarm([
+        "--team",
+        "u",
+        "launch",
+        "--no-lead-pane",
+        "--teammate",
+        "b=hi",
+    ])
+    .env("SWARM_TMUX_SOCKET", &tmux.socket)
+    .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    .ok();
+    eventually(LONG, "b's pane to be dead", || {
+        let dead = tmux.cmd(["list-panes", "-a", "-F", "#{pane_dead}"]).stdout;
+        (dead.trim() == "1").then_some(())
+    });
     let out = env.swarm(["prune", "t", "--yes"]).ok();
     assert!(out.stdout.contains("delete team t"), "{}", out.stdout);
     assert!(!env.path("teams/t").exists());
+    assert!(!out.stdout.contains("team u"), "{}", out.stdout);
     let u = read_json(&env.path("teams/u/config.json"));
     assert_eq!(member(&u, "b")["isActive"], true, "{u}");
-    assert!(!out.stdout.contains("team u"), "{}", out.stdout);
+    // The control: told of no team, prune does retire the dead b.
+    let all = env.swarm(["prune", "--yes"]).ok();
+    assert!(all.stdout.contains("b of team u"), "{}", all.stdout);
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! `swarm prune`: cleaning up after teams that stopped without saying so.
 //!
-//! Across every team under the root, a teammate whose state (`lifecycle::state`) is dead (not
-//! running, by its pane, process and liveness lock, and not retired), or stopped but still
-//! owning an unfinished task, is retired: marked inactive, its tasks back to pending, the lead told. Teams
+//! Across every team under the root (or only the teams named, when some are), a teammate whose
+//! state (`lifecycle::state`) is dead (not running, by its pane, process and liveness lock, and
+//! not retired), or stopped but still owning an unfinished task, is retired: marked inactive,
+//! its tasks back to pending, the lead told. Teams
 //! named on the command line, and with `--older-than` teams with nothing running whose files
 //! have not changed for that long, are deleted with their tasks (and their leftover panes
-//! closed). The plan is printed and confirmed first unless `--yes`; without a terminal to ask
-//! on, and without `--yes`, nothing is done (exit 2).
+//! closed, their unchanged git worktrees removed and the changed ones kept and named). The plan
+//! is printed and confirmed first unless `--yes`; answering no does nothing (exit 0); without a
+//! terminal to ask on, and without `--yes`, nothing is done (exit 2).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -41,6 +43,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
             return Err(Error::NoSuchTeam {
                 team: named.to_string(),
                 root: ctx.store.root().to_path_buf(),
+                hint: String::new(),
             });
         }
     }
@@ -71,6 +74,10 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
                 format!("nothing running, unchanged for {}", human(age))
             };
             plan.delete.push((team.clone(), why));
+            continue;
+        }
+        // Teams named on the command line say which teams to touch.
+        if !args.teams.is_empty() {
             continue;
         }
         let tasks = TaskList::new(&ctx.store, team).list().unwrap_or_default();
@@ -106,8 +113,9 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
     for (team, why) in &plan.delete {
         said.push(format!("delete team {team} and its tasks ({why})"));
     }
-    if !args.yes {
-        confirm(&said)?;
+    if !args.yes && !confirm(&said)? {
+        output::line("nothing pruned")?;
+        return Ok(0);
     }
     let mut retired = Vec::new();
     for (team, name) in &plan.retire {
@@ -120,6 +128,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         retired.push(json!({"team": team.as_str(), "name": name, "released": released}));
     }
     let mut deleted = Vec::new();
+    let mut worktrees = Vec::new();
     for (team, _) in &plan.delete {
         let roster = Roster::new(&ctx.store, team);
         let config = roster.load()?;
@@ -129,20 +138,25 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         }
         roster.delete(true)?;
         crate::store::lead_key::LeadKey::forget(&ctx.store, team)?;
+        worktrees.extend(lifecycle::finish_team_worktrees(&config));
         deleted.push(team.to_string());
     }
     if ctx.json {
-        output::json(&json!({"retired": retired, "deleted": deleted}))?;
+        output::json(&json!({"retired": retired, "deleted": deleted, "worktrees": worktrees}))?;
     } else {
         for line in &said {
             output::line(format!("done: {line}"))?;
+        }
+        for line in &worktrees {
+            output::line(line)?;
         }
     }
     Ok(0)
 }
 
-/// Asks on the terminal; refuses (exit 2, nothing done) when there is none to ask on.
-fn confirm(plan: &[String]) -> Result<()> {
+/// Asks on the terminal whether to go ahead; refuses (exit 2, nothing done) when there is none
+/// to ask on.
+fn confirm(plan: &[String]) -> Result<bool> {
     let listed = plan.join("; ");
     if !std::io::stdin().is_terminal() {
         return Err(Error::usage(format!(
@@ -161,11 +175,7 @@ fn confirm(plan: &[String]) -> Result<()> {
         .lock()
         .read_line(&mut answer)
         .map_err(Error::io("read", "standard input"))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(Error::usage("nothing pruned"))
-    }
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// How long since anything under the team's directories changed.

@@ -20,6 +20,7 @@ mod checks;
 mod command_line;
 mod dry_run;
 mod lead_pane;
+mod local;
 mod plan;
 mod prepare;
 mod program;

@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
-use super::command_line::{self, AgentFlags};
+use super::command_line::AgentFlags;
 use super::plan::{IfRunning, LAUNCH_FIELD};
-use super::program::{resolve_claude, resolve_program};
 use super::remote::RemoteLaunch;
 use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
 use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
@@ -25,7 +24,7 @@ use crate::store::colour::Colour;
 use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster, TeamConfig, AGENT_FIELD};
-use crate::teammate::args::{BuiltinAgent, PromptVia, TeammateArgs};
+use crate::teammate::args::{PromptVia, TeammateArgs};
 
 /// One teammate, validated and with its command line built.
 #[derive(Debug, Clone)]
@@ -85,7 +84,7 @@ pub(super) struct Shared<'a> {
     /// Teammates already on the roster; colours continue after them.
     already: usize,
     /// `claude`, looked up at the first claude teammate.
-    claude_bin: Option<PathBuf>,
+    pub(super) claude_bin: Option<PathBuf>,
     /// Hosts of remote teammates, each checked once (`remote::hello`).
     pub(super) hosts: Hosts,
     /// The plan's `remoteSwarm`.
@@ -386,84 +385,6 @@ impl Shared<'_> {
         let wt = Worktree::plan(&cwd, self.team, &t.name)?;
         Ok((cwd, wt.cwd.clone(), Some(wt), None))
     }
-
-    /// The section-10 command line for the teammate's agent kind.
-    fn launch(
-        &mut self,
-        t: &TeammatePlan,
-        agent: &AgentKind,
-        identity: &TeammateArgs,
-        flags: &AgentFlags,
-        cwd: PathBuf,
-    ) -> Result<Launch> {
-        let opts = self.opts;
-        let (argv, env, config_dir) = match agent {
-            AgentKind::Claude => {
-                let bin = match &self.claude_bin {
-                    Some(bin) => bin.clone(),
-                    None => {
-                        let found = resolve_claude(opts).or_else(|e| {
-                            let name = opts
-                                .env_var("CLAUDE_CODE_TEAMMATE_COMMAND")
-                                .unwrap_or("claude");
-                            not_installed(opts, e, name)
-                        })?;
-                        self.claude_bin.insert(found).clone()
-                    }
-                };
-                let (argv, env) =
-                    command_line::claude(&bin, identity, flags, &opts.swarm_exe, &self.root);
-                let default_root = opts
-                    .env_var("HOME")
-                    .map(|h| absolute(&Path::new(h).join(".claude")));
-                let config_dir = (default_root.as_deref() != Some(self.root.as_path()))
-                    .then_some(self.root.as_path());
-                (argv, env, config_dir)
-            }
-            AgentKind::Shell | AgentKind::Command(_) => {
-                let mut args = identity.clone();
-                match agent {
-                    AgentKind::Command(words) => {
-                        let what = format!("teammate {}: agent command", t.name);
-                        let program = resolve_program(&words[0], &what, opts)
-                            .or_else(|e| not_installed(opts, e, &words[0]))?;
-                        args.command = command_line::agent_command(&program, &words[1..], flags);
-                    }
-                    _ => {
-                        args.agent = Some(BuiltinAgent::Shell);
-                        super::checks::warn_model_flags_dropped(t, &opts.inherited);
-                    }
-                }
-                let (argv, env) =
-                    command_line::runtime(&opts.swarm_exe, &args, &self.root, self.backend);
-                (argv, env, None)
-            }
-        };
-        let env = command_line::layer_env(
-            env,
-            |key| opts.env_var(key).map(str::to_string),
-            config_dir,
-            &t.env,
-        );
-        let log = (self.backend == BackendKind::InProcess)
-            .then(|| absolute(&self.store.log_path(self.team, &t.name)));
-        Ok(Launch {
-            argv,
-            env,
-            cwd,
-            log,
-        })
-    }
-}
-
-/// A program that is not installed: an error, except in a dry run, which shows the argv with
-/// the name the launch would look up and says so on stderr.
-fn not_installed(opts: &LaunchOptions, e: Error, name: &str) -> Result<PathBuf> {
-    if !opts.dry_run {
-        return Err(e);
-    }
-    eprintln!("swarm: warning: {e} (the dry run shows {name:?} where its path would be)");
-    Ok(PathBuf::from(name))
 }
 
 /// A teammate's directory must exist before anything runs in it.

@@ -10,6 +10,7 @@
 
 mod commit;
 mod file;
+mod first;
 mod flush;
 mod restamp;
 mod sidecar;

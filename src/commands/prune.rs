@@ -5,16 +5,19 @@
 //! owning an unfinished task, is retired: marked inactive, its tasks back to pending, the lead told. Teams
 //! named on the command line, and with `--older-than` teams with nothing running whose files
 //! have not changed for that long, are deleted with their tasks (and their leftover panes
-//! closed). The plan is printed and confirmed first unless `--yes`; without a terminal to ask
-//! on, and without `--yes`, nothing is done (exit 2).
+//! closed). Panes marked as a team of this root whose directory is gone (looked for on the
+//! servers this shell would launch on) are closed too, and what a launch killed half way left is
+//! settled first (`lifecycle::orphans`). The plan is printed and confirmed first unless `--yes`;
+//! without a terminal to ask on, and without `--yes`, nothing is done (exit 2).
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
 use super::Context;
+use crate::backend::tmux::MarkedPane;
 use crate::commands::cli::PruneArgs;
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, MemberState};
@@ -30,14 +33,23 @@ struct Plan {
     retire: Vec<(TeamName, AgentName)>,
     /// Teams to delete, each with why.
     delete: Vec<(TeamName, String)>,
+    /// Panes of teams whose directory is gone: team, server, panes.
+    orphans: Vec<(String, PathBuf, Vec<MarkedPane>)>,
 }
 
 pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
     super::identity::require_lead("prune teams")?;
     let teams = list_teams(&ctx.store)?;
-    let mut plan = Plan::default();
+    let mut plan = Plan {
+        orphans: lifecycle::teardown::panes_of_deleted_teams(
+            &ctx.store,
+            &teams,
+            &lifecycle::teardown::servers_here(),
+        ),
+        ..Plan::default()
+    };
     for named in &args.teams {
-        if !teams.contains(named) {
+        if !teams.contains(named) && !plan.orphans.iter().any(|(t, _, _)| t == named.as_str()) {
             return Err(Error::NoSuchTeam {
                 team: named.to_string(),
                 root: ctx.store.root().to_path_buf(),
@@ -45,6 +57,10 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         }
     }
     for team in &teams {
+        // What a killed launch left is part of what there is to prune.
+        if Roster::new(&ctx.store, team).load().is_ok() {
+            super::launch::settle_killed_launch(ctx, team)?;
+        }
         let config = match Roster::new(&ctx.store, team).load() {
             Ok(c) => c,
             Err(e) => {
@@ -89,9 +105,9 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
             }
         }
     }
-    if plan.retire.is_empty() && plan.delete.is_empty() {
+    if plan.retire.is_empty() && plan.delete.is_empty() && plan.orphans.is_empty() {
         if ctx.json {
-            output::json(&json!({"retired": [], "deleted": []}))?;
+            output::json(&json!({"retired": [], "deleted": [], "closed": []}))?;
         } else {
             output::line("nothing to prune")?;
         }
@@ -105,6 +121,13 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
     }
     for (team, why) in &plan.delete {
         said.push(format!("delete team {team} and its tasks ({why})"));
+    }
+    for (team, socket, panes) in &plan.orphans {
+        said.push(format!(
+            "close {} of team {team}, whose files are gone (tmux server {})",
+            super::team::plural(panes.len(), "pane"),
+            socket.display()
+        ));
     }
     if !args.yes {
         confirm(&said)?;
@@ -131,8 +154,13 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         crate::store::lead_key::LeadKey::forget(&ctx.store, team)?;
         deleted.push(team.to_string());
     }
+    let mut closed = Vec::new();
+    for (team, socket, panes) in &plan.orphans {
+        let n = lifecycle::teardown::close_marked(&ctx.store, team, socket, panes);
+        closed.push(json!({"team": team, "server": socket, "closedPanes": n}));
+    }
     if ctx.json {
-        output::json(&json!({"retired": retired, "deleted": deleted}))?;
+        output::json(&json!({"retired": retired, "deleted": deleted, "closed": closed}))?;
     } else {
         for line in &said {
             output::line(format!("done: {line}"))?;

@@ -10,6 +10,7 @@ use super::plan::RecordedLaunch;
 use super::{AgentKind, Inherited, TeammatePlan};
 use crate::backend::tmux::SOCKET_FIELD;
 use crate::backend::{for_member, PaneState};
+use crate::lifecycle::orphans::OPENING_FIELD;
 use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_START_FIELD};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
@@ -20,7 +21,13 @@ use crate::teammate::args::PromptVia;
 pub(super) fn fresh_entry(previous: &Member) -> Member {
     let mut m = previous.clone();
     m.tmux_pane_id.clear();
-    for field in [PID_FIELD, PID_START_FIELD, EXIT_FIELD, SOCKET_FIELD] {
+    for field in [
+        PID_FIELD,
+        PID_START_FIELD,
+        EXIT_FIELD,
+        SOCKET_FIELD,
+        OPENING_FIELD,
+    ] {
         m.extra.remove(field);
     }
     m
@@ -61,10 +68,12 @@ pub(super) fn record(
 }
 
 /// The lead console ran in a pane swarm opened (on a recorded server) and that pane is no
-/// longer alive: its server died, or it exited.
+/// longer alive: its server died, or it exited; or a launch recorded the server for its pane
+/// and was killed before the pane was made (no pane id), so it is still to open.
 pub(super) fn lead_pane_died(store: &Store, team: &TeamName, lead: &Member) -> bool {
     lead.extra.contains_key(SOCKET_FIELD)
-        && for_member(store, team, lead)
-            .and_then(|b| b.state().ok())
-            .is_some_and(|s| !matches!(s, PaneState::Alive { .. }))
+        && (lead.tmux_pane_id.is_empty()
+            || for_member(store, team, lead)
+                .and_then(|b| b.state().ok())
+                .is_some_and(|s| !matches!(s, PaneState::Alive { .. })))
 }

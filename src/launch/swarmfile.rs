@@ -11,8 +11,9 @@
 //! relative `cwd` is taken from the file's directory. `blockedBy` lists numbers (0-based indexes
 //! of earlier tasks in this file) or strings (ids of tasks already in the team's list, "3" or
 //! "#3"). A task's `key` (default: its subject) is kept in its metadata as `swarmKey`, so
-//! launching the file again does not seed it twice. Unknown fields are refused, so a typo does
-//! not silently drop a setting.
+//! launching the file again does not seed it twice. `panesPerWindow` (tmux, default 16) is the
+//! most panes one window holds before the next window of the team's session opens. Unknown
+//! fields are refused, so a typo does not silently drop a setting.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -105,6 +106,8 @@ struct SwarmFile {
     #[serde(default)]
     tasks: Vec<FileTask>,
     lead: Option<FileLead>,
+    /// tmux: most panes in one window before the next opens a further window.
+    panes_per_window: Option<usize>,
 }
 
 /// A parsed swarm file; `team` is `None` when the file leaves it to `--team`.
@@ -124,6 +127,8 @@ pub(crate) struct LaunchPlanParts {
     pub(crate) teammates: Vec<TeammatePlan>,
     pub(crate) tasks: Vec<TaskPlan>,
     pub(crate) lead: Option<LeadPlan>,
+    /// `panesPerWindow`: a launch option the file can set (`--panes-per-window` wins).
+    pub(crate) panes_per_window: Option<usize>,
 }
 
 impl LaunchPlanParts {
@@ -166,6 +171,11 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
     let file: SwarmFile = serde_json::from_slice(bytes)
         .map_err(|e| Error::usage(format!("swarm file {what} is invalid: {e}")))?;
     let team = file.team.as_deref().map(str::parse).transpose()?;
+    if file.panes_per_window == Some(0) {
+        return Err(Error::usage(format!(
+            "swarm file {what}: panesPerWindow is 0; give the most panes one tmux window may hold, 1 or more"
+        )));
+    }
     let agent = file.agent.map(AgentField::kind).transpose()?;
     let mut teammates = Vec::new();
     for t in file.teammates {
@@ -234,6 +244,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
         team,
         plan: LaunchPlanParts {
             lead,
+            panes_per_window: file.panes_per_window,
             description: file.description,
             agent,
             cwd: file.cwd.map(|c| base.join(c)),

@@ -189,7 +189,8 @@ impl Prepared {
             .iter()
             .map(|t| {
                 let prompt = (!t.prompt.trim().is_empty()).then(|| {
-                    InboxMessage::new(&AgentName::lead(), t.prompt.clone()).with_color(Some(LEAD_COLOR.into()))
+                    InboxMessage::new(&AgentName::lead(), t.prompt.clone())
+                        .with_color(Some(LEAD_COLOR.into()))
                 });
                 (t.name.clone(), prompt)
             })
@@ -214,7 +215,11 @@ impl Prepared {
                     *m = entry(t);
                 }
                 for t in &new {
-                    if config.members.iter().any(|m| t.name.same_as(m.name.as_str())) {
+                    if config
+                        .members
+                        .iter()
+                        .any(|m| t.name.same_as(m.name.as_str()))
+                    {
                         return Err(Error::MemberExists {
                             team: self.team.to_string(),
                             name: t.name.to_string(),

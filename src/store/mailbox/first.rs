@@ -88,7 +88,7 @@ mod tests {
         let team: TeamName = "t".parse().unwrap();
         let mb = Mailbox::new(&store, &team);
         let (a, b): (AgentName, AgentName) = ("a".parse().unwrap(), "b".parse().unwrap());
-        let prompt = || Some(InboxMessage::new("team-lead", "go"));
+        let prompt = || Some(InboxMessage::new(&AgentName::lead(), "go"));
         mb.first_messages(vec![(a.clone(), prompt()), (b.clone(), None)])
             .unwrap();
         let texts = |who: &AgentName| -> Vec<String> {

@@ -9,6 +9,7 @@ mod demo;
 mod done;
 mod down;
 mod identity;
+mod init;
 mod launch;
 mod logs;
 mod man;
@@ -72,7 +73,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
             if cli.root.is_none()
                 && std::env::var_os("SWARM_ROOT").is_none_or(|v| v.is_empty()) =>
         {
-            Store::new(demo::data_dir()?)
+            Store::new(crate::store::paths::resolve(&demo::data_dir()?))
         }
         _ => Store::discover(cli.root.as_deref())?,
     };
@@ -82,17 +83,34 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
         json: cli.json,
         current: std::cell::OnceCell::new(),
     };
-    match cli.command {
-        Command::Team(cmd) => team::run(&ctx, cmd).map(|()| 0),
-        Command::Send(args) => message::send(&ctx, args).map(|()| 0),
-        Command::Inbox(args) => message::inbox(&ctx, args).map(|()| 0),
-        Command::Task(cmd) => task::run(&ctx, cmd).map(|()| 0),
-        Command::Permission(cmd) => permission::run(&ctx, cmd),
-        Command::Memory(cmd) => memory::run(&ctx, cmd).map(|()| 0),
-        Command::Teammate(args) => teammate::run(&ctx, args),
-        Command::Hook(cmd) => teammate::hook(&ctx, cmd),
-        Command::Demo(args) => demo(&ctx, args),
-        Command::Done(args) => done::run(&ctx, args).map(|()| 0),
+    run(&ctx, cli.command).map_err(|e| match e {
+        Error::NoSuchTeam { team, root, .. } => Error::NoSuchTeam {
+            hint: demo::elsewhere(&ctx.store, Some(&team))
+                .or_else(|| {
+                    current::closest_team(&ctx.store, &team).map(|t| format!("did you mean {t}?"))
+                })
+                .map(|h| format!("; {h}"))
+                .unwrap_or_default(),
+            team,
+            root,
+        },
+        e => e,
+    })
+}
+
+/// Runs `command` in `ctx`.
+fn run(ctx: &Context, command: Command) -> Result<i32> {
+    match command {
+        Command::Team(cmd) => team::run(ctx, cmd).map(|()| 0),
+        Command::Send(args) => message::send(ctx, args).map(|()| 0),
+        Command::Inbox(args) => message::inbox(ctx, args).map(|()| 0),
+        Command::Task(cmd) => task::run(ctx, cmd).map(|()| 0),
+        Command::Permission(cmd) => permission::run(ctx, cmd),
+        Command::Memory(cmd) => memory::run(ctx, cmd).map(|()| 0),
+        Command::Teammate(args) => teammate::run(ctx, args),
+        Command::Hook(cmd) => teammate::hook(ctx, cmd),
+        Command::Demo(args) => demo(ctx, args),
+        Command::Done(args) => done::run(ctx, args).map(|()| 0),
         Command::Lead(args) if !args.command.is_empty() => {
             let team = ctx.existing_team()?;
             let opts = crate::lead::agent::LeadAgentOptions {
@@ -110,25 +128,26 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
             };
             crate::lead::run(&ctx.store, &team, opts)
         }
-        Command::Launch(args) => launch::run(&ctx, args, crate::launch::IfRunning::Refuse),
-        Command::Up(args) => up::up(&ctx, args),
-        Command::Restart(args) => up::restart(&ctx, args),
-        Command::Down(args) => down::down(&ctx, args),
-        Command::Prune(args) => prune::prune(&ctx, args),
-        Command::Status { watch: false } => ops::status(&ctx).map(|()| 0),
-        Command::Status { watch: true } => top::watch(&ctx),
-        Command::Top => top::run(&ctx),
-        Command::Timeline(args) => timeline::run(&ctx, args).map(|()| 0),
-        Command::Usage => usage::run(&ctx).map(|()| 0),
+        Command::Init { file } => init::run(file).map(|()| 0),
+        Command::Launch(args) => launch::run(ctx, args, crate::launch::IfRunning::Refuse),
+        Command::Up(args) => up::up(ctx, args),
+        Command::Restart(args) => up::restart(ctx, args),
+        Command::Down(args) => down::down(ctx, args),
+        Command::Prune(args) => prune::prune(ctx, args),
+        Command::Status { watch: false } => ops::status(ctx).map(|()| 0),
+        Command::Status { watch: true } => top::watch(ctx),
+        Command::Top => top::run(ctx),
+        Command::Timeline(args) => timeline::run(ctx, args).map(|()| 0),
+        Command::Usage => usage::run(ctx).map(|()| 0),
         Command::Completions(args) => completions::run(&args).map(|()| 0),
-        Command::Man(args) => man::run(&ctx, &args).map(|()| 0),
-        Command::Attach { name } => ops::attach(&ctx, name).map(|()| 0),
-        Command::Shutdown(args) => ops::shutdown(&ctx, args),
-        Command::Kill { name } => ops::kill(&ctx, &name).map(|()| 0),
-        Command::Logs { name, follow } => logs::logs(&ctx, &name, follow).map(|()| 0),
+        Command::Man(args) => man::run(ctx, &args).map(|()| 0),
+        Command::Attach { name } => ops::attach(ctx, name).map(|()| 0),
+        Command::Shutdown(args) => ops::shutdown(ctx, args),
+        Command::Kill { name } => ops::kill(ctx, &name).map(|()| 0),
+        Command::Logs { name, follow } => logs::logs(ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
         #[cfg(feature = "seams")]
-        Command::Debug(cmd) => debug::run(&ctx, cmd),
+        Command::Debug(cmd) => debug::run(ctx, cmd),
     }
 }
 
@@ -181,6 +200,12 @@ fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
         crate::output::line(format!("  cat {}", report.files.config.display()))?;
         crate::output::line(format!("  ls {}", report.files.tasks.display()))?;
         crate::output::line(format!("  cat {}", report.files.report.display()))?;
+        if !report.kept {
+            crate::output::line(format!(
+                "And to look at the team again:\n  swarm status {}",
+                crate::backend::argv::team_flags(ctx.store.root(), team.as_str())
+            ))?;
+        }
         if report.kept {
             let root = crate::backend::shell_quote(&ctx.store.root().display().to_string());
             crate::output::line(format!(

@@ -24,8 +24,13 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
-    #[error("team {team:?} does not exist under {root}; create it with `swarm team create {team}` or pass --root")]
-    NoSuchTeam { team: String, root: PathBuf },
+    /// `hint` is empty, or says where else the team is (`commands::demo::elsewhere`).
+    #[error("team {team:?} does not exist under {root}; create it with `swarm team create {team}` or pass --root{hint}")]
+    NoSuchTeam {
+        team: String,
+        root: PathBuf,
+        hint: String,
+    },
 
     #[error(
         "team {0:?} already exists; pick another name or delete it with `swarm team delete {0}`"

@@ -26,6 +26,17 @@ pub fn display_argv(argv: &[String]) -> String {
         .join(" ")
 }
 
+/// The flags that name `team` of the store at `root` in a hint meant to be pasted:
+/// `--team T`, with `--root DIR` before it unless `root` is the one a plain `swarm` finds here.
+pub fn team_flags(root: &Path, team: &str) -> String {
+    let team = format!("--team {}", shell_quote(team));
+    if crate::store::paths::Store::is_default_root(root) {
+        team
+    } else {
+        format!("--root {} {team}", shell_quote(&root.to_string_lossy()))
+    }
+}
+
 /// `path` made absolute against the current directory (not resolving symlinks).
 pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())

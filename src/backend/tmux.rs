@@ -299,14 +299,14 @@ impl PaneBackend for TmuxBackend {
                 argv.extend(self.client.server.global_args());
                 argv.extend(["attach".into(), "-t".into(), name.clone()]);
                 Some(format!(
-                "`swarm attach --team {}` or `{}`",
-                self.owner.team(),
-                display_argv(&argv)
-            ))
+                    "`swarm attach {}` or `{}`",
+                    self.owner.team_flags(),
+                    display_argv(&argv)
+                ))
             }
             Placement::Window { name, .. } => Some(format!(
-                "the team is in window {name} of this session (`swarm attach --team {}` switches to it)",
-                self.owner.team()
+                "the team is in window {name} of this session (`swarm attach {}` switches to it)",
+                self.owner.team_flags()
             )),
             Placement::Split { .. } => Some("the teammates are split into this window".into()),
         }

@@ -49,7 +49,7 @@ pub(crate) struct Cli {
     pub(crate) root: Option<PathBuf>,
 
     /// Team to act on (default: $SWARM_TEAM, else the team of this tmux pane, else the only
-    /// team with a running teammate).
+    /// team with a running teammate, else the only team).
     #[arg(long, global = true, env = "SWARM_TEAM", value_name = "TEAM")]
     pub(crate) team: Option<TeamName>,
 
@@ -73,6 +73,15 @@ pub(crate) enum Command {
     /// Example: swarm demo --keep
     Demo(DemoArgs),
 
+    /// Write a commented starter swarm file (YAML) that `swarm launch` runs as it is.
+    ///
+    /// Example: swarm init team.yaml
+    Init {
+        /// The file to write (default: swarm.yaml); an existing one is never overwritten.
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
+
     /// Launch a team: one agent process per teammate, each in its own pane.
     ///
     /// Teammates already on the roster that are not running are started again with their
@@ -88,9 +97,12 @@ pub(crate) enum Command {
     /// are not running (with their recorded identity, agent, cwd and worktree), leave running
     /// ones alone, and seed each task of the file once (matched by `swarmKey` in its metadata).
     ///
-    /// Works after `swarm shutdown --all`, `swarm down`, or a tmux server that died.
+    /// Works after `swarm shutdown --all`, `swarm down`, or a tmux server that died. Without a
+    /// file, the one the team was launched from.
     ///
     /// Example: swarm up examples/shell.json
+    ///
+    /// Example: swarm up --team hello
     Up(LaunchArgs),
 
     /// Restart one teammate: the shutdown handshake, then the same teammate started again with
@@ -101,14 +113,14 @@ pub(crate) enum Command {
 
     /// Take a team down: the shutdown handshake with every teammate, then the lead console's
     /// pane and the tmux window or session swarm made are closed. The team's files stay, so
-    /// `swarm up FILE` brings it back.
+    /// `swarm up` brings it back.
     ///
     /// Example: swarm down --team refactor
     Down(DownArgs),
 
-    /// Clean up: mark teammates that are no longer running inactive and return their tasks,
-    /// and delete the teams named (or dead for longer than --older-than). Asks first unless
-    /// --yes.
+    /// Clean up: mark teammates that are no longer running inactive and return their tasks
+    /// (in the teams named, else in every team), and delete the teams named (or dead for longer
+    /// than --older-than) with their unchanged git worktrees. Asks first unless --yes.
     ///
     /// Example: swarm prune --older-than 7d --yes
     Prune(PruneArgs),
@@ -183,12 +195,16 @@ pub(crate) enum Command {
     /// Kill a teammate's pane or process now, mark it inactive and return its tasks.
     ///
     /// Example: swarm kill --team refactor coder
-    Kill { name: AgentName },
+    Kill {
+        /// The teammate to kill.
+        name: AgentName,
+    },
 
     /// Print a teammate's output: the log of an in-process teammate, the pane of a tmux one.
     ///
     /// Example: swarm logs --team refactor coder -f
     Logs {
+        /// The teammate whose output to print.
         name: AgentName,
         /// Keep printing new output until the teammate is gone.
         #[arg(short, long)]

@@ -77,6 +77,34 @@ pub(crate) fn data_dir() -> Result<PathBuf> {
     }
 }
 
+/// Where the demo's teams are, for a command that found no team (or not `team`) under `store`:
+/// the demo keeps its teams under [`data_dir`], every other command looks under `~/.claude`, so
+/// right after a demo the user's next command looks in the wrong place. `None` when the demo's
+/// directory is `store`'s or holds no such team.
+pub(crate) fn elsewhere(store: &Store, team: Option<&str>) -> Option<String> {
+    let dir = crate::store::paths::resolve(&data_dir().ok()?);
+    if dir == crate::store::paths::resolve(store.root()) {
+        return None;
+    }
+    let teams: Vec<String> = crate::store::roster::list_teams(&Store::new(&dir))
+        .ok()?
+        .iter()
+        .map(|t| t.to_string())
+        .filter(|t| team.is_none_or(|want| t == want))
+        .collect();
+    if teams.is_empty() {
+        return None;
+    }
+    let root = crate::backend::shell_quote(&dir.to_string_lossy());
+    Some(format!(
+        "the demo's {} {} {} under {}: pass `--root {root}`",
+        if teams.len() == 1 { "team" } else { "teams" },
+        teams.join(", "),
+        if teams.len() == 1 { "is" } else { "are" },
+        dir.display()
+    ))
+}
+
 /// What the demo did, for `--json` and the closing lines.
 #[derive(Debug, Serialize)]
 pub(crate) struct DemoReport {

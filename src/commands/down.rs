@@ -3,9 +3,9 @@
 //! Every teammate that runs (or is still marked active) gets the shutdown handshake
 //! (`lifecycle::shutdown`); then the lead console's pane and every other pane marked as this
 //! team's are closed (`lifecycle::teardown`), which closes the tmux window or session swarm made
-//! for it. The roster, inboxes and tasks stay, so `swarm up FILE` brings the team back. A
-//! teammate that rejects the request (without `--force`) keeps the team up: nothing is closed
-//! under it.
+//! for it. The roster, inboxes and tasks stay, so `swarm up` brings the team back (from the swarm
+//! file it was launched from, recorded on its roster). A teammate that rejects the request
+//! (without `--force`) keeps the team up: nothing is closed under it.
 //!
 //! What a launch killed half way left is settled first (`lifecycle::orphans`): its panes are
 //! found by their marks on the server it recorded, so they close with the rest. A team whose
@@ -80,8 +80,15 @@ pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
             ))?;
             return Ok(1);
         }
+        let up = match super::up::recorded_file(ctx, &team) {
+            Some(_) => format!(
+                "swarm up {}",
+                crate::backend::argv::team_flags(ctx.store.root(), team.as_str())
+            ),
+            None => "swarm up FILE".into(),
+        };
         output::line(format!(
-            "team {team} is down: {} closed; its files stay under {} (`swarm up FILE` brings it back)",
+            "team {team} is down: {} closed; its files stay under {} (`{up}` brings it back)",
             super::team::plural(closed, "pane"),
             ctx.store.team_dir(&team).display()
         ))?;
@@ -105,6 +112,7 @@ fn down_deleted(ctx: &Context, team: &TeamName) -> Result<i32> {
         return Err(Error::NoSuchTeam {
             team: team.to_string(),
             root: ctx.store.root().to_path_buf(),
+            hint: String::new(),
         });
     }
     let mut closed = 0;

@@ -125,6 +125,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         }
     };
     let mut launched = prepared.execute(&ctx.store, &mut progress)?;
+    super::up::record_file(ctx, &launched.team, args.file.as_deref())?;
     let wait = (!args.no_wait).then(|| Duration::from_secs(args.wait));
     let file = args
         .file
@@ -164,8 +165,8 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         }
         if launched.backend != BackendKind::InProcess {
             output::line(format!(
-                "  `swarm status --team {0}` shows them; `swarm down --team {0}` stops them and closes the panes",
-                launched.team
+                "  `swarm status {0}` shows them; `swarm down {0}` stops them and closes the panes",
+                crate::backend::argv::team_flags(ctx.store.root(), launched.team.as_str())
             ))?;
         }
     }

@@ -1,4 +1,6 @@
-//! `swarm logs NAME [-f]`: a teammate's output, from its in-process log file or its tmux pane.
+//! `swarm logs NAME [-f]`: a teammate's output, from its in-process log file or its tmux pane,
+//! or once that pane is closed, from the last lines swarm kept of it in the same log file
+//! (`lifecycle::kept_output`).
 //!
 //! The text is printed with control characters made visible (`output::terminal`), since a
 //! teammate's output may hold anything; with `--json` it is one document `{"name", "lines"}`,
@@ -13,6 +15,7 @@ use serde_json::json;
 use super::Context;
 use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneState};
 use crate::error::{Error, Result};
+use crate::lifecycle::kept_output::trimmed_lines;
 use crate::output;
 use crate::output::terminal::{visible, visible_lines};
 use crate::store::fsio;
@@ -165,25 +168,25 @@ fn tmux_logs(
         return Err(Error::usage(format!("{} does not run in tmux", m.name)));
     };
     let pane = PaneId(m.tmux_pane_id.clone());
-    let trimmed = |text: String| -> Vec<String> {
-        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-        while lines.last().is_some_and(|l| l.trim().is_empty()) {
-            lines.pop();
-        }
-        lines
-    };
     let mut shown: Vec<String> = Vec::new();
     loop {
         if backend.state(&pane)? == PaneState::Gone {
-            if shown.is_empty() {
-                return Err(Error::usage(format!(
-                    "{}'s pane {pane} no longer exists, so its output is gone",
-                    m.name
-                )));
+            if !shown.is_empty() {
+                return Ok(());
             }
-            return Ok(());
+            // Swarm kept the pane's last lines when it closed it.
+            let path = store.log_path(team, &m.name);
+            return match fsio::read_file(&path)? {
+                Some(bytes) => sink.text(&String::from_utf8_lossy(&bytes)),
+                None => Err(Error::usage(format!(
+                    "{}'s pane {pane} no longer exists and swarm kept none of its output \
+                     (it keeps a pane's last lines in {} when it closes the pane)",
+                    m.name,
+                    path.display()
+                ))),
+            };
         }
-        let lines = trimmed(backend.capture(&pane)?);
+        let lines = trimmed_lines(&backend.capture(&pane)?);
         let start = if lines.starts_with(&shown) {
             shown.len()
         } else {

@@ -1,14 +1,17 @@
 //! `swarm prune`: cleaning up after teams that stopped without saying so.
 //!
-//! Across every team under the root, a teammate whose state (`lifecycle::state`) is dead (not
-//! running, by its pane, process and liveness lock, and not retired), or stopped but still
-//! owning an unfinished task, is retired: marked inactive, its tasks back to pending, the lead told. Teams
+//! Across every team under the root (or only the teams named, when some are), a teammate whose
+//! state (`lifecycle::state`) is dead (not running, by its pane, process and liveness lock, and
+//! not retired), or stopped but still owning an unfinished task, is retired: marked inactive,
+//! its tasks back to pending, the lead told. Teams
 //! named on the command line, and with `--older-than` teams with nothing running whose files
 //! have not changed for that long, are deleted with their tasks (and their leftover panes
-//! closed). Panes marked as a team of this root whose directory is gone (looked for on the
-//! servers this shell would launch on) are closed too, and what a launch killed half way left is
-//! settled first (`lifecycle::orphans`). The plan is printed and confirmed first unless `--yes`;
-//! without a terminal to ask on, and without `--yes`, nothing is done (exit 2).
+//! closed, their unchanged git worktrees removed and the changed ones kept and named). Panes
+//! marked as a team of this root whose directory is gone (looked for on the servers this shell
+//! would launch on) are closed too, and what a launch killed half way left is settled first
+//! (`lifecycle::orphans`). The plan is printed and confirmed first unless `--yes`; answering no
+//! does nothing (exit 0); without a terminal to ask on, and without `--yes`, nothing is done
+//! (exit 2).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -53,6 +56,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
             return Err(Error::NoSuchTeam {
                 team: named.to_string(),
                 root: ctx.store.root().to_path_buf(),
+                hint: String::new(),
             });
         }
     }
@@ -87,6 +91,10 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
                 format!("nothing running, unchanged for {}", human(age))
             };
             plan.delete.push((team.clone(), why));
+            continue;
+        }
+        // Teams named on the command line say which teams to touch.
+        if !args.teams.is_empty() {
             continue;
         }
         let tasks = TaskList::new(&ctx.store, team).list().unwrap_or_default();
@@ -129,8 +137,9 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
             socket.display()
         ));
     }
-    if !args.yes {
-        confirm(&said)?;
+    if !args.yes && !confirm(&said)? {
+        output::line("nothing pruned")?;
+        return Ok(0);
     }
     let mut retired = Vec::new();
     for (team, name) in &plan.retire {
@@ -143,6 +152,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         retired.push(json!({"team": team.as_str(), "name": name, "released": released}));
     }
     let mut deleted = Vec::new();
+    let mut worktrees = Vec::new();
     for (team, _) in &plan.delete {
         let roster = Roster::new(&ctx.store, team);
         let config = roster.load()?;
@@ -152,6 +162,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         }
         roster.delete(true)?;
         crate::store::lead_key::LeadKey::forget(&ctx.store, team)?;
+        worktrees.extend(lifecycle::finish_team_worktrees(&config));
         deleted.push(team.to_string());
     }
     let mut closed = Vec::new();
@@ -160,17 +171,24 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         closed.push(json!({"team": team, "server": socket, "closedPanes": n}));
     }
     if ctx.json {
-        output::json(&json!({"retired": retired, "deleted": deleted, "closed": closed}))?;
+        output::json(
+            &json!({"retired": retired, "deleted": deleted, "worktrees": worktrees,
+            "closed": closed}),
+        )?;
     } else {
         for line in &said {
             output::line(format!("done: {line}"))?;
+        }
+        for line in &worktrees {
+            output::line(line)?;
         }
     }
     Ok(0)
 }
 
-/// Asks on the terminal; refuses (exit 2, nothing done) when there is none to ask on.
-fn confirm(plan: &[String]) -> Result<()> {
+/// Asks on the terminal whether to go ahead; refuses (exit 2, nothing done) when there is none
+/// to ask on.
+fn confirm(plan: &[String]) -> Result<bool> {
     let listed = plan.join("; ");
     if !std::io::stdin().is_terminal() {
         return Err(Error::usage(format!(
@@ -189,11 +207,7 @@ fn confirm(plan: &[String]) -> Result<()> {
         .lock()
         .read_line(&mut answer)
         .map_err(Error::io("read", "standard input"))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(Error::usage("nothing pruned"))
-    }
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// How long since anything under the team's directories changed.

@@ -24,10 +24,8 @@ use crate::store::tasks::TaskList;
 
 pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
     match cmd {
-        TeamCommand::Create {
-            name: team,
-            description,
-        } => {
+        TeamCommand::Create { name, description } => {
+            let team = pick_explicit(ctx, name, "create")?;
             let cwd = std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default();
@@ -60,7 +58,13 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 return output::json(&summaries);
             }
             if rows.is_empty() {
-                return output::line(format!("no teams under {}", ctx.store.root().display()));
+                let elsewhere = super::demo::elsewhere(&ctx.store, None)
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
+                return output::line(format!(
+                    "no teams under {}{elsewhere}",
+                    ctx.store.root().display()
+                ));
             }
             for (c, s) in rows.iter().zip(&summaries) {
                 output::line(format!(
@@ -144,20 +148,27 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             }
         }
         TeamCommand::Delete { name, force } => {
-            let team = pick_explicit(ctx, name)?;
+            let team = pick_explicit(ctx, name, "delete")?;
             let roster = Roster::new(&ctx.store, &team);
             let stopped = if force {
                 stop_everyone(ctx, &team)?
             } else {
                 Vec::new()
             };
+            // Read before the delete: the roster records the worktrees.
+            let config = roster.load()?;
             roster.delete(force)?;
             crate::store::lead_key::LeadKey::forget(&ctx.store, &team)?;
+            let worktrees = lifecycle::finish_team_worktrees(&config);
             if ctx.json {
-                output::json(&json!({"deleted": team.as_str(), "stopped": stopped}))
+                output::json(&json!({"deleted": team.as_str(), "stopped": stopped,
+                                     "worktrees": worktrees}))
             } else {
                 for o in &stopped {
                     output::line(format!("stopped {} ({})", o.name, o.outcome))?;
+                }
+                for line in &worktrees {
+                    output::line(line)?;
                 }
                 output::line(format!("deleted team {team}"))
             }
@@ -220,10 +231,12 @@ fn pick(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
     }
 }
 
-/// The team to delete: named, or given by --team / $SWARM_TEAM; never guessed.
-fn pick_explicit(ctx: &Context, name: Option<TeamName>) -> Result<TeamName> {
+/// The team to create or delete: named, or given by --team / $SWARM_TEAM; never guessed.
+fn pick_explicit(ctx: &Context, name: Option<TeamName>, verb: &str) -> Result<TeamName> {
     name.or_else(|| ctx.team.clone()).ok_or_else(|| {
-        Error::usage("name the team to delete: swarm team delete NAME (or pass --team)")
+        Error::usage(format!(
+            "name the team to {verb}: swarm team {verb} NAME (or pass --team)"
+        ))
     })
 }
 

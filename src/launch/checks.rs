@@ -5,7 +5,8 @@
 //! variable names are letters, digits and `_` with values free of NUL; model and agent-type
 //! words are non-empty with no control characters; permission modes are single alphanumeric
 //! words, as claude's are; a task depends only on an earlier task of the plan or on a task
-//! already in the list.
+//! already in the list. What is not wrong but would do nothing (a model for a shell teammate)
+//! is warned about.
 
 use std::collections::HashSet;
 
@@ -132,4 +133,27 @@ pub(super) fn check_tasks(store: &Store, plan: &LaunchPlan, team_exists: bool) -
         }
     }
     Ok(())
+}
+
+/// A shell teammate runs commands, not a model: the model and permission flags it was given
+/// (its own or the launch's) would be dropped without a word otherwise.
+pub(super) fn warn_model_flags_dropped(t: &TeammatePlan, inherited: &Inherited) {
+    let given: Vec<&str> = [
+        (t.model.is_some() || inherited.model.is_some(), "--model"),
+        (
+            t.permission_mode.is_some() || inherited.permission_mode.is_some(),
+            "--permission-mode",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect();
+    if !given.is_empty() {
+        eprintln!(
+            "swarm: warning: teammate {}: a shell teammate runs no model, so {} {} nothing for it",
+            t.name,
+            given.join(" and "),
+            if given.len() == 1 { "does" } else { "do" }
+        );
+    }
 }

@@ -389,7 +389,10 @@ impl Shared<'_> {
                             .or_else(|e| not_installed(opts, e, &words[0]))?;
                         args.command = command_line::agent_command(&program, &words[1..], flags);
                     }
-                    _ => args.agent = Some(BuiltinAgent::Shell),
+                    _ => {
+                        args.agent = Some(BuiltinAgent::Shell);
+                        super::checks::warn_model_flags_dropped(t, &opts.inherited);
+                    }
                 }
                 let (argv, env) =
                     command_line::runtime(&opts.swarm_exe, &args, &self.root, self.backend);

@@ -1,4 +1,5 @@
-//! The swarm file: a team, its teammates and its starting tasks, as one JSON document.
+//! The swarm file: a team, its teammates and its starting tasks, as one JSON document (or YAML,
+//! the same schema, in a file named `.yaml` or `.yml`: what tmuxinator and tmuxp users write).
 //!
 //! ```json
 //! {"team": "refactor", "description": "split the parser", "agent": "claude", "cwd": ".",
@@ -166,10 +167,16 @@ pub(crate) fn load(path: &Path) -> Result<Loaded> {
     parse(&bytes, &base, &path.display().to_string())
 }
 
-/// Parses swarm-file bytes; `base` resolves a relative `cwd`, `what` names the file in errors.
+/// Parses swarm-file bytes; `base` resolves a relative `cwd`, `what` names the file in errors
+/// and, ending in `.yaml` or `.yml`, says the bytes are YAML.
 pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
-    let file: SwarmFile = serde_json::from_slice(bytes)
-        .map_err(|e| Error::usage(format!("swarm file {what} is invalid: {e}")))?;
+    let invalid =
+        |e: &dyn std::fmt::Display| Error::usage(format!("swarm file {what} is invalid: {e}"));
+    let file: SwarmFile = if what.ends_with(".yaml") || what.ends_with(".yml") {
+        serde_norway::from_slice(bytes).map_err(|e| invalid(&e))?
+    } else {
+        serde_json::from_slice(bytes).map_err(|e| invalid(&e))?
+    };
     let team = file.team.as_deref().map(str::parse).transpose()?;
     if file.panes_per_window == Some(0) {
         return Err(Error::usage(format!(

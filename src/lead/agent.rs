@@ -15,7 +15,9 @@
 //!
 //! The team ends when the agent runs `swarm done` (a file the lead side writes, not words in its
 //! output), or with `--exit-when-done` once every task is completed: every teammate is then shut
-//! down through the handshake (`lifecycle::shutdown`) and the runtime exits 0.
+//! down through the handshake (`lifecycle::shutdown`). Then, in a pane and without
+//! `--exit-when-done`, the console stays with the summary on screen until `/quit` (the pane is
+//! where the person reads how the team ended); otherwise the runtime exits 0.
 
 mod decide;
 mod prompt;
@@ -118,6 +120,13 @@ pub(crate) fn run(store: &Store, team: &TeamName, opts: LeadAgentOptions) -> Res
     crate::process::block_on(LeadAgent::new(store, team, opts)?.serve(goal))
 }
 
+/// Whether this lead runs in a pane of its own (tmux, iTerm2), where a person reads and types
+/// after the team is done; an in-process lead is a child of the foreground `swarm launch`,
+/// which ends with the team.
+fn in_a_pane() -> bool {
+    std::env::var("SWARM_BACKEND").is_ok_and(|b| !b.is_empty() && b != "in-process")
+}
+
 struct LeadAgent<'a> {
     store: &'a Store,
     team: &'a TeamName,
@@ -217,7 +226,26 @@ impl<'a> LeadAgent<'a> {
                 if let Some(turn) = current.take() {
                     turn.stop(rustix::process::Signal::TERM);
                 }
-                return self.end(&why);
+                let code = self.end(&why)?;
+                if self.opts.exit_when_done || !in_a_pane() {
+                    return Ok(code);
+                }
+                // The pane stays with the summary, and the console keeps working in it.
+                self.pane
+                    .say("the console stays: @name text, /status, /tasks; /quit closes it");
+                loop {
+                    console.drain_inbox()?;
+                    console.questions.forget_decided()?;
+                    tokio::select! {
+                        line = lines.recv() => match line {
+                            Some(line) if console.command(line.trim())? => {}
+                            _ => return Ok(code),
+                        },
+                        Some(_) = wakes.recv() => while wakes.try_recv().is_ok() {},
+                        caught = signals.recv() => return Ok(128 + caught.number()),
+                        () = tokio::time::sleep(rescan_interval()) => {}
+                    }
+                }
             }
             if current.is_none() {
                 let prompt = if !first_done {

@@ -263,8 +263,25 @@ impl<'a> Console<'a> {
                 " stopped without saying goodbye",
             );
             self.retire(&m.name, "its process died")?;
+            self.last_words(&m.name);
         }
         Ok(())
+    }
+
+    /// Prints the last lines of a dead teammate's output (its pane's, kept when the pane was
+    /// closed, or its in-process log), where the reason it died usually is.
+    fn last_words(&self, name: &AgentName) {
+        let lines = lifecycle::kept_output::last_lines(self.store, self.team, name, LAST_WORDS);
+        if lines.is_empty() {
+            return;
+        }
+        let flags = crate::backend::argv::team_flags(self.store.root(), self.team.as_str());
+        self.say(&format!(
+            "  its last lines (`swarm logs {flags} {name}` shows more):"
+        ));
+        for line in lines {
+            self.say(&format!("  | {line}"));
+        }
     }
 
     /// Closes the member's pane (already gone is fine) and retires it; the notice lifecycle
@@ -293,6 +310,9 @@ impl<'a> Console<'a> {
         Ok(())
     }
 }
+
+/// How many of a dead teammate's last lines the console prints.
+const LAST_WORDS: usize = 10;
 
 /// Looks for the `shutdown_request` with `request_id` in `to`'s inbox and its archive.
 fn shutdown_was_requested(

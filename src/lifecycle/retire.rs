@@ -3,10 +3,11 @@
 //! Retiring marks a member inactive, returns its unfinished tasks to pending and tells the lead
 //! which (PROTOCOL.md sections 7 and 8); a runtime that starts again rejoins under the reap gate.
 //! Killing goes through the backend that runs the member ([`crate::backend::for_member`]) and is
-//! idempotent.
+//! idempotent; a pane's last lines are kept before it is closed (`kept_output`).
 
 use crate::backend::for_member;
 use crate::error::Result;
+use crate::lifecycle::kept_output;
 use crate::lifecycle::worktree::{self, Worktree};
 use crate::process::group::{check_group, Refusal};
 use crate::process::pid::{PidRecord, PID_FIELD, PID_START_FIELD};
@@ -14,7 +15,7 @@ use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
-use crate::store::roster::{Member, Roster};
+use crate::store::roster::{Member, Roster, TeamConfig};
 use crate::store::tasks::TaskList;
 
 /// Marks `name` inactive, returns its unfinished tasks to pending and tells the lead which and
@@ -110,9 +111,44 @@ pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Ki
         None => member,
     };
     if let Some(mut backend) = for_member(store, team, member) {
+        keep_output(store, team, member, &backend);
         backend.kill()?;
     }
     Ok(refused.unwrap_or(Killed::Stopped))
+}
+
+/// Keeps the last lines of the pane about to be closed ([`kept_output`]); a pane that cannot be
+/// read is still closed, with a warning.
+pub(crate) fn keep_output(
+    store: &Store,
+    team: &TeamName,
+    member: &Member,
+    backend: &crate::backend::MemberBackend<'_>,
+) {
+    if let Err(e) = kept_output::keep_pane_output(store, team, member, backend) {
+        eprintln!(
+            "swarm: warning: could not keep the last lines of {}'s pane: {e}",
+            member.name
+        );
+    }
+}
+
+/// For a team being deleted: each teammate's git worktree removed with its branch if unchanged,
+/// else kept on its branch; one line per worktree saying which (a failure is a line too: the
+/// team goes either way, and its worktrees are the user's work).
+pub fn finish_team_worktrees(config: &TeamConfig) -> Vec<String> {
+    config
+        .teammates()
+        .filter_map(|m| Some((m, Worktree::of_member(m)?)))
+        .map(|(m, wt)| match wt.finish() {
+            Ok(outcome) => format!("{}: {outcome}", m.name),
+            Err(e) => format!(
+                "{}: worktree {} left as it is: {e}",
+                m.name,
+                wt.path.display()
+            ),
+        })
+        .collect()
 }
 
 /// Removes the member's worktree if unchanged, else keeps it; `None` if it has none.

@@ -21,7 +21,8 @@ use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::TeamConfig;
 
-/// Kills every pane of `team` on the servers its roster names; returns how many.
+/// Kills every pane of `team` on the servers its roster names, keeping each member's last lines
+/// first; returns how many.
 pub fn close_team_panes(store: &Store, team: &TeamName, config: &TeamConfig) -> Result<usize> {
     let servers: BTreeSet<PathBuf> = config
         .members
@@ -32,6 +33,11 @@ pub fn close_team_panes(store: &Store, team: &TeamName, config: &TeamConfig) -> 
             _ => None,
         })
         .collect();
+    for member in &config.members {
+        if let Some(backend) = crate::backend::for_member(store, team, member) {
+            super::retire::keep_output(store, team, member, &backend);
+        }
+    }
     let mut closed = 0;
     for socket in servers {
         closed += team_backend(store, team.as_str(), socket).kill_team_panes()?;

@@ -232,9 +232,10 @@ fn keys_dir() -> Result<PathBuf> {
         .join("lead-keys"))
 }
 
-/// The key file of `team` in `store`: a hash of the canonical root and the team name.
+/// The key file of `team` in `store`: a hash of the resolved root (`paths::resolve`: the same
+/// before and after the root directory exists) and the team name.
 fn key_path(store: &Store, team: &TeamName) -> Result<PathBuf> {
-    let root = std::fs::canonicalize(store.root()).unwrap_or_else(|_| store.root().to_path_buf());
+    let root = crate::store::paths::resolve(store.root());
     let mut hash = Sha256::new();
     hash.update(root.as_os_str().as_encoded_bytes());
     hash.update([0]);

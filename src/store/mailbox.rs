@@ -148,6 +148,7 @@ impl<'a> Mailbox<'a> {
             return Err(Error::NoSuchTeam {
                 team: self.team.to_string(),
                 root: self.store.root().to_path_buf(),
+                hint: String::new(),
             });
         }
         self.append(to, message)

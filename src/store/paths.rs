@@ -21,22 +21,34 @@ impl Store {
     }
 
     /// `--root`, else `$SWARM_ROOT`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`: the place a
-    /// `claude` teammate looks, so both see the same team.
+    /// `claude` teammate looks, so both see the same team. The root is [`resolve`]d here, once,
+    /// so every process of a team (the launcher, each teammate, the lead) names it the same.
     pub fn discover(flag: Option<&Path>) -> Result<Store> {
+        Ok(Store::new(resolve(&Store::discover_path(flag)?)))
+    }
+
+    /// The root [`Store::discover`] would use, as given (not resolved).
+    fn discover_path(flag: Option<&Path>) -> Result<PathBuf> {
         if let Some(root) = flag {
-            return Ok(Store::new(root));
+            return Ok(root.to_path_buf());
         }
         for var in ["SWARM_ROOT", "CLAUDE_CONFIG_DIR"] {
             if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-                return Ok(Store::new(PathBuf::from(v)));
+                return Ok(PathBuf::from(v));
             }
         }
         match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-            Some(home) => Ok(Store::new(PathBuf::from(home).join(".claude"))),
+            Some(home) => Ok(PathBuf::from(home).join(".claude")),
             None => Err(Error::usage(
                 "cannot find the swarm root: HOME is not set; pass --root DIR or set SWARM_ROOT",
             )),
         }
+    }
+
+    /// Whether `root` is the one a command run here without `--root` would use, so a hint
+    /// printed for it can leave `--root` out.
+    pub fn is_default_root(root: &Path) -> bool {
+        Store::discover_path(None).is_ok_and(|p| resolve(&p) == resolve(root))
     }
 
     pub fn root(&self) -> &Path {
@@ -137,5 +149,56 @@ impl Store {
     /// The task-list lock is taken on this file, so its directory lock is `.lock.lock/`.
     pub fn task_list_lock_path(&self, team: &TeamName) -> PathBuf {
         self.tasks_dir(team).join(".lock")
+    }
+}
+
+/// `path` as one absolute path that stays the same before and after the directory exists: the
+/// longest part that exists with its symlinks resolved, then the rest as written, with `.` and
+/// `..` taken out of it (a part that does not exist yet cannot be a symlink, so dropping
+/// `x/..` there names what `mkdir -p` will make). A relative root read by the launcher before
+/// it makes the directory, and by a teammate after, is then one root, with one lead key.
+pub fn resolve(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    let mut out = loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            break real;
+        }
+        match (existing.parent(), existing.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last.as_os_str().to_os_string());
+                existing = parent;
+            }
+            _ => break existing.to_path_buf(),
+        }
+    };
+    for part in rest.iter().rev() {
+        match part.to_str() {
+            Some(".") => {}
+            Some("..") => {
+                out.pop();
+            }
+            _ => out.push(part),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_root_resolves_the_same_before_and_after_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink(&real, real.join("link")).unwrap();
+        let spelled = real.join("link").join("new/./x/../root");
+        let before = resolve(&spelled);
+        assert_eq!(before, real.join("new/root"));
+        std::fs::create_dir_all(&spelled).unwrap();
+        assert_eq!(resolve(&spelled), before);
+        assert_eq!(std::fs::canonicalize(&spelled).unwrap(), before);
     }
 }

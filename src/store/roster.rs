@@ -145,6 +145,7 @@ impl<'a> Roster<'a> {
         Error::NoSuchTeam {
             team: self.team.to_string(),
             root: self.store.root().to_path_buf(),
+            hint: String::new(),
         }
     }
 

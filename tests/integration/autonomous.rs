@@ -46,10 +46,36 @@ fn an_agent_lead_plans_a_dag_that_three_shell_teammates_finish_then_ends_the_tea
         (pids.len() == 4).then_some(pids)
     });
     assert!(pids.iter().all(|p| !gone(*p)), "{pids:?}");
-    // The teammates' panes close; the lead pane stays, dead, showing how the team ended.
+    // The teammates' panes close; the lead pane stays open with the summary (issue 24 item 6,
+    // as the README says), and the console keeps working in it.
+    eventually(LONG, "the team to end: only the lead's pane left", || {
+        let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
+        (out.stdout.trim() == "team-lead 0").then_some(())
+    });
+    let lead_pane = || {
+        tmux.cmd(["capture-pane", "-p", "-J", "-S", "-", "-t", "{top-left}"])
+            .stdout
+    };
+    eventually(LONG, "the summary and the console's prompt", || {
+        let screen = lead_pane();
+        (screen.contains("fetched, built a and b, shipped") && screen.contains("/quit"))
+            .then_some(())
+    });
+    tmux.cmd([
+        "send-keys",
+        "-t",
+        "{top-left}",
+        "@ann still listening",
+        "Enter",
+    ]);
+    eventually(LONG, "the console to send a message after the end", || {
+        let inbox = std::fs::read_to_string(env.path("teams/autonomous/inboxes/ann.json")).ok()?;
+        inbox.contains("still listening").then_some(())
+    });
+    tmux.cmd(["send-keys", "-t", "{top-left}", "/quit", "Enter"]);
     eventually(
         LONG,
-        "the team to end: only the lead's dead pane left",
+        "/quit to end the console: the lead's pane dead",
         || {
             let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
             (out.stdout.trim() == "team-lead 1").then_some(())
@@ -361,14 +387,14 @@ fn with_approvals_lead_the_lead_agent_decides_a_permission_request_and_it_is_rec
     env.swarm(["launch", file.to_str().unwrap()])
         .env("SWARM_TMUX_SOCKET", &tmux.socket)
         .ok();
-    eventually(
-        LONG,
-        "the team to end: only the lead's dead pane left",
-        || {
-            let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
-            (out.stdout.trim() == "team-lead 1").then_some(())
-        },
-    );
+    // The team ends; the lead's pane stays with its console.
+    eventually(LONG, "the team to end: only the lead's pane left", || {
+        let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
+        let screen = tmux
+            .cmd(["capture-pane", "-p", "-J", "-S", "-", "-t", "{top-left}"])
+            .stdout;
+        (out.stdout.trim() == "team-lead 0" && screen.contains("the console stays")).then_some(())
+    });
     assert_eq!(
         std::fs::read_to_string(env.path("ran")).unwrap(),
         "deployed\n"

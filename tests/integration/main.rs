@@ -9,6 +9,7 @@ mod completions;
 mod demo;
 mod escaping;
 mod faults;
+mod first_use;
 mod frames;
 mod hooks;
 mod impersonation;

@@ -51,7 +51,7 @@ pub(crate) struct ClaudePane {
 impl ClaudeMember {
     pub(crate) fn new(root: &Path, team: &str, name: &str) -> ClaudeMember {
         ClaudeMember {
-            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
+            root: crate::store::paths::resolve(root),
             team: team.to_string(),
             name: name.to_string(),
         }

@@ -18,15 +18,15 @@ pub(super) const MEMBER_OPTION: &str = "@swarm-member";
 /// The root and team a backend opens or operates panes for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaneOwner {
-    /// The store root, canonical so any spelling of it (a symlink, `..`) names the same owner.
+    /// The store root, resolved (`paths::resolve`) so any spelling of it (a symlink, `..`, a
+    /// directory not made yet) names the same owner.
     root: String,
     team: String,
 }
 
 impl PaneOwner {
     pub fn new(root: &Path, team: &str) -> PaneOwner {
-        let root =
-            std::fs::canonicalize(root).unwrap_or_else(|_| crate::backend::argv::absolute(root));
+        let root = crate::store::paths::resolve(root);
         PaneOwner {
             root: root.to_string_lossy().into_owned(),
             team: team.to_string(),
@@ -54,6 +54,11 @@ impl PaneOwner {
             self.team,
             fnv1a(self.root.as_bytes()) & 0xff_ffff
         )
+    }
+
+    /// `--root DIR --team T` for a hint (`argv::team_flags`).
+    pub(super) fn team_flags(&self) -> String {
+        crate::backend::argv::team_flags(std::path::Path::new(&self.root), &self.team)
     }
 
     /// The three marks of a pane of `member`: option and value.

@@ -40,8 +40,8 @@ pub(crate) enum TeamCommand {
     ///
     /// Example: swarm team create refactor --description "split the parser"
     Create {
-        /// Team name: lowercase letters, digits and '-'.
-        name: TeamName,
+        /// Team name: lowercase letters, digits and '-' (default: --team).
+        name: Option<TeamName>,
         #[arg(long, default_value = "")]
         description: String,
     },

@@ -206,6 +206,31 @@ fn an_inbox_entry_with_a_bad_sender_is_moved_aside_alone() {
     assert_eq!(texts(&inbox), ["good", "new"]);
 }
 
+/// Issue 21 item 9: a directory where an inbox belongs is moved aside, and `swarm status`
+/// (table and `--json`) lists the quarantined directory as it lists quarantined files.
+#[test]
+fn status_lists_a_quarantined_directory() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    std::fs::remove_file(&inbox).unwrap();
+    std::fs::create_dir(&inbox).unwrap();
+    env.swarm(["send", "--to", "coder", "hi"])
+        .ok()
+        .stderr_has("could not be read (it is a directory); moved it to");
+    let moved = files_named(&env.path("teams/t/inboxes"), "coder.json.corrupt-");
+    assert_eq!(moved.len(), 1);
+    assert!(moved[0].is_dir());
+    let rel = moved[0]
+        .strip_prefix(env.root())
+        .unwrap()
+        .display()
+        .to_string();
+    let s = env.swarm(["--json", "status"]).ok().json();
+    assert_eq!(s["quarantined"], serde_json::json!([rel]));
+    let text = env.swarm(["status"]).ok().stdout;
+    assert!(text.contains(&rel), "{text}");
+}
+
 /// One delivered inbox entry as the live file and the archive hold it.
 fn delivered(i: usize) -> Value {
     serde_json::json!({

@@ -121,7 +121,7 @@ impl Spool {
         for name in names {
             let path = self.dir.join(&name);
             match read_entry(&path) {
-                Found::Entry(spooled) => out.push(spooled),
+                Found::Entry(spooled) => out.push(*spooled),
                 Found::Gone => {}
                 Found::Unreadable(why) => eprintln!(
                     "swarm: warning: could not read spool entry {} ({why}); left it for the next \
@@ -148,7 +148,7 @@ fn is_entry(name: &str) -> bool {
 
 /// What reading one spool file found.
 enum Found {
-    Entry(Spooled),
+    Entry(Box<Spooled>),
     /// It went meanwhile (taken in by another holder, or retracted by its sender).
     Gone,
     /// The open or read failed: nothing is known about the entry.
@@ -173,11 +173,11 @@ fn read_entry(path: &Path) -> Found {
         return Found::Unreadable(Error::io("read", path)(e).to_string());
     }
     match fsio::parse_json::<InboxMessage>(&printed) {
-        Ok(message) => Found::Entry(Spooled {
+        Ok(message) => Found::Entry(Box::new(Spooled {
             path: path.to_path_buf(),
             printed,
             message,
-        }),
+        })),
         Err(why) => Found::NotAnEntry(why),
     }
 }

@@ -168,6 +168,7 @@ fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
         backend: args.backend,
         timeout: std::time::Duration::from_secs(args.timeout),
         keep: args.keep,
+        wait: (!args.no_wait).then(|| std::time::Duration::from_secs(args.wait)),
     };
     // With --json the progress goes to stderr and stdout carries one document.
     let say: fn(&str) = if ctx.json {
@@ -214,5 +215,9 @@ fn demo(ctx: &Context, args: crate::commands::cli::DemoArgs) -> Result<i32> {
             ))?;
         }
     }
-    Ok(if report.completed { 0 } else { 1 })
+    Ok(if report.completed && report.not_up.is_empty() {
+        0
+    } else {
+        1
+    })
 }

@@ -108,6 +108,10 @@ pub enum Error {
         source: serde_json::Error,
     },
 
+    /// A spooled message the inbox lock holder found is not a message (damaged on disk).
+    #[error("the message was rejected, not delivered: its spool entry {} did not parse as a message when it was taken in, so it was moved to {}; send it again", entry.display(), aside.display())]
+    SpoolEntryRejected { entry: PathBuf, aside: PathBuf },
+
     #[error("gave up waiting for the lock on {path} after {waited_ms} ms: it is held by {holder}; if that process is not writing there, end it, or remove the directory {path} if no process holds it")]
     LockTimeout {
         path: PathBuf,

@@ -19,6 +19,8 @@ mod again;
 mod checks;
 mod command_line;
 mod dry_run;
+#[cfg(feature = "seams")]
+mod fault;
 mod lead_pane;
 mod local;
 mod plan;
@@ -30,6 +32,7 @@ mod running;
 mod spawn;
 pub(crate) mod supervisor;
 pub(crate) mod swarmfile;
+pub(crate) mod verify;
 
 pub(crate) use dry_run::{CommandLine, DryRun};
 pub(crate) use plan::LAUNCH_FIELD;

@@ -5,7 +5,8 @@
 //! whether a member runs, [`state`] turns that, the retired mark and the task list into the one
 //! state every view shows, and [`census`] counts a team by it; [`shutdown`] is the one shutdown
 //! state machine and the command built on it, [`teardown`] closes a team's panes (each keeping
-//! its last lines first: [`kept_output`]), [`retire`]
+//! its last lines first: [`kept_output`]), [`orphans`] settles what a killed launch left,
+//! [`retire`]
 //! kills, retires and cleans up, [`worktree`] makes a teammate's git worktree at
 //! launch and removes it (if unchanged) at retirement. Which backend runs a member is decided by
 //! [`crate::backend::for_member`], never here.
@@ -13,6 +14,7 @@
 pub(crate) mod census;
 pub(crate) mod health;
 pub(crate) mod kept_output;
+pub(crate) mod orphans;
 pub(crate) mod retire;
 pub(crate) mod shutdown;
 pub(crate) mod state;
@@ -21,6 +23,7 @@ pub(crate) mod worktree;
 
 pub use census::{census, member_running, Census};
 pub use health::{claude_led_notice, lead_health, member_health, Health};
+pub use orphans::reconcile;
 pub use retire::{finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member};
 pub use shutdown::{
     send_shutdown_request, shutdown, ShutdownOptions, ShutdownOutcome, ShutdownResult, Stopping,

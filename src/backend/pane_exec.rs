@@ -59,11 +59,17 @@ pub struct Trampoline {
 }
 
 impl Trampoline {
-    /// Writes `spec` for member `name` (0600); returns its path.
+    /// Writes `spec` for member `name` (0600); returns its path. Not synced: a spec is read
+    /// once, moments later, by a pane that a crash would take down with it, so a launch of many
+    /// panes pays no fsync for them.
     pub fn write(&self, name: &str, spec: &ExecSpec) -> Result<PathBuf> {
         fsio::ensure_dir(&self.spec_dir)?;
         let path = self.spec_dir.join(format!("{name}.json"));
-        fsio::write_json(&path, spec)?;
+        let bytes = serde_json::to_vec(spec).map_err(|source| Error::Json {
+            path: path.clone(),
+            source,
+        })?;
+        fsio::replace_volatile(&path, &bytes)?;
         Ok(path)
     }
 

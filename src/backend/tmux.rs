@@ -18,7 +18,9 @@ mod claude_pane;
 mod owner;
 mod placement;
 mod server;
+mod spec_panes;
 mod state;
+mod team;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -40,6 +42,7 @@ pub use owner::PaneOwner;
 use placement::{Layout, Placement};
 use server::{literal, words_of, Client};
 pub use server::{TmuxEnv, TmuxServer, SOCKET_ENV, SOCKET_FIELD};
+pub use team::MarkedPane;
 
 /// A tmux backend: for a launch (with a placement) or for operating on existing panes.
 #[derive(Debug)]
@@ -77,11 +80,17 @@ impl TmuxBackend {
         owner: PaneOwner,
         trampoline: Trampoline,
         split: bool,
+        per_window: Option<usize>,
         env: &TmuxEnv,
     ) -> Result<TmuxBackend> {
         let client = Client::new(exec, env.server());
         let mut layout = Layout::default();
         layout.placement = Some(Placement::decide(&client, &owner, split, env)?);
+        // Recorded with the roster entries before the tmux call (see `member_extra`).
+        layout.socket_path = Some(env.expected_socket());
+        if let Some(n) = per_window {
+            layout.per_window = n;
+        }
         Ok(TmuxBackend {
             client,
             owner,
@@ -121,7 +130,7 @@ impl TmuxBackend {
                 Ok(ids)
             }
             Err(e) => {
-                batch::kill_launch(&self.client, &nonce);
+                spec_panes::kill_launch(&self.client, &nonce);
                 for spec in specs {
                     let _ = std::fs::remove_file(spec);
                 }
@@ -145,6 +154,7 @@ impl TmuxBackend {
                 member: name.clone(),
                 colour: tmux_colour(&new.spec.color).to_string(),
                 argv: trampoline.argv(&spec),
+                tag: format!("/{name}.{nonce}.json"),
             });
             specs.push(spec);
         }
@@ -186,71 +196,6 @@ impl TmuxBackend {
         };
         argv.extend(words_of(cmd));
         Ok(argv)
-    }
-}
-
-/// `list-panes -a` format for [`TmuxBackend::kill_team_panes`]: a pane and its three marks.
-const MARKS_FORMAT: &str = "#{pane_id}\t#{@swarm-root}\t#{@swarm-team}\t#{@swarm-member}";
-
-impl TmuxBackend {
-    /// A handle on `server` for the panes of `owner`'s team, whichever member they belong to.
-    pub fn for_team(exec: Arc<dyn Exec>, server: TmuxServer, owner: PaneOwner) -> TmuxBackend {
-        TmuxBackend {
-            client: Client::new(exec, server),
-            owner,
-            members: HashMap::new(),
-            layout: Layout::default(),
-            trampoline: None,
-        }
-    }
-
-    /// Kills every pane on the server whose marks name this backend's root and team (the lead
-    /// console's, teammates', dead ones kept by remain-on-exit), so the window or session swarm
-    /// made closes with its last pane; panes without the marks are never touched. Returns how
-    /// many it closed; no server means none.
-    pub fn kill_team_panes(&self) -> Result<usize> {
-        let listing = match self.client.run(vec![tmux_interface::ListPanes::new()
-            .all()
-            .format(MARKS_FORMAT)
-            .build()])
-        {
-            Ok(out) => out,
-            Err(Error::Command { detail, .. }) if server::server_missing(&detail) => return Ok(0),
-            Err(e) => return Err(e),
-        };
-        let mut killed = 0;
-        for line in listing.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            let [pane, root, team, member] = f[..] else {
-                continue;
-            };
-            let ours = state::is_pane_id(pane)
-                && !member.is_empty()
-                && self.owner.expected(member) == format!("{root}\n{team}\n{member}\n");
-            if ours
-                && self
-                    .client
-                    .run(vec![KillPane::new().target_pane(pane).build()])
-                    .is_ok()
-            {
-                killed += 1;
-            }
-        }
-        Ok(killed)
-    }
-
-    /// Which of `members` of this backend's team `pane` is marked as (its `@swarm-*` marks name
-    /// this root, this team and that member); `None` for any other pane, or no server. The marks
-    /// are on a pane from the tmux call that made it, before the roster records its id.
-    pub fn marked_member<'m>(&self, pane: &PaneId, members: &[&'m str]) -> Option<&'m str> {
-        if !state::is_pane_id(pane.as_str()) {
-            return None;
-        }
-        let marks = self.client.run(PaneOwner::read_marks(pane.as_str())).ok()?;
-        members
-            .iter()
-            .copied()
-            .find(|m| self.owner.expected(m) == marks)
     }
 }
 

@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use crate::backend::{BackendChoice, BackendKind};
 use crate::error::{Error, Result};
-use crate::launch::supervisor::SuperviseOptions;
+use crate::launch::supervisor::{Event, SuperviseOptions};
+use crate::launch::verify::{self, NotUp};
 use crate::launch::{self, AgentKind, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};
 use crate::lifecycle::{self, ShutdownOptions};
 use crate::store::fsio;
@@ -52,6 +53,8 @@ pub(crate) struct DemoOptions {
     pub(crate) timeout: Duration,
     /// Leave the team running when the work is done (until `swarm down`).
     pub(crate) keep: bool,
+    /// How long to wait for the teammates to come up (`None`: do not wait).
+    pub(crate) wait: Option<Duration>,
 }
 
 /// Where the demo keeps its teams when neither `--root` nor `$SWARM_ROOT` says:
@@ -115,6 +118,9 @@ pub(crate) struct DemoReport {
     pub(crate) files: DemoFiles,
     /// The team was left running (`--keep`).
     pub(crate) kept: bool,
+    /// Teammates that did not come up.
+    #[serde(rename = "notUp", skip_serializing_if = "Vec::is_empty")]
+    pub(crate) not_up: Vec<NotUp>,
 }
 
 #[derive(Debug, Serialize)]
@@ -165,6 +171,7 @@ pub(crate) fn run(
     let mut launch_opts = LaunchOptions::from_process()?;
     launch_opts.backend = opts.backend;
     launch_opts.lead_pane = false; // the demo itself is the lead
+    launch_opts.verify = opts.wait.is_some();
     let prepared = launch::prepare(store, plan, &launch_opts)?;
     say(&format!(
         "backend {}: {}",
@@ -173,6 +180,17 @@ pub(crate) fn run(
     say(&format!("the team's files: {}", store.root().display()));
     let start = Instant::now();
     let mut launched = prepared.execute(store, &mut |line: &str| say(line))?;
+    let started = launched.teammates.len();
+    let mut not_up = Vec::new();
+    if let (Some(bound), false) = (opts.wait, launched.backend == BackendKind::InProcess) {
+        not_up = verify::wait_until_up(store, team, &launched.starting(), bound);
+        if !not_up.is_empty() {
+            // The others work the DAG without them; the demo ends with a non-zero status.
+            for line in verify::report(team, &not_up, started, None) {
+                say(&line);
+            }
+        }
+    }
     say(&describe_dag());
     if launched.backend == BackendKind::Tmux {
         say(&format!(
@@ -199,8 +217,19 @@ pub(crate) fn run(
             let stopped = stop_team(&store2, &team2, say);
             outcome.and_then(|done| stopped.map(|()| done))
         });
-        let sup = SuperviseOptions::default();
-        launched.supervise(store, &sup, &mut |e| say(&e.line()))?;
+        let sup = SuperviseOptions {
+            startup: opts.wait,
+            ..SuperviseOptions::default()
+        };
+        launched.supervise(store, &sup, &mut |e| match e {
+            Event::NotUp { teammates } => {
+                for line in verify::report(team, &teammates, started, None) {
+                    say(&line);
+                }
+                not_up = teammates;
+            }
+            e => say(&e.line()),
+        })?;
         watcher
             .join()
             .map_err(|_| Error::Backend("the demo's task watcher panicked".into()))??
@@ -231,6 +260,7 @@ pub(crate) fn run(
             report: workspace.join("report.txt"),
         },
         kept: keep,
+        not_up,
     })
 }
 

@@ -6,6 +6,11 @@
 //! for it. The roster, inboxes and tasks stay, so `swarm up` brings the team back (from the swarm
 //! file it was launched from, recorded on its roster). A teammate that rejects the request
 //! (without `--force`) keeps the team up: nothing is closed under it.
+//!
+//! What a launch killed half way left is settled first (`lifecycle::orphans`): its panes are
+//! found by their marks on the server it recorded, so they close with the rest. A team whose
+//! directory is gone has no roster to name its panes; they are found by their marks on the
+//! servers this shell would launch on, and closed.
 
 use std::time::Duration;
 
@@ -13,16 +18,20 @@ use serde_json::json;
 
 use super::Context;
 use crate::commands::cli::DownArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lifecycle::{self, ShutdownOptions};
 use crate::output;
-use crate::store::names::AgentName;
+use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::Roster;
 
 pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
     super::identity::require_lead("take the team down")?;
-    let team = ctx.existing_team()?;
+    let team = ctx.team()?;
     let roster = Roster::new(&ctx.store, &team);
+    if !roster.exists() {
+        return down_deleted(ctx, &team);
+    }
+    super::launch::settle_killed_launch(ctx, &team)?;
     let config = roster.load()?;
     let names: Vec<AgentName> = config
         .teammates()
@@ -88,4 +97,45 @@ pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
         ))?;
     }
     Ok(if still_up.is_empty() { 0 } else { 1 })
+}
+
+/// `down` of a team with no roster: its panes, found by their marks, are closed; with none
+/// found it is the usual "no such team".
+fn down_deleted(ctx: &Context, team: &TeamName) -> Result<i32> {
+    let found = lifecycle::teardown::panes_of_deleted_teams(
+        &ctx.store,
+        &[],
+        &lifecycle::teardown::servers_here(),
+    );
+    let mine: Vec<_> = found
+        .into_iter()
+        .filter(|(t, _, _)| t == team.as_str())
+        .collect();
+    if mine.is_empty() {
+        return Err(Error::NoSuchTeam {
+            team: team.to_string(),
+            root: ctx.store.root().to_path_buf(),
+            hint: String::new(),
+        });
+    }
+    let mut closed = 0;
+    for (_, socket, panes) in &mine {
+        closed += lifecycle::teardown::close_marked(&ctx.store, team.as_str(), socket, panes);
+    }
+    if ctx.json {
+        output::json(&json!({
+            "team": team.as_str(),
+            "stopped": [],
+            "closedPanes": closed,
+            "stillRunning": [],
+            "deleted": true,
+        }))?;
+    } else {
+        output::line(format!(
+            "team {team} has no files under {} (its directory was deleted); closed {} marked as its own",
+            ctx.store.root().display(),
+            super::team::plural(closed, "pane"),
+        ))?;
+    }
+    Ok(0)
 }

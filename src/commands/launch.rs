@@ -9,13 +9,16 @@ use crate::commands::cli::LaunchArgs;
 use crate::error::{Error, Result};
 use crate::launch::supervisor::{Event, SuperviseOptions};
 use crate::launch::swarmfile::{self, LaunchPlanParts};
+use crate::launch::verify::{report, wait_until_up};
 use crate::launch::{
     self, AgentKind, CommandLine, DryRun, IfRunning, Inherited, LaunchOptions, TaskRef,
     TeammatePlan, DEFAULT_GRACE,
 };
+use crate::lifecycle;
 use crate::output;
 use crate::store::lead_key::LeadKey;
-use crate::store::names::AgentName;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::roster::Roster;
 
 /// `swarm launch` (`IfRunning::Refuse`) and `swarm up` (`IfRunning::Keep`).
 pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Result<i32> {
@@ -66,12 +69,18 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         }
         lead.exit_when_done |= args.exit_when_done;
     }
+    let panes_per_window = args
+        .panes_per_window
+        .map(usize::from)
+        .or(parts.panes_per_window);
     let plan = parts.into_plan(team);
 
     let mut opts = LaunchOptions::from_process()?;
     opts.backend = args.backend;
     opts.split = args.split;
     opts.lead_pane = !args.no_lead_pane;
+    opts.panes_per_window = panes_per_window;
+    opts.verify = !args.no_wait && !args.dry_run;
     opts.if_running = if_running;
     opts.dry_run = args.dry_run;
     opts.remote_swarm = args.remote_swarm;
@@ -96,6 +105,11 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         }
     };
     opts.lead_verify_key = LeadKey::for_caller(&ctx.store, &team)?.map(|key| key.verify_key());
+    if !args.dry_run && Roster::new(&ctx.store, &team).exists() {
+        // What a launch killed half way left: its panes adopted or closed, so the plan below
+        // sees who really runs and the lead console is not opened twice.
+        settle_killed_launch(ctx, &team)?;
+    }
     let prepared = launch::prepare(&ctx.store, plan, &opts).inspect_err(|_| forget_new_key())?;
     eprintln!(
         "swarm: backend {}: {}",
@@ -114,6 +128,24 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
     };
     let mut launched = prepared.execute(&ctx.store, &mut progress)?;
     super::up::record_file(ctx, &launched.team, args.file.as_deref())?;
+    let wait = (!args.no_wait).then(|| Duration::from_secs(args.wait));
+    let file = args
+        .file
+        .as_ref()
+        .map(|f| shell_quote(&f.display().to_string()));
+    let in_process = launched.backend == BackendKind::InProcess;
+    // In-process teammates are checked by the supervisor, which catches Ctrl-C meanwhile.
+    if let (Some(bound), false) = (wait, in_process) {
+        let starting = launched.starting();
+        launched.not_up = wait_until_up(&ctx.store, &launched.team, &starting, bound);
+    }
+    if !launched.not_up.is_empty() && !json {
+        let started = launched.teammates.len();
+        for line in report(&launched.team, &launched.not_up, started, file.as_deref()) {
+            eprintln!("{line}");
+        }
+    }
+    let mut failed_to_start = !launched.not_up.is_empty();
     if json {
         if launched.backend == BackendKind::InProcess {
             output::json_line(&launched)?;
@@ -121,13 +153,14 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
             output::json(&launched)?;
         }
     } else {
-        let started = super::team::plural(launched.teammates.len(), "teammate");
+        let n = launched.teammates.len();
+        let started = match launched.not_up.len() {
+            0 => format!("{} started", super::team::plural(n, "teammate")),
+            down => format!("{} of {n} teammates up, {down} did not come up", n - down),
+        };
         output::line(match launched.left_running.len() {
-            0 => format!("team {}: {started} started", launched.team),
-            n => format!(
-                "team {}: {started} started, {n} already running",
-                launched.team
-            ),
+            0 => format!("team {}: {started}", launched.team),
+            n => format!("team {}: {started}, {n} already running", launched.team),
         })?;
         if let Some(hint) = &launched.attach_hint {
             output::line(format!("  {hint}"))?;
@@ -139,8 +172,8 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
             ))?;
         }
     }
-    if launched.backend != BackendKind::InProcess {
-        return Ok(0);
+    if !in_process {
+        return Ok(if failed_to_start { 1 } else { 0 });
     }
     if !json {
         output::line("Ctrl-C shuts the team down gracefully")?;
@@ -148,8 +181,19 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
     let sup = SuperviseOptions {
         shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
         grace: DEFAULT_GRACE,
+        startup: wait,
     };
+    let (team, started) = (launched.team.clone(), launched.teammates.len());
     let mut on_event = |e: Event| {
+        if let Event::NotUp { teammates } = &e {
+            failed_to_start = true;
+            if !json {
+                for line in report(&team, teammates, started, file.as_deref()) {
+                    eprintln!("{line}");
+                }
+                return;
+            }
+        }
         let _ = if json {
             output::json_line(&e)
         } else {
@@ -161,7 +205,29 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         .iter()
         .filter(|e| !e.stopped && e.code != Some(0))
         .count();
-    Ok(if failed > 0 { 1 } else { 0 })
+    Ok(if failed > 0 || failed_to_start { 1 } else { 0 })
+}
+
+/// Adopts or closes what a launch killed half way left of `team` (`lifecycle::orphans`), and
+/// says so.
+pub(crate) fn settle_killed_launch(ctx: &Context, team: &TeamName) -> Result<()> {
+    let done = lifecycle::reconcile(&ctx.store, team)?;
+    for (name, pane) in &done.adopted {
+        eprintln!("swarm: {name}'s pane {pane} (from a launch that was killed) is recorded again");
+    }
+    if !done.never_started.is_empty() {
+        eprintln!(
+            "swarm: {} never started (their launch was killed); marked not running",
+            done.never_started.join(", ")
+        );
+    }
+    if done.closed > 0 {
+        eprintln!(
+            "swarm: closed {} of team {team} that no member has",
+            super::team::plural(done.closed, "leftover pane")
+        );
+    }
+    Ok(())
 }
 
 /// `--host NAME=HOST` puts that teammate on HOST; `--host HOST` every teammate that names no

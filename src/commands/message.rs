@@ -93,7 +93,11 @@ pub(crate) fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
     }
     Roster::new(&ctx.store, &team).require_member(who.as_str())?;
     let mailbox = Mailbox::new(&ctx.store, &team);
-    let messages = mailbox.read(&who, args.unread)?;
+    let messages = if args.all {
+        mailbox.history(&who)?
+    } else {
+        mailbox.read(&who, args.unread)?
+    };
     if ctx.json && !args.follow {
         output::json(&messages)?;
     } else {

@@ -196,7 +196,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         }
     }
     if !quarantined.is_empty() {
-        output::line("quarantined files (could not be parsed; moved aside):")?;
+        output::line("quarantined (could not be parsed, or not a file; moved aside):")?;
         for q in &quarantined {
             output::line(format!("  {}", visible(q)))?;
         }
@@ -246,7 +246,8 @@ impl Row<'_> {
     }
 }
 
-/// Files moved aside because they did not parse (`*.corrupt-<ms>`), relative to the root.
+/// Files and directories moved aside because they did not parse or were not a file
+/// (`*.corrupt-<ms>`), relative to the root.
 fn quarantined(store: &Store, team: &TeamName) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![store.team_dir(team), store.tasks_dir(team)];
@@ -256,15 +257,16 @@ fn quarantined(store: &Store, team: &TeamName) -> Vec<String> {
         };
         for e in entries.flatten() {
             let path = e.path();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(path);
-            } else if e.file_name().to_string_lossy().contains(".corrupt-") {
+            // A directory where a file belonged is moved aside whole: listed, not walked.
+            if e.file_name().to_string_lossy().contains(".corrupt-") {
                 found.push(
                     path.strip_prefix(store.root())
                         .unwrap_or(&path)
                         .display()
                         .to_string(),
                 );
+            } else if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
             }
         }
     }

@@ -6,17 +6,21 @@
 //! its tasks back to pending, the lead told. Teams
 //! named on the command line, and with `--older-than` teams with nothing running whose files
 //! have not changed for that long, are deleted with their tasks (and their leftover panes
-//! closed, their unchanged git worktrees removed and the changed ones kept and named). The plan
-//! is printed and confirmed first unless `--yes`; answering no does nothing (exit 0); without a
-//! terminal to ask on, and without `--yes`, nothing is done (exit 2).
+//! closed, their unchanged git worktrees removed and the changed ones kept and named). Panes
+//! marked as a team of this root whose directory is gone (looked for on the servers this shell
+//! would launch on) are closed too, and what a launch killed half way left is settled first
+//! (`lifecycle::orphans`). The plan is printed and confirmed first unless `--yes`; answering no
+//! does nothing (exit 0); without a terminal to ask on, and without `--yes`, nothing is done
+//! (exit 2).
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
 use super::Context;
+use crate::backend::tmux::MarkedPane;
 use crate::commands::cli::PruneArgs;
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, MemberState};
@@ -32,14 +36,23 @@ struct Plan {
     retire: Vec<(TeamName, AgentName)>,
     /// Teams to delete, each with why.
     delete: Vec<(TeamName, String)>,
+    /// Panes of teams whose directory is gone: team, server, panes.
+    orphans: Vec<(String, PathBuf, Vec<MarkedPane>)>,
 }
 
 pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
     super::identity::require_lead("prune teams")?;
     let teams = list_teams(&ctx.store)?;
-    let mut plan = Plan::default();
+    let mut plan = Plan {
+        orphans: lifecycle::teardown::panes_of_deleted_teams(
+            &ctx.store,
+            &teams,
+            &lifecycle::teardown::servers_here(),
+        ),
+        ..Plan::default()
+    };
     for named in &args.teams {
-        if !teams.contains(named) {
+        if !teams.contains(named) && !plan.orphans.iter().any(|(t, _, _)| t == named.as_str()) {
             return Err(Error::NoSuchTeam {
                 team: named.to_string(),
                 root: ctx.store.root().to_path_buf(),
@@ -48,6 +61,10 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         }
     }
     for team in &teams {
+        // What a killed launch left is part of what there is to prune.
+        if Roster::new(&ctx.store, team).load().is_ok() {
+            super::launch::settle_killed_launch(ctx, team)?;
+        }
         let config = match Roster::new(&ctx.store, team).load() {
             Ok(c) => c,
             Err(e) => {
@@ -96,9 +113,9 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
             }
         }
     }
-    if plan.retire.is_empty() && plan.delete.is_empty() {
+    if plan.retire.is_empty() && plan.delete.is_empty() && plan.orphans.is_empty() {
         if ctx.json {
-            output::json(&json!({"retired": [], "deleted": []}))?;
+            output::json(&json!({"retired": [], "deleted": [], "closed": []}))?;
         } else {
             output::line("nothing to prune")?;
         }
@@ -112,6 +129,13 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
     }
     for (team, why) in &plan.delete {
         said.push(format!("delete team {team} and its tasks ({why})"));
+    }
+    for (team, socket, panes) in &plan.orphans {
+        said.push(format!(
+            "close {} of team {team}, whose files are gone (tmux server {})",
+            super::team::plural(panes.len(), "pane"),
+            socket.display()
+        ));
     }
     if !args.yes && !confirm(&said)? {
         output::line("nothing pruned")?;
@@ -141,8 +165,16 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         worktrees.extend(lifecycle::finish_team_worktrees(&config));
         deleted.push(team.to_string());
     }
+    let mut closed = Vec::new();
+    for (team, socket, panes) in &plan.orphans {
+        let n = lifecycle::teardown::close_marked(&ctx.store, team, socket, panes);
+        closed.push(json!({"team": team, "server": socket, "closedPanes": n}));
+    }
     if ctx.json {
-        output::json(&json!({"retired": retired, "deleted": deleted, "worktrees": worktrees}))?;
+        output::json(
+            &json!({"retired": retired, "deleted": deleted, "worktrees": worktrees,
+            "closed": closed}),
+        )?;
     } else {
         for line in &said {
             output::line(format!("done: {line}"))?;

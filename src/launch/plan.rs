@@ -255,6 +255,11 @@ pub(crate) struct LaunchOptions {
     pub(crate) split: bool,
     /// tmux: run the lead console in the first pane of a new window or session.
     pub(crate) lead_pane: bool,
+    /// tmux: most panes in one window (default 16).
+    pub(crate) panes_per_window: Option<usize>,
+    /// The launch waits for its teammates to come up (`verify`): their intent stays on record
+    /// until it has judged them.
+    pub(crate) verify: bool,
     /// Overrides the plan's default agent kind.
     pub(crate) agent: Option<AgentKind>,
     pub(crate) inherited: Inherited,
@@ -285,6 +290,8 @@ impl LaunchOptions {
             backend: BackendChoice::Auto,
             split: false,
             lead_pane: true,
+            panes_per_window: None,
+            verify: false,
             agent: None,
             inherited: Inherited::default(),
             if_running: IfRunning::Refuse,
@@ -318,6 +325,8 @@ impl LaunchOptions {
             backend: BackendChoice::InProcess,
             split: false,
             lead_pane: true,
+            panes_per_window: None,
+            verify: false,
             agent: None,
             inherited: Inherited::default(),
             if_running: IfRunning::Refuse,

@@ -10,6 +10,7 @@ use super::plan::RecordedLaunch;
 use super::{AgentKind, Inherited, TeammatePlan};
 use crate::backend::tmux::SOCKET_FIELD;
 use crate::backend::{for_member, PaneState};
+use crate::lifecycle::orphans::OPENING_FIELD;
 use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_HOST_FIELD, PID_START_FIELD};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
@@ -26,6 +27,7 @@ pub(super) fn fresh_entry(previous: &Member) -> Member {
         PID_HOST_FIELD,
         EXIT_FIELD,
         SOCKET_FIELD,
+        OPENING_FIELD,
     ] {
         m.extra.remove(field);
     }
@@ -68,10 +70,12 @@ pub(super) fn record(
 }
 
 /// The lead console ran in a pane swarm opened (on a recorded server) and that pane is no
-/// longer alive: its server died, or it exited.
+/// longer alive: its server died, or it exited; or a launch recorded the server for its pane
+/// and was killed before the pane was made (no pane id), so it is still to open.
 pub(super) fn lead_pane_died(store: &Store, team: &TeamName, lead: &Member) -> bool {
     lead.extra.contains_key(SOCKET_FIELD)
-        && for_member(store, team, lead)
-            .and_then(|b| b.state().ok())
-            .is_some_and(|s| !matches!(s, PaneState::Alive { .. }))
+        && (lead.tmux_pane_id.is_empty()
+            || for_member(store, team, lead)
+                .and_then(|b| b.state().ok())
+                .is_some_and(|s| !matches!(s, PaneState::Alive { .. })))
 }

@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::supervisor::{self, ChildExit, Event, SuperviseOptions};
-use super::Prepared;
+use super::verify::Starting;
+use super::{AgentKind, Prepared};
 use crate::backend::in_process::InProcessBackend;
 use crate::backend::iterm2::Iterm2Backend;
 use crate::backend::pane_exec::Trampoline;
@@ -63,6 +64,7 @@ pub(super) fn make_backend(prepared: &Prepared, store: &Store) -> Result<AnyBack
             PaneOwner::new(store.root(), prepared.team.as_str()),
             trampoline,
             prepared.split,
+            opts.panes_per_window,
             &opts.tmux_env,
         )?),
         BackendKind::Iterm2 => AnyBackend::Iterm2(Iterm2Backend::new(
@@ -106,22 +108,39 @@ pub(crate) struct Launched {
     pub(crate) tasks: Vec<TaskId>,
     #[serde(rename = "attach")]
     pub(crate) attach_hint: Option<String>,
+    /// Teammates that did not come up within the launch's wait (`verify`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) not_up: Vec<super::verify::NotUp>,
     #[serde(skip)]
     pub(super) in_process: Option<InProcessBackend>,
 }
 
 impl Launched {
+    /// The teammates this launch started, for [`super::verify::wait_until_up`].
+    pub(crate) fn starting(&self) -> Vec<Starting> {
+        self.teammates
+            .iter()
+            .map(|t| Starting {
+                name: t.name.clone(),
+                claude: t.agent == AgentKind::Claude.label(),
+            })
+            .collect()
+    }
+
     /// For in-process teammates: stays until all have exited, shutting them down gracefully on
-    /// SIGINT/SIGTERM. Returns at once for pane backends.
+    /// SIGINT/SIGTERM, and reports the ones that did not come up (`opts.startup`). Returns at
+    /// once for pane backends.
     pub(crate) fn supervise(
         &mut self,
         store: &Store,
         opts: &SuperviseOptions,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Vec<ChildExit>> {
+        let starting = self.starting();
         match &mut self.in_process {
             Some(backend) => {
-                supervisor::supervise(store, &self.team, backend.take_children(), opts, on_event)
+                let children = backend.take_children();
+                supervisor::supervise(store, &self.team, children, &starting, opts, on_event)
             }
             None => Ok(vec![]),
         }

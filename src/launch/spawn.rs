@@ -1,14 +1,18 @@
 //! Running a prepared launch: the team, its tasks, the lead pane and every teammate, with
-//! rollback.
+//! rollback, and with its intent on record before any pane opens.
 //!
-//! The store comes first, while nothing runs: every teammate's roster entry in one roster write
-//! (already active, with its backend, so a lead console that starts with them does not take
-//! them for dead), then each one's worktree and its prompt as the first inbox message from
-//! `team-lead`. Then the backend opens every pane at once, each already running its command
-//! (tmux: usually one tmux call for the whole launch), and one more roster write records the
-//! pane ids. Anything that fails before a teammate runs rolls the whole launch back (panes,
-//! worktrees, roster entries, inboxes, and a team this launch created); a backend that starts
-//! panes one by one can stop part way, and then the error names the teammates that keep
+//! The store comes first, while nothing runs: each new teammate's inbox with its prompt as the
+//! first message from `team-lead` (all in one pass, one directory sync: `Mailbox::first_messages`),
+//! then every teammate's roster entry in one roster write (already active, with its backend, so
+//! a lead console that starts with them does not take them for dead), then each one's worktree.
+//! That roster write is also the launch's intent: it names the tmux server the panes will open
+//! on and marks every member being opened with this launcher ([`lifecycle::orphans`]), so a
+//! launcher killed at any later point leaves panes that `up`, `down` and `prune` find by their
+//! marks. Then the backend opens every pane at once, each already running its command (tmux:
+//! usually one tmux call for the whole launch), and one more roster write records the pane ids
+//! and ends the intent. Anything that fails before a teammate runs rolls the whole launch back
+//! (panes, worktrees, roster entries, inboxes, and a team this launch created); a backend that
+//! starts panes one by one can stop part way, and then the error names the teammates that keep
 //! running and how to stop them.
 //!
 //! A teammate started again (`swarm up`, `swarm restart`: on the roster, not running) keeps its
@@ -27,6 +31,7 @@ use super::{Prepared, PreparedTeammate, TaskRef};
 use crate::backend::pane::{NewPane, Opened, Started};
 use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec};
 use crate::error::{Error, Result};
+use crate::lifecycle::orphans::{clear_opening, mark_opening};
 use crate::store::colour::LEAD_COLOR;
 use crate::store::lead_key::LeadKey;
 use crate::store::liveness::{self, Liveness};
@@ -42,13 +47,34 @@ pub(crate) type Progress<'a> = &'a mut dyn FnMut(&str);
 impl Prepared {
     /// Creates the team, seeds the tasks and spawns every teammate.
     pub(crate) fn execute(self, store: &Store, progress: Progress) -> Result<Launched> {
+        let nothing = self.teammates.is_empty() && self.lead.is_none();
+        // The backend before anything is written: it writes nothing itself, and its socket
+        // path is part of the intent the roster records.
+        let mut any = match nothing {
+            true => None,
+            false => Some(make_backend(&self, store)?),
+        };
         if self.new_team {
-            Roster::new(store, &self.team).create(
+            let extra = any
+                .as_mut()
+                .filter(|_| self.lead.is_some())
+                .map(|b| b.as_dyn().member_extra());
+            Roster::new(store, &self.team).create_with_lead(
                 &self.description,
                 &self.base_cwd.display().to_string(),
                 &self.lead_session_id,
+                |lead| {
+                    // A console pane is to open: its server and this launch are on record
+                    // from the first write, so `swarm up` brings it back whenever this dies.
+                    if let Some(extra) = extra {
+                        lead.extra.extend(extra);
+                        mark_opening(lead);
+                    }
+                },
             )?;
             progress(&format!("created team {}", self.team));
+            #[cfg(feature = "seams")]
+            crate::launch::fault::kill_at("created");
         }
         let (tasks, already) = self
             .seed_tasks(store)
@@ -66,7 +92,7 @@ impl Prepared {
         for name in &self.left_running {
             progress(&format!("{name} is already running; left alone"));
         }
-        if self.teammates.is_empty() && self.lead.is_none() {
+        let Some(mut any) = any else {
             return Ok(Launched {
                 team: self.team.clone(),
                 backend: self.backend.kind,
@@ -75,10 +101,10 @@ impl Prepared {
                 left_running: self.left_running.clone(),
                 tasks,
                 attach_hint: None,
+                not_up: vec![],
                 in_process: None,
             });
-        }
-        let mut any = make_backend(&self, store).inspect_err(|_| self.undo_team(store))?;
+        };
         let backend = any.as_dyn();
         if let Some(old) = &self.previous_lead {
             // A dead lead pane kept by remain-on-exit goes before the new one opens.
@@ -91,8 +117,10 @@ impl Prepared {
                 .inspect_err(|_| self.undo_team(store))?;
         }
         let worktrees = self
-            .reserve_and_prepare(store, backend.kind())
+            .reserve_and_prepare(store, backend)
             .inspect_err(|_| self.undo_team(store))?;
+        #[cfg(feature = "seams")]
+        crate::launch::fault::kill_at("reserved");
         // Teammates on other hosts start there once their mirror holds what was just written;
         // their local panes open below with everyone else's.
         if let Err(e) = self.start_remote(store, progress) {
@@ -130,19 +158,24 @@ impl Prepared {
             left_running: self.left_running.clone(),
             tasks,
             attach_hint,
+            not_up: vec![],
             in_process: any.into_children(),
         })
     }
 
-    /// Every teammate's roster entry (a new one added, one started again replaced, both in one
-    /// write each), then each one's worktree and a new teammate's prompt; returns which
+    /// Each new teammate's inbox and prompt (first, so no teammate is on the roster without
+    /// it), then every teammate's roster entry (a new one added, one started again replaced)
+    /// with the launch's intent, in one write, then each one's worktree; returns which
     /// worktrees were made. On error everything it did is undone but the team.
-    fn reserve_and_prepare(&self, store: &Store, kind: BackendKind) -> Result<Vec<bool>> {
-        let kind = kind.as_str();
+    fn reserve_and_prepare(&self, store: &Store, backend: &dyn PaneBackend) -> Result<Vec<bool>> {
+        let kind = backend.kind().as_str();
+        let intent = backend.member_extra();
         let entry = |t: &PreparedTeammate| {
             let mut m = t.member.clone();
             m.backend_type = Some(kind.into());
             m.is_active = Some(true);
+            m.extra.extend(intent.clone());
+            mark_opening(&mut m);
             m
         };
         let (again, new): (Vec<&PreparedTeammate>, Vec<&PreparedTeammate>) =
@@ -159,8 +192,25 @@ impl Prepared {
                 let _ = std::fs::remove_file(store.alive_path(&self.team, &t.name));
             }
         }
-        if !again.is_empty() {
-            roster.update(|config| {
+        let firsts = new
+            .iter()
+            .map(|t| {
+                let prompt = (!t.prompt.trim().is_empty()).then(|| {
+                    InboxMessage::new(&AgentName::lead(), t.prompt.clone())
+                        .with_color(Some(LEAD_COLOR.into()))
+                });
+                (t.name.clone(), prompt)
+            })
+            .collect();
+        let worktrees = vec![false; self.teammates.len()];
+        Mailbox::new(store, &self.team)
+            .first_messages(firsts)
+            .inspect_err(|_| self.undo_teammates(store, &self.teammates, &worktrees))?;
+        #[cfg(feature = "seams")]
+        crate::launch::fault::kill_at("prompted");
+        let lead_pane = self.lead.is_some();
+        roster
+            .update(|config| {
                 for t in &again {
                     let m =
                         config
@@ -171,24 +221,33 @@ impl Prepared {
                             })?;
                     *m = entry(t);
                 }
+                for t in &new {
+                    if config
+                        .members
+                        .iter()
+                        .any(|m| t.name.same_as(m.name.as_str()))
+                    {
+                        return Err(Error::MemberExists {
+                            team: self.team.to_string(),
+                            name: t.name.to_string(),
+                        });
+                    }
+                    config.members.push(entry(t));
+                }
+                if let Some(lead) = config.member_mut(LEAD).filter(|_| lead_pane) {
+                    lead.extra.extend(intent.clone());
+                    mark_opening(lead);
+                }
                 Ok(())
-            })?;
-        }
-        if !new.is_empty() {
-            roster.add_members(new.iter().map(|t| entry(t)).collect())?;
-        }
-        let mut worktrees = vec![false; self.teammates.len()];
+            })
+            .inspect_err(|_| self.undo_teammates(store, &self.teammates, &worktrees))?;
+        let mut worktrees = worktrees;
         let mailbox = Mailbox::new(store, &self.team);
         for (i, t) in self.teammates.iter().enumerate() {
             let step = (|| {
                 if let Some(wt) = &t.worktree {
                     wt.create()?;
                     worktrees[i] = true;
-                }
-                if t.previous.is_none() && !t.prompt.trim().is_empty() {
-                    let message = InboxMessage::new(&AgentName::lead(), t.prompt.clone())
-                        .with_color(Some(LEAD_COLOR.into()));
-                    mailbox.send(&t.name, message)?;
                 }
                 // Started again, it must still believe what the lead sent it and it never read.
                 if t.previous.is_some() {
@@ -238,6 +297,8 @@ impl Prepared {
             panes: mut opened,
             error,
         } = backend.open_started(&panes);
+        #[cfg(feature = "seams")]
+        crate::launch::fault::kill_at("opened");
         let (lead_pane, lead_pid) = match self.lead {
             Some(_) if opened.is_empty() => (None, None),
             Some(_) => {
@@ -282,8 +343,8 @@ impl Prepared {
     ) -> Result<()> {
         let extra = backend.member_extra();
         Roster::new(store, &self.team).update(|config| {
-            if let Some((pane, pid)) = lead {
-                if let Some(m) = config.member_mut(LEAD) {
+            if let Some(m) = config.member_mut(LEAD).filter(|_| self.lead.is_some()) {
+                if let Some((pane, pid)) = lead {
                     m.tmux_pane_id = pane.to_string();
                     m.color = Some(LEAD_COLOR.into());
                     m.extra.extend(extra.clone());
@@ -291,6 +352,7 @@ impl Prepared {
                         crate::process::pid::record_pid(m, pid);
                     }
                 }
+                clear_opening(m);
             }
             for done in launched {
                 let m = config
@@ -301,6 +363,10 @@ impl Prepared {
                     })?;
                 m.tmux_pane_id = done.pane_id.clone();
                 m.extra.extend(extra.clone());
+                if !self.opts.verify {
+                    // Else the wait for it to come up ends the intent (`verify`).
+                    clear_opening(m);
+                }
                 if let Some(pid) = done.pid {
                     crate::process::pid::record_pid(m, pid);
                 }
@@ -352,7 +418,11 @@ impl Prepared {
                 if let Some(m) = config.member_mut(t.name.as_str()) {
                     m.is_active = Some(false);
                     m.tmux_pane_id.clear();
+                    clear_opening(m);
                 }
+            }
+            if let Some(lead) = config.member_mut(LEAD) {
+                clear_opening(lead);
             }
             config.members.retain(|m| {
                 !teammates

@@ -9,8 +9,12 @@
 //! gets the grace to exit by itself, everything else gets SIGTERM to its group, the grace, then
 //! SIGKILL. A second signal skips the wait, a third skips the grace.
 //!
+//! With `startup` set it also waits, as every launch does (`verify`), for each teammate to come
+//! up, on a thread of its own so a Ctrl-C during the wait is still a graceful shutdown, and
+//! reports the ones that did not ([`Event::NotUp`]) before anything else about them.
+//!
 //! It is one tokio loop (`select!` over child exits, caught signals, file events on the lead's
-//! inbox, and the next deadline), so nothing polls. A child's exit is learned on a plain thread
+//! inbox, the start-up check, and the next deadline), so nothing polls. A child's exit is learned on a plain thread
 //! with `waitid(WEXITED | WNOWAIT)`, which leaves the leader a zombie: the supervisor signals
 //! whatever the teammate left in its process group first and reaps the leader after, so the
 //! group id cannot have been handed to another process in between. (Plain threads, not tokio's
@@ -24,6 +28,7 @@ use serde::Serialize;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::{sleep_until, Instant};
 
+use super::verify::{self, NotUp, Starting};
 use crate::error::Result;
 use crate::lifecycle::{finish_worktree, retire_member, ShutdownResult, Stopping};
 use crate::process::group::signal_group;
@@ -75,6 +80,10 @@ pub enum Event {
         name: String,
         outcome: String,
     },
+    /// Teammates that did not come up after the launch (see `verify`).
+    NotUp {
+        teammates: Vec<NotUp>,
+    },
 }
 
 impl Event {
@@ -121,6 +130,10 @@ impl Event {
                     .join(", ")
             ),
             Event::Worktree { name, outcome } => format!("{name}: {outcome}"),
+            Event::NotUp { teammates } => {
+                let names: Vec<&str> = teammates.iter().map(|t| t.name.as_str()).collect();
+                format!("did not come up: {}", names.join(", "))
+            }
         }
     }
 }
@@ -132,6 +145,9 @@ pub struct SuperviseOptions {
     pub shutdown_timeout: Duration,
     /// Between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// Wait for the teammates to come up, giving up after this long without progress
+    /// (`verify::wait_until_up`); `None`: do not check.
+    pub startup: Option<Duration>,
 }
 
 impl Default for SuperviseOptions {
@@ -139,6 +155,7 @@ impl Default for SuperviseOptions {
         SuperviseOptions {
             shutdown_timeout: Duration::from_secs(30),
             grace: Duration::from_secs(3),
+            startup: None,
         }
     }
 }
@@ -169,10 +186,11 @@ struct Supervised {
 }
 
 /// Stays until every teammate in `children` has exited; shuts the team down on a signal.
-pub fn supervise(
+pub(crate) fn supervise(
     store: &Store,
     team: &TeamName,
     children: Vec<(AgentName, LoggedChild)>,
+    starting: &[Starting],
     opts: &SuperviseOptions,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Vec<ChildExit>> {
@@ -198,6 +216,7 @@ pub fn supervise(
         opts,
         on_event,
         children,
+        starting,
         exits: Vec::new(),
         signals: 0,
         deadline: None,
@@ -212,6 +231,7 @@ struct Supervisor<'a> {
     opts: &'a SuperviseOptions,
     on_event: &'a mut dyn FnMut(Event),
     children: Vec<Supervised>,
+    starting: &'a [Starting],
     exits: Vec<ChildExit>,
     /// Signals caught so far.
     signals: usize,
@@ -238,12 +258,23 @@ impl Supervisor<'_> {
         let (inbox_tx, mut inbox) = unbounded_channel();
         let mut inbox_tx = Some(inbox_tx);
         let mut _watch: Option<Subscription> = None;
+        let mut startup = self.check_startup();
         loop {
             if self.children.iter().all(|c| c.exited) {
+                // Every one has exited: the check ends at once; its report still comes first.
+                if let Some(rx) = &mut startup {
+                    if let Some(not_up) = rx.recv().await {
+                        self.report_not_up(not_up);
+                    }
+                }
                 return Ok(());
             }
             let wake = self.next_wake();
             tokio::select! {
+                Some(not_up) = recv_or_never(&mut startup) => {
+                    startup = None;
+                    self.report_not_up(not_up);
+                }
                 Some(i) = exited.recv() => self.reap(i)?,
                 _ = signals.recv() => {
                     self.signals += 1;
@@ -256,6 +287,27 @@ impl Supervisor<'_> {
                 () = sleep_or_never(wake) => {}
             }
             self.advance()?;
+        }
+    }
+
+    /// Starts the start-up check on a thread of its own; its answer comes on the channel.
+    fn check_startup(&self) -> Option<UnboundedReceiver<Vec<NotUp>>> {
+        let bound = self.opts.startup?;
+        let (tx, rx) = unbounded_channel();
+        let (store, team, starting) = (
+            self.store.clone(),
+            self.team.clone(),
+            self.starting.to_vec(),
+        );
+        std::thread::spawn(move || {
+            let _ = tx.send(verify::wait_until_up(&store, &team, &starting, bound));
+        });
+        Some(rx)
+    }
+
+    fn report_not_up(&mut self, not_up: Vec<NotUp>) {
+        if !not_up.is_empty() {
+            (self.on_event)(Event::NotUp { teammates: not_up });
         }
     }
 
@@ -470,6 +522,14 @@ impl Supervisor<'_> {
 /// Empties the queue, so one wake covers every event that piled up.
 fn drain(rx: &mut UnboundedReceiver<()>) {
     while rx.try_recv().is_ok() {}
+}
+
+/// The next message on `rx`, or never when there is no channel.
+async fn recv_or_never<T>(rx: &mut Option<UnboundedReceiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn sleep_or_never(wake: Option<Instant>) {

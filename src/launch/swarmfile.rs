@@ -13,9 +13,11 @@
 //! of earlier tasks in this file) or strings (ids of tasks already in the team's list, "3" or
 //! "#3"). A teammate's `host` (default: the file's `host`) is an ssh destination it runs on,
 //! its `cwd` then a directory there (relative to the remote home), with the swarm found on the
-//! remote PATH or at the file's `remoteSwarm`. A task's `key` (default: its subject) is kept in its metadata as `swarmKey`, so
-//! launching the file again does not seed it twice. Unknown fields are refused, so a typo does
-//! not silently drop a setting.
+//! remote PATH or at the file's `remoteSwarm`. A task's `key` (default: its subject) is kept in
+//! its metadata as `swarmKey`, so launching the file again does not seed it twice.
+//! `panesPerWindow` (tmux, default 16) is the most panes one window holds before the next
+//! window of the team's session opens. Unknown fields are refused, so a typo does not silently
+//! drop a setting.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -115,6 +117,8 @@ struct SwarmFile {
     host: Option<Host>,
     /// The swarm to run on teammates' hosts (default: `swarm` on the remote PATH).
     remote_swarm: Option<String>,
+    /// tmux: most panes in one window before the next opens a further window.
+    panes_per_window: Option<usize>,
 }
 
 /// A parsed swarm file; `team` is `None` when the file leaves it to `--team`.
@@ -135,6 +139,8 @@ pub(crate) struct LaunchPlanParts {
     pub(crate) tasks: Vec<TaskPlan>,
     pub(crate) lead: Option<LeadPlan>,
     pub(crate) remote_swarm: Option<String>,
+    /// `panesPerWindow`: a launch option the file can set (`--panes-per-window` wins).
+    pub(crate) panes_per_window: Option<usize>,
 }
 
 impl LaunchPlanParts {
@@ -184,6 +190,11 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
         serde_json::from_slice(bytes).map_err(|e| invalid(&e))?
     };
     let team = file.team.as_deref().map(str::parse).transpose()?;
+    if file.panes_per_window == Some(0) {
+        return Err(Error::usage(format!(
+            "swarm file {what}: panesPerWindow is 0; give the most panes one tmux window may hold, 1 or more"
+        )));
+    }
     let agent = file.agent.map(AgentField::kind).transpose()?;
     let mut teammates = Vec::new();
     for t in file.teammates {
@@ -253,6 +264,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
         team,
         plan: LaunchPlanParts {
             lead,
+            panes_per_window: file.panes_per_window,
             description: file.description,
             agent,
             cwd: file.cwd.map(|c| base.join(c)),

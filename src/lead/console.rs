@@ -234,6 +234,10 @@ impl<'a> Console<'a> {
     pub(super) fn reap_dead(&mut self) -> Result<()> {
         let roster = Roster::new(self.store, self.team);
         for m in roster.load()?.teammates().filter(|m| !m.retired()) {
+            // Its launch is still judging it, and reports it if it died (`launch::verify`).
+            if lifecycle::orphans::being_opened(m) {
+                continue;
+            }
             if !lifecycle::member_health(self.store, self.team, m)?
                 .runs
                 .ended()

@@ -5,12 +5,16 @@
 //! `@swarm-root/@swarm-team` marks name this root and team are closed, on each tmux server the
 //! roster recorded for a member, so a window or session swarm made goes away with its last pane
 //! and one a user split their own panes into stays.
+//!
+//! A team whose directory was deleted has no roster to name a server, so its panes are looked
+//! for by their marks on the servers this shell would launch on ([`servers_here`]): the one
+//! `SWARM_TMUX_SOCKET` or `$TMUX` names, and tmux's default.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::backend::tmux::{PaneOwner, TmuxBackend, TmuxServer};
+use crate::backend::tmux::{MarkedPane, PaneOwner, TmuxBackend, TmuxEnv, TmuxServer};
 use crate::backend::SystemExec;
 use crate::error::Result;
 use crate::store::names::TeamName;
@@ -36,12 +40,72 @@ pub fn close_team_panes(store: &Store, team: &TeamName, config: &TeamConfig) -> 
     }
     let mut closed = 0;
     for socket in servers {
-        let backend = TmuxBackend::for_team(
-            Arc::new(SystemExec),
-            TmuxServer::Path(socket),
-            PaneOwner::new(store.root(), team.as_str()),
-        );
-        closed += backend.kill_team_panes()?;
+        closed += team_backend(store, team.as_str(), socket).kill_team_panes()?;
     }
     Ok(closed)
+}
+
+/// The servers a launch from this shell would use: the one the environment names, then tmux's
+/// default; as socket paths.
+pub fn servers_here() -> Vec<PathBuf> {
+    let env = TmuxEnv::from_process();
+    let plain = TmuxEnv {
+        tmux: None,
+        tmux_pane: None,
+        socket: None,
+        tmpdir: env.tmpdir.clone(),
+    };
+    let mut servers = vec![PathBuf::from(env.expected_socket())];
+    let default = PathBuf::from(plain.expected_socket());
+    if !servers.contains(&default) {
+        servers.push(default);
+    }
+    servers
+}
+
+/// Panes marked as this root's on `servers` whose team has no roster (its directory was
+/// deleted), by team and server; `known` are the teams that still have one.
+pub fn panes_of_deleted_teams(
+    store: &Store,
+    known: &[TeamName],
+    servers: &[PathBuf],
+) -> Vec<(String, PathBuf, Vec<MarkedPane>)> {
+    let mut found: Vec<(String, PathBuf, Vec<MarkedPane>)> = Vec::new();
+    for socket in servers {
+        // Any team name will do: the listing is of the whole root.
+        let b = team_backend(store, "", socket.clone());
+        let Ok(panes) = b.root_panes() else {
+            continue;
+        };
+        for (team, pane) in panes {
+            if known.iter().any(|k| k.as_str() == team) {
+                continue;
+            }
+            match found.iter_mut().find(|(t, s, _)| *t == team && s == socket) {
+                Some((_, _, list)) => list.push(pane),
+                None => found.push((team, socket.clone(), vec![pane])),
+            }
+        }
+    }
+    found
+}
+
+/// Closes `panes` of `team` on `socket` (listed by [`panes_of_deleted_teams`]); returns how
+/// many went.
+pub fn close_marked(
+    store: &Store,
+    team: &str,
+    socket: &std::path::Path,
+    panes: &[MarkedPane],
+) -> usize {
+    let b = team_backend(store, team, socket.to_path_buf());
+    panes.iter().filter(|p| b.close_marked(p)).count()
+}
+
+fn team_backend(store: &Store, team: &str, socket: PathBuf) -> TmuxBackend {
+    TmuxBackend::for_team(
+        Arc::new(SystemExec),
+        TmuxServer::Path(socket),
+        PaneOwner::new(store.root(), team),
+    )
 }

@@ -79,6 +79,21 @@ pub(crate) fn wait_exited(pid: u32) -> io::Result<()> {
     }
 }
 
+/// How child `pid` ended, `(code, signal)`, if it has exited and not been reaped yet; it stays
+/// a zombie for whoever reaps it (`waitid(WEXITED | WNOHANG | WNOWAIT)`). `None` while it runs
+/// or when it is no child of this process.
+pub(crate) fn exit_of_unreaped(pid: u32) -> Option<(Option<i32>, Option<i32>)> {
+    let pid = i32::try_from(pid).ok().and_then(Pid::from_raw)?;
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    let status = loop {
+        match rustix::process::waitid(WaitId::Pid(pid), options) {
+            Err(Errno::INTR) => {}
+            other => break other.ok()??,
+        }
+    };
+    Some((status.exit_status(), status.terminating_signal()))
+}
+
 /// Whether a spawn failed because the argument list (and environment) is too long.
 pub(crate) fn too_long(e: &io::Error) -> bool {
     e.raw_os_error() == Some(Errno::TOOBIG.raw_os_error())

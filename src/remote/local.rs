@@ -89,14 +89,17 @@ pub(crate) fn open(
         swarm_exe: exe,
         spec_dir: absolute(&store.spawn_dir(team)),
     };
+    // Its own server, never the one this process may run in; tmux's socket directory as the
+    // process has it.
     let env = TmuxEnv {
         tmux: None,
         tmux_pane: None,
         socket: Some(socket_name(store, team, name)),
+        ..TmuxEnv::from_process()
     };
     let owner = PaneOwner::new(store.root(), team.as_str());
     let mut backend =
-        TmuxBackend::for_launch(Arc::new(SystemExec), owner, trampoline, false, &env)?;
+        TmuxBackend::for_launch(Arc::new(SystemExec), owner, trampoline, false, None, &env)?;
     let spec = PaneSpec {
         name: name.to_string(),
         color: color.to_string(),

@@ -159,11 +159,55 @@ fn temp_name(dir: &Path, path: &Path) -> PathBuf {
 /// Creates `tmp` (never an existing file, never through a symlink), flocks it, writes and syncs
 /// `bytes`; the returned file keeps the flock until it is dropped.
 fn write_temp(tmp: &Path, bytes: &[u8]) -> Result<fs::File> {
+    let file = write_temp_unsynced(tmp, bytes)?;
+    file.sync_all().map_err(Error::io("sync", tmp))?;
+    Ok(file)
+}
+
+/// [`write_temp`] without the sync.
+fn write_temp_unsynced(tmp: &Path, bytes: &[u8]) -> Result<fs::File> {
     let mut file = create_new(tmp)?;
     FileExt::lock_exclusive(&file).map_err(Error::io("lock", tmp))?;
     file.write_all(bytes).map_err(Error::io("write", tmp))?;
-    file.sync_all().map_err(Error::io("sync", tmp))?;
     Ok(file)
+}
+
+/// [`write_atomic`] with no sync at all, for a file that means nothing after a crash: a pane's
+/// spec, read by `swarm pane-exec` within moments of being written, by a pane that a crash takes
+/// down with it. Readers still never see it half written.
+pub fn replace_volatile(path: &Path, bytes: &[u8]) -> Result<()> {
+    check_regular(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    sweep_once(dir);
+    let tmp = temp_name(dir, path);
+    let result = (|| {
+        let _file = write_temp_unsynced(&tmp, bytes)?;
+        fs::rename(&tmp, path).map_err(Error::io("replace", path))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Creates `path` with `bytes` unless something is there (the complete, synced temp file is
+/// renamed without replacing), and does not sync the directory: a caller creating several
+/// files in one directory syncs it once ([`sync_dir`]) after the last. `false` when `path`
+/// already existed (nothing was written).
+pub fn create_new_unsynced(path: &Path, bytes: &[u8]) -> Result<bool> {
+    check_regular(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = temp_name(dir, path);
+    let result = (|| {
+        let _file = write_temp(&tmp, bytes)?;
+        match place_new(&tmp, path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(Error::io("create", path)(e)),
+        }
+    })();
+    let _ = fs::remove_file(&tmp);
+    result
 }
 
 /// What marks a temp file of [`write_atomic`]: `.<name>.tmp-<pid>-<random>`.

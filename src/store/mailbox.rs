@@ -10,6 +10,7 @@
 
 mod commit;
 mod file;
+mod first;
 mod flush;
 mod relayed;
 mod restamp;
@@ -22,7 +23,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use file::append_jsonl;
+use file::{append_jsonl, read_archive};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -272,6 +273,20 @@ impl<'a> Mailbox<'a> {
             .collect())
     }
 
+    /// Every message of `agent` still on disk, oldest first: the archive, then the live file.
+    /// Each key once: a compaction killed between its two writes leaves entries in both files
+    /// (and an older swarm's archive may hold one twice).
+    pub fn history(&self, agent: &AgentName) -> Result<Vec<InboxMessage>> {
+        let live = self.read(agent, false)?;
+        let archived = read_archive(&self.store.archive_path(self.team, agent))?;
+        let mut seen = HashSet::new();
+        Ok(archived
+            .into_iter()
+            .chain(live)
+            .filter(|m| seen.insert(m.key()))
+            .collect())
+    }
+
     /// Marks exactly the messages whose keys are given as delivered; returns how many changed.
     pub fn mark_delivered(&self, agent: &AgentName, keys: &[String]) -> Result<usize> {
         if keys.is_empty() {
@@ -319,7 +334,12 @@ impl<'a> Mailbox<'a> {
                 }
             });
             // Archive first: a crash between the two writes duplicates history, never loses it.
-            append_jsonl(&self.store.archive_path(self.team, agent), &archived)?;
+            // and the append skips what such a crash archived already.
+            append_jsonl(
+                &self.store.archive_path(self.team, agent),
+                &archived,
+                delivered,
+            )?;
         }
         let mut bytes = serde_json::to_vec_pretty(&messages).map_err(|source| Error::Json {
             path: path.to_path_buf(),

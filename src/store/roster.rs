@@ -102,6 +102,18 @@ impl<'a> Roster<'a> {
         cwd: &str,
         lead_session_id: &str,
     ) -> Result<TeamConfig> {
+        self.create_with_lead(description, cwd, lead_session_id, |_| {})
+    }
+
+    /// [`Self::create`] with the lead's entry finished by `lead` before the one write (a launch
+    /// records where the lead's console will run).
+    pub fn create_with_lead(
+        &self,
+        description: &str,
+        cwd: &str,
+        lead_session_id: &str,
+        lead: impl FnOnce(&mut Member),
+    ) -> Result<TeamConfig> {
         let dir = self.store.team_dir(self.team);
         fsio::ensure_dir(&self.store.inboxes_dir(self.team))?;
         fsio::ensure_dir(&self.store.tasks_dir(self.team))?;
@@ -111,6 +123,8 @@ impl<'a> Roster<'a> {
             return Err(Error::TeamExists(self.team.to_string()));
         }
         let now = now_ms();
+        let mut lead_entry = Member::lead(self.team, cwd, now);
+        lead(&mut lead_entry);
         let lead = AgentName::lead();
         let config = TeamConfig {
             name: self.team.to_string(),
@@ -118,7 +132,7 @@ impl<'a> Roster<'a> {
             created_at: now,
             lead_agent_id: lead.agent_id(self.team),
             lead_session_id: lead_session_id.into(),
-            members: vec![Member::lead(self.team, cwd, now)],
+            members: vec![lead_entry],
             extra: Default::default(),
         };
         fsio::write_json(&path, &config)?;

@@ -8,10 +8,11 @@
 //! lead deletes what it delivered, so its inbox shows only what it had not read yet. The
 //! archives are what grows (100,000 messages is a few archives of tens of megabytes): they are
 //! streamed line by line with borrowed strings, and only the few fields an event keeps are
-//! copied out.
+//! copied out, with a 64-bit hash of each archived key so a line archived twice is shown once.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
@@ -42,6 +43,16 @@ struct Entry<'a> {
 }
 
 impl Entry<'_> {
+    /// [`Entry::key`], hashed the same way in every process.
+    fn key_hash(&self) -> u64 {
+        let mut h = std::hash::DefaultHasher::new();
+        match &self.msg_id {
+            Some(id) => id.hash(&mut h),
+            None => (&self.from, &self.timestamp, &self.text).hash(&mut h),
+        }
+        h.finish()
+    }
+
     /// The identity delivery is marked by (as `InboxMessage::key`).
     fn key(&self) -> String {
         match &self.msg_id {
@@ -60,6 +71,10 @@ pub(super) struct Inboxes {
     moved: HashMap<String, HashSet<String>>,
     /// Per recipient: bytes of its archive read so far.
     archived: HashMap<String, u64>,
+    /// Per recipient: a hash of the key of every archive line read, so a line archived twice
+    /// (a compaction killed between its archive append and its inbox write, twice) is shown
+    /// once. Eight bytes a message, not the key.
+    in_archive: HashMap<String, HashSet<u64>>,
     /// Entries left out because their timestamp could not be read.
     pub(super) undated: usize,
 }
@@ -141,6 +156,14 @@ impl Inboxes {
             let Ok(entry) = serde_json::from_slice::<Entry>(&line) else {
                 continue;
             };
+            let first_copy = self
+                .in_archive
+                .entry(to.to_string())
+                .or_default()
+                .insert(entry.key_hash());
+            if !first_copy {
+                continue;
+            }
             let live = self.live.get(to).unwrap_or(&no_keys);
             let moved = self.moved.get_mut(to);
             let known = (!live.is_empty() || moved.as_ref().is_some_and(|m| !m.is_empty()))
@@ -296,6 +319,28 @@ mod tests {
             .read(dir.path(), &mut |e| seen.push(e.text))
             .unwrap();
         assert_eq!(seen, ["two", "three"]);
+    }
+
+    /// Issue 21 item 8: a committer killed between its archive append and its inbox write, run
+    /// twice, archives the same entries twice; the timeline shows each once, whether the copies
+    /// are read in one look or in two.
+    #[test]
+    fn an_entry_archived_twice_is_shown_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("coder.archive.jsonl");
+        let (old, older) = (line("a", "old", "9"), line("a", "older", "8"));
+        std::fs::write(&archive, format!("{older}\n{old}\n{old}\n")).unwrap();
+        let mut inboxes = Inboxes::default();
+        let mut seen = Vec::new();
+        inboxes
+            .read(dir.path(), &mut |e| seen.push(e.text))
+            .unwrap();
+        assert_eq!(seen, ["older", "old"]);
+        std::fs::write(&archive, format!("{older}\n{old}\n{old}\n{older}\n")).unwrap();
+        inboxes
+            .read(dir.path(), &mut |e| seen.push(e.text))
+            .unwrap();
+        assert_eq!(seen, ["older", "old"]);
     }
 
     #[test]

@@ -15,6 +15,8 @@ mod tmux;
 mod tmux_identity;
 mod tmux_layout;
 mod tmux_safety;
+mod tmux_scale;
+mod verify;
 mod worktree;
 
 use std::os::unix::fs::PermissionsExt;

@@ -5,6 +5,7 @@
 
 mod current;
 mod down;
+mod killed;
 mod prune;
 mod readme;
 mod small;

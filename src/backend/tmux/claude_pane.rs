@@ -182,6 +182,7 @@ mod tests {
             tmux: tmux.map(str::to_string),
             tmux_pane: None,
             socket: socket.map(str::to_string),
+            tmpdir: None,
         };
         assert_eq!(
             server_of(&env(Some("/tmp/tmux-0/default,1,0"), Some("priv"))),

@@ -33,6 +33,18 @@ impl PaneOwner {
         }
     }
 
+    pub(super) fn team(&self) -> &str {
+        &self.team
+    }
+
+    /// The owner of `team` under the same root.
+    pub(super) fn with_team(&self, team: &str) -> PaneOwner {
+        PaneOwner {
+            root: self.root.clone(),
+            team: team.to_string(),
+        }
+    }
+
     /// The team's tmux session (outside tmux) or window (inside): `swarm-<team>-<hash>`, where
     /// `<hash>` is six hex digits of a hash of the root, so two roots with a team of one name
     /// never share a session, and the name stays short enough to read in a status line.

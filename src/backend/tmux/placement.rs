@@ -4,10 +4,13 @@
 //! outside, a detached session; both are named `swarm-<team>-<root hash>` (owner.rs). A window
 //! or session that already exists (a second launch into the same team) is split rather than
 //! made again. Each new pane goes right after the last one, so `select-layout tiled` shows the
-//! panes in roster order, left to right and top to bottom. A launch opens all its panes at once
-//! (batch.rs); [`Layout::open`] opens a single pane running a harmless placeholder until
-//! `respawn-pane` replaces it. The first pane of a window swarm made turns on the border labels
-//! that show each member's name in its colour.
+//! panes in roster order, left to right and top to bottom. A window holds at most
+//! [`Layout::per_window`] panes (16 unless the swarm file or `--panes-per-window` says); the
+//! next pane opens a further window of the same session, `<name>-2`, `<name>-3` and so on, and
+//! so does a pane tmux has no room for in the window (batch.rs). A launch opens all its panes
+//! at once (batch.rs); [`Layout::open`] opens a single pane running a harmless placeholder
+//! until `respawn-pane` replaces it. The first pane of a window swarm made turns on the border
+//! labels that show each member's name in its colour.
 
 use tmux_interface::{ListPanes, NewSession, NewWindow, SelectLayout, SetOption, SplitWindow};
 
@@ -45,9 +48,14 @@ pub enum Placement {
     Session { name: String },
     /// Inside tmux: a window of this name in session `session` (an id such as `$1`).
     Window { session: String, name: String },
-    /// Inside tmux with `--split`: split the window (`window`, an id such as `@1`) holding
-    /// this pane.
-    Split { pane: String, window: String },
+    /// Inside tmux with `--split`: split the window (`window`, an id such as `@1`, of session
+    /// `session`) holding this pane; further windows are named after `name`.
+    Split {
+        pane: String,
+        window: String,
+        session: String,
+        name: String,
+    },
 }
 
 impl Placement {
@@ -77,17 +85,20 @@ impl Placement {
             let pane = env.tmux_pane.clone().ok_or_else(|| {
                 Error::usage("--split: TMUX_PANE is not set, so swarm cannot tell which window to split; drop --split")
             })?;
-            let window = client
-                .tmux(vec![
-                    "display-message".into(),
-                    "-p".into(),
-                    "-t".into(),
-                    pane.clone(),
-                    "#{window_id}".into(),
-                ])?
-                .trim()
-                .to_string();
-            return Ok(Placement::Split { pane, window });
+            let ids = client.tmux(vec![
+                "display-message".into(),
+                "-p".into(),
+                "-t".into(),
+                pane.clone(),
+                "#{window_id}\t#{session_id}".into(),
+            ])?;
+            let (window, session) = ids.trim().split_once('\t').unwrap_or((ids.trim(), ""));
+            return Ok(Placement::Split {
+                pane,
+                window: window.to_string(),
+                session: session.to_string(),
+                name,
+            });
         }
         let mut args = vec!["display-message".to_string(), "-p".into()];
         if let Some(pane) = &env.tmux_pane {
@@ -99,29 +110,82 @@ impl Placement {
     }
 }
 
-/// The panes of one launch so far: its placement, the team's window once known, and the
-/// server's socket path as tmux reported it.
-#[derive(Debug, Default)]
+/// Panes in one window unless the swarm file or `--panes-per-window` says otherwise.
+pub const DEFAULT_PANES_PER_WINDOW: usize = 16;
+
+/// The panes of one launch so far: its placement, the team's window the next pane goes into
+/// (with how many panes it holds and which of the team's windows it is), and the server's
+/// socket path as tmux reported it.
+#[derive(Debug)]
 pub(super) struct Layout {
     pub(super) placement: Option<Placement>,
     pub(super) window: Option<String>,
+    /// Panes in [`Self::window`].
+    pub(super) window_panes: usize,
+    /// Which of the team's windows [`Self::window`] is: 1 for the first, `k` for `<name>-k`.
+    pub(super) window_number: usize,
     pub(super) socket_path: Option<String>,
     /// The window was created by this launch (so its first pane is ours to use for the lead).
     created_window: bool,
     /// The last pane of the team's window, after which the next one goes.
     pub(super) last_pane: Option<String>,
+    /// Most panes in one window; the next one opens a further window of the session.
+    pub(super) per_window: usize,
 }
 
-/// The team's window when a launch finds it already there.
+impl Default for Layout {
+    fn default() -> Layout {
+        Layout {
+            placement: None,
+            window: None,
+            window_panes: 0,
+            window_number: 0,
+            socket_path: None,
+            created_window: false,
+            last_pane: None,
+            per_window: DEFAULT_PANES_PER_WINDOW,
+        }
+    }
+}
+
+/// The team's last window when a launch finds it already there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Existing {
     pub(super) window: String,
     pub(super) last_pane: String,
     pub(super) active_pane: String,
+    /// Panes in it.
+    pub(super) panes: usize,
+    /// Which of the team's windows it is (1, or `k` for `<name>-k`).
+    pub(super) number: usize,
 }
 
-/// The first window in a `list-panes -s -F WINDOW_PANES_FORMAT` listing whose name is `name`
-/// (any name when `None`): its id, last pane and active pane.
+/// Which of the team's windows a window called `window_name` is: 1 for `name` itself, `k` for
+/// `name-k`; `None` for any other window.
+pub(super) fn window_number(window_name: &str, name: &str) -> Option<usize> {
+    if window_name == name {
+        return Some(1);
+    }
+    let k = window_name.strip_prefix(name)?.strip_prefix('-')?;
+    k.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| k.parse().ok())
+        .flatten()
+        .filter(|k| *k > 1)
+}
+
+/// The name of the team's window number `k` (see [`window_number`]).
+pub(super) fn window_name(name: &str, k: usize) -> String {
+    if k <= 1 {
+        name.to_string()
+    } else {
+        format!("{name}-{k}")
+    }
+}
+
+/// The team's last window (the highest [`window_number`]) in a `list-panes -s -F
+/// WINDOW_PANES_FORMAT` listing: its id, last pane, active pane and pane count. `name: None`
+/// takes the first window of any name (a session that is the team's own).
 pub(super) fn find_window(listing: &str, name: Option<&str>) -> Option<Existing> {
     let mut found: Option<Existing> = None;
     for line in listing.lines() {
@@ -134,19 +198,28 @@ pub(super) fn find_window(listing: &str, name: Option<&str>) -> Option<Existing>
         let Some((window_name, pane)) = rest.rsplit_once('\t') else {
             continue;
         };
-        if name.is_some_and(|n| n != window_name) {
-            continue;
-        }
+        let number = match name {
+            Some(n) => match window_number(window_name, n) {
+                Some(k) => k,
+                None => continue,
+            },
+            None => 1,
+        };
         match &mut found {
-            None => {
+            Some(e) if e.window == window => {
+                e.last_pane = pane.to_string();
+                e.panes += 1;
+            }
+            Some(e) if number <= e.number => continue,
+            _ => {
                 found = Some(Existing {
                     window: window.to_string(),
                     last_pane: pane.to_string(),
                     active_pane: pane.to_string(),
+                    panes: 1,
+                    number,
                 })
             }
-            Some(e) if e.window == window => e.last_pane = pane.to_string(),
-            Some(_) => continue,
         }
         if active == "1" {
             if let Some(e) = &mut found {
@@ -173,16 +246,37 @@ impl Placement {
                 .build()
         };
         match self {
-            // No such session (or no server yet): a new one is made.
+            // No such session (or no server yet): a new one is made. A window named as the
+            // team's is looked for first; a session whose windows were all renamed is still
+            // the team's own.
             Placement::Session { name } => Ok(client
                 .run(vec![list(format!("={name}"))])
                 .ok()
-                .and_then(|out| find_window(&out, None))),
+                .and_then(|out| find_window(&out, Some(name)).or_else(|| find_window(&out, None)))),
             Placement::Window { session, name } => {
                 let out = client.run(vec![list(session.clone())])?;
                 Ok(find_window(&out, Some(name)))
             }
             Placement::Split { .. } => Ok(None),
+        }
+    }
+}
+
+impl Placement {
+    /// The session further windows go into: its id, or `=NAME` (exactly that name).
+    pub(super) fn session_target(&self) -> String {
+        match self {
+            Placement::Session { name } => format!("={name}"),
+            Placement::Window { session, .. } | Placement::Split { session, .. } => session.clone(),
+        }
+    }
+
+    /// What the team's windows are named after (`swarm-<team>-<root hash>`).
+    pub(super) fn base_name(&self) -> &str {
+        match self {
+            Placement::Session { name }
+            | Placement::Window { name, .. }
+            | Placement::Split { name, .. } => name,
         }
     }
 }
@@ -204,8 +298,7 @@ impl Layout {
             .clone()
             .ok_or_else(|| Error::Backend("tmux backend has no placement".into()))?;
         if let Some(existing) = placement.existing(client)? {
-            self.window = Some(existing.window);
-            self.last_pane = Some(existing.last_pane);
+            self.found(&existing);
             return self.split(client);
         }
         let mut words = match &placement {
@@ -282,8 +375,21 @@ impl Layout {
         Ok(pane)
     }
 
-    /// Records a pane tmux just reported (`NEW_PANE_FORMAT`): the team's window and server,
-    /// and the pane as the last one.
+    /// Goes on after the team's window found already there.
+    pub(super) fn found(&mut self, existing: &Existing) {
+        self.window = Some(existing.window.clone());
+        self.last_pane = Some(existing.last_pane.clone());
+        self.window_panes = existing.panes;
+        self.window_number = existing.number;
+    }
+
+    /// Whether the next pane goes into a further window: this one holds as many as it may.
+    pub(super) fn window_full(&self) -> bool {
+        self.window.is_some() && self.window_panes >= self.per_window.max(1)
+    }
+
+    /// Records a pane tmux just reported (`NEW_PANE_FORMAT`): the team's window (a new one
+    /// starts its count again) and server, and the pane as the last one.
     pub(super) fn take_new_pane(&mut self, out: &str) -> Result<String> {
         let line = out.lines().next().unwrap_or_default();
         let mut parts = line.split('\t');
@@ -294,7 +400,13 @@ impl Layout {
             )));
         }
         if let Some(window) = parts.next().filter(|w| w.starts_with('@')) {
-            self.window.get_or_insert_with(|| window.to_string());
+            if self.window.as_deref() == Some(window) {
+                self.window_panes += 1;
+            } else {
+                self.window = Some(window.to_string());
+                self.window_panes = 1;
+                self.window_number += 1;
+            }
         }
         if let Some(socket) = parts.next().filter(|s| !s.is_empty()) {
             self.socket_path = Some(socket.to_string());
@@ -315,6 +427,8 @@ mod tests {
             window: "@2".into(),
             last_pane: "%2".into(),
             active_pane: "%4".into(),
+            panes: 3,
+            number: 1,
         };
         assert_eq!(find_window(listing, Some("swarm-t-abc")), Some(want));
         assert_eq!(find_window(listing, None).unwrap().window, "@1");
@@ -322,5 +436,27 @@ mod tests {
         // A name with a tab in it is still read whole.
         let odd = "@5\ta\tb\t%7\t1\n";
         assert_eq!(find_window(odd, Some("a\tb")).unwrap().last_pane, "%7");
+    }
+
+    #[test]
+    fn the_last_of_the_teams_windows_is_the_one_to_go_on_in() {
+        let listing = "@2\tswarm-t-abc\t%1\t1\n@2\tswarm-t-abc\t%2\t0\n@7\tswarm-t-abc-3\t%8\t0\n@5\tswarm-t-abc-2\t%5\t1\n@7\tswarm-t-abc-3\t%9\t1\n@9\tswarm-t-abcd\t%3\t0\n";
+        let got = find_window(listing, Some("swarm-t-abc")).unwrap();
+        assert_eq!((got.window.as_str(), got.panes, got.number), ("@7", 2, 3));
+        assert_eq!(
+            (got.last_pane.as_str(), got.active_pane.as_str()),
+            ("%9", "%9")
+        );
+        assert_eq!(window_number("swarm-t-abc-12", "swarm-t-abc"), Some(12));
+        for other in [
+            "swarm-t-abcd",
+            "swarm-t-abc-",
+            "swarm-t-abc-1",
+            "swarm-t-abc-x2",
+        ] {
+            assert_eq!(window_number(other, "swarm-t-abc"), None, "{other}");
+        }
+        assert_eq!(window_name("w", 1), "w");
+        assert_eq!(window_name("w", 2), "w-2");
     }
 }

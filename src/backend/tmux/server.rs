@@ -68,6 +68,8 @@ pub struct TmuxEnv {
     pub tmux_pane: Option<String>,
     /// `$SWARM_TMUX_SOCKET`
     pub socket: Option<String>,
+    /// `$TMUX_TMPDIR`: where tmux keeps its sockets (default `/tmp`).
+    pub tmpdir: Option<String>,
 }
 
 impl TmuxEnv {
@@ -77,7 +79,27 @@ impl TmuxEnv {
             tmux: var("TMUX"),
             tmux_pane: var("TMUX_PANE"),
             socket: var(SOCKET_ENV),
+            tmpdir: var("TMUX_TMPDIR"),
         }
+    }
+
+    /// The socket path of [`Self::server`] as tmux itself works it out, known before the
+    /// server runs: inside tmux the first field of `$TMUX`, else
+    /// `<$TMUX_TMPDIR or /tmp>/tmux-<uid>/<name or default>`. A launch records it before its
+    /// tmux call, so the panes of a launch killed during that call are still found by their
+    /// marks; tmux's own report replaces it once the call returns.
+    pub fn expected_socket(&self) -> String {
+        if self.inside() {
+            if let Some((path, _)) = self.tmux.as_deref().and_then(|t| t.split_once(',')) {
+                return path.to_string();
+            }
+        }
+        let base = self.tmpdir.as_deref().unwrap_or("/tmp");
+        let dir = PathBuf::from(base).join(format!("tmux-{}", rustix::process::getuid().as_raw()));
+        // tmux resolves the directory (a symlinked /tmp) before it names the socket in it.
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let label = self.socket.as_deref().unwrap_or("default");
+        dir.join(label).display().to_string()
     }
 
     /// Inside tmux, and swarm puts the team there. `SWARM_TMUX_SOCKET` wins over `$TMUX`: with
@@ -187,6 +209,7 @@ mod tests {
             tmux: Some("/tmp/tmux-0/priv,1,0".into()),
             tmux_pane: Some("%0".into()),
             socket: Some("priv".into()),
+            tmpdir: None,
         };
         assert!(!env.inside());
         assert!(TmuxEnv {

@@ -53,6 +53,22 @@ pub struct LaunchArgs {
     /// Do not run the lead console in the first tmux pane.
     #[arg(long)]
     pub no_lead_pane: bool,
+    /// tmux: the most panes in one window; later panes open further windows of the team's
+    /// session (default: the swarm file's panesPerWindow, else 16).
+    #[arg(long, value_name = "N", value_parser = panes_per_window)]
+    pub panes_per_window: Option<u16>,
+    /// Seconds to wait for every teammate to come up (its runtime running, a claude teammate's
+    /// process alive past start-up) before reporting the ones that did not.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 5,
+        conflicts_with = "no_wait"
+    )]
+    pub wait: u64,
+    /// Do not wait for the teammates to come up; report nothing about them.
+    #[arg(long)]
+    pub no_wait: bool,
     /// Give every teammate its own git worktree (<repo>/.swarm/worktrees/<name>).
     #[arg(long)]
     pub worktree: bool,
@@ -106,6 +122,18 @@ pub struct DemoArgs {
     /// `swarm down`.
     #[arg(long)]
     pub keep: bool,
+    /// Seconds to wait for the three teammates to come up before reporting the ones that did
+    /// not.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 5,
+        conflicts_with = "no_wait"
+    )]
+    pub wait: u64,
+    /// Do not wait for the teammates to come up.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 impl LaunchArgs {
@@ -122,6 +150,9 @@ impl LaunchArgs {
             backend: crate::backend::BackendChoice::Auto,
             split: false,
             no_lead_pane: false,
+            panes_per_window: None,
+            wait: 5,
+            no_wait: false,
             worktree: false,
             dry_run: false,
             model: None,
@@ -138,5 +169,15 @@ impl LaunchArgs {
             exit_when_done: false,
             extra: vec![],
         }
+    }
+}
+
+/// `--panes-per-window N`: a number of panes, at least one.
+fn panes_per_window(text: &str) -> Result<u16, String> {
+    match text.parse::<u16>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "--panes-per-window {text:?}: give the most panes one tmux window may hold, 1 to 65535"
+        )),
     }
 }

@@ -100,6 +100,9 @@ pub(crate) struct InboxArgs {
     /// Only messages not yet delivered.
     #[arg(long)]
     pub(crate) unread: bool,
+    /// Also the delivered history moved to the archive, oldest first, each message once.
+    #[arg(long, conflicts_with = "unread")]
+    pub(crate) all: bool,
     /// Mark the printed messages as delivered (by msg_id; nothing else is touched).
     #[arg(long)]
     pub(crate) mark_read: bool,

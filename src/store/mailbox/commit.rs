@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::file::{load_locked, print_entry, splice_printed, Repaired};
 use super::sidecar::{self, Sidecar};
-use super::spool::{Spool, Spooled};
+use super::spool::{self, Spool, Spooled};
 use super::{InboxMessage, Mailbox, KEEP_DELIVERED};
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -85,7 +85,7 @@ impl Mailbox<'_> {
                 said_waiting = true;
             }
             if watcher::wait_until_gone(&mine, Instant::now() + RETRY_GATE_EVERY) {
-                return Ok(());
+                return acknowledged(&mine);
             }
         }
     }
@@ -114,7 +114,8 @@ impl Mailbox<'_> {
             let Ok(Some(_lock)) = FileLock::try_acquire(path) else {
                 return;
             };
-            if self.commit_locked(to, path, vec![], None).is_err() {
+            // Nothing taken in: what waits is unreadable for now, and its senders retry.
+            if !matches!(self.commit_locked(to, path, vec![], None), Ok(n) if n > 0) {
                 return;
             }
         }
@@ -250,13 +251,25 @@ fn note(
     }
 }
 
-/// A sender giving up takes its entry back. If it is already gone, a holder took it in: the
-/// message is delivered after all. (A holder that read it and then stopped before writing may
-/// still deliver it after this reports failure.)
+/// A sender giving up takes its entry back. If it is already gone, a holder took it in (or
+/// rejected it): the message is delivered after all. (A holder that read it and then stopped
+/// before writing may still deliver it after this reports failure.)
 fn retract(mine: &Path, error: Error) -> Result<()> {
     match std::fs::remove_file(mine) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => acknowledged(mine),
         _ => Err(error),
+    }
+}
+
+/// The sender's entry is gone from the spool: in the inbox, unless a holder found it is not a
+/// message and renamed it so this sender says so.
+fn acknowledged(mine: &Path) -> Result<()> {
+    match spool::rejected(mine) {
+        None => Ok(()),
+        Some(aside) => Err(Error::SpoolEntryRejected {
+            entry: mine.to_path_buf(),
+            aside,
+        }),
     }
 }
 

@@ -1,8 +1,9 @@
 //! The inbox file itself: how one entry is printed in the array, splicing printed entries in
 //! before the closing `]`, the repair of a damaged array (bad entries out, good ones kept) and
-//! the append-only archive.
+//! the append-only archive, which holds each message once.
 
-use std::io::Write;
+use std::collections::HashSet;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::InboxMessage;
@@ -145,19 +146,71 @@ fn split_array(text: &str) -> Option<Vec<&str>> {
     Some(entries)
 }
 
-pub(super) fn append_jsonl(path: &Path, entries: &[InboxMessage]) -> Result<()> {
+/// Appends to the archive at `path` the entries its last `lookback` lines do not hold already
+/// (by key). A compaction killed between its archive append and its inbox write left those
+/// entries in both files, and the next compaction archives them again: the ones it appended are
+/// the archive's last lines, and they are among the `lookback` (the live file's delivered
+/// entries), so the check reads only the end of the archive, never the whole history.
+pub(super) fn append_jsonl(path: &Path, entries: &[InboxMessage], lookback: usize) -> Result<()> {
     fsio::check_regular(path)?;
+    let have = last_keys(path, lookback)?;
     let mut buf = Vec::new();
-    for e in entries {
+    for e in entries.iter().filter(|e| !have.contains(&e.key())) {
         serde_json::to_writer(&mut buf, e).map_err(|source| Error::Json {
             path: path.to_path_buf(),
             source,
         })?;
         buf.push(b'\n');
     }
+    if buf.is_empty() {
+        return Ok(());
+    }
     let mut f = fsio::open_append(path)?;
     f.write_all(&buf).map_err(Error::io("append to", path))?;
     f.sync_all().map_err(Error::io("sync", path))
+}
+
+/// The keys of the last `lines` lines of the archive at `path`, read backwards a block at a time.
+fn last_keys(path: &Path, lines: usize) -> Result<HashSet<String>> {
+    const BLOCK: u64 = 64 * 1024;
+    let Some(mut file) = fsio::open_read(path)? else {
+        return Ok(HashSet::new());
+    };
+    let mut start = file.metadata().map_err(Error::io("inspect", path))?.len();
+    let mut tail: Vec<u8> = Vec::new();
+    while start > 0 && tail.iter().filter(|&&b| b == b'\n').count() <= lines {
+        let from = start.saturating_sub(BLOCK);
+        let mut block = vec![0; (start - from) as usize];
+        file.seek(SeekFrom::Start(from))
+            .and_then(|_| file.read_exact(&mut block))
+            .map_err(Error::io("read", path))?;
+        block.extend_from_slice(&tail);
+        tail = block;
+        start = from;
+    }
+    // With more newlines than `lines`, the first piece (perhaps part of a line) is not taken.
+    Ok(tail
+        .split(|&b| b == b'\n')
+        .rev()
+        .filter(|l| !l.is_empty())
+        .take(lines)
+        .filter_map(|l| serde_json::from_slice::<InboxMessage>(l).ok())
+        .map(|m| m.key())
+        .collect())
+}
+
+/// Every entry of the archive at `path`, oldest first, each key once (the first copy): a line
+/// that does not parse (torn by a crash mid-append) is left out.
+pub(super) fn read_archive(path: &Path) -> Result<Vec<InboxMessage>> {
+    let Some(bytes) = fsio::read_file(path)? else {
+        return Ok(vec![]);
+    };
+    let mut seen = HashSet::new();
+    Ok(bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<InboxMessage>(l).ok())
+        .filter(|m| seen.insert(m.key()))
+        .collect())
 }
 
 #[cfg(test)]

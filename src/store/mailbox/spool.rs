@@ -4,7 +4,10 @@
 //! printed the way the inbox array holds it, into the spool as one file, and whoever holds the
 //! lock takes in every spooled entry with one rewrite of the inbox (one fsync, one directory
 //! fsync) and then removes those files. The sender's acknowledgement is "my file is gone", so an
-//! acknowledged message is always durable in the array. The spool is outside `inboxes/`, where
+//! acknowledged message is always durable in the array: an entry leaves the spool only when it
+//! is in the inbox, or when it is not a message, and then it is renamed after itself
+//! (`.<entry>.corrupt-rejected`) so its sender reports it not delivered. One the holder could
+//! not open or read stays. The spool is outside `inboxes/`, where
 //! Claude Code never looks, and is hardened like the rest of the store: 0700 directory, 0600
 //! files placed by rename from a flocked temp file (so nobody reads half an entry, and the temp
 //! sweep knows a dead writer's leftover), never opened through a symlink, refused when not ours
@@ -13,6 +16,10 @@
 //!
 //! Names start with the time in nanoseconds, so entries are taken in roughly in the order they
 //! were dropped (one sender's are always in order: it drops the next only after the last went).
+//!
+//! `SWARM_SPOOL_FAULT` is a hook for the fault suite (with the `seams` feature only):
+//! `open-eio` makes this process's open of every entry another process dropped fail with EIO,
+//! as a committer meeting an I/O error, EMFILE or ENOMEM on that one open would.
 
 use std::fs;
 use std::io::{ErrorKind, Read, Write};
@@ -91,9 +98,12 @@ impl Spool {
         })
     }
 
-    /// Every spooled entry, oldest first. A file that cannot be an entry (not a regular file of
-    /// ours, not one message) is moved aside with a warning so it cannot stall the spool. Temp
-    /// files of senders killed before their rename are swept once per process.
+    /// Every spooled entry, oldest first. A file that is not an entry (not a regular file of
+    /// ours, not one message) is rejected: renamed (see [`rejected`]) so it cannot stall the
+    /// spool and its sender, if it still waits, reports the message not delivered. A file that
+    /// could not be opened or read (EIO, EMFILE, ENOMEM) says nothing about the entry: it stays
+    /// for the next commit or its own sender, unacknowledged. Temp files of senders killed
+    /// before their rename are swept once per process.
     pub(super) fn list(&self) -> Result<Vec<Spooled>> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(e) => e,
@@ -111,9 +121,14 @@ impl Spool {
         for name in names {
             let path = self.dir.join(&name);
             match read_entry(&path) {
-                Ok(Some(spooled)) => out.push(spooled),
-                Ok(None) => {}
-                Err(why) => set_aside(&path, &why)?,
+                Found::Entry(spooled) => out.push(*spooled),
+                Found::Gone => {}
+                Found::Unreadable(why) => eprintln!(
+                    "swarm: warning: could not read spool entry {} ({why}); left it for the next \
+                     commit or its sender",
+                    path.display()
+                ),
+                Found::NotAnEntry(why) => reject(&path, &why)?,
             }
         }
         Ok(out)
@@ -131,28 +146,69 @@ fn is_entry(name: &str) -> bool {
     !name.starts_with('.') && name.ends_with(ENTRY_SUFFIX)
 }
 
-/// Reads one entry; `Ok(None)` if it went meanwhile, `Err(why)` if it is not an entry.
-fn read_entry(path: &Path) -> std::result::Result<Option<Spooled>, String> {
-    let Some(mut file) = fsio::open_read(path).map_err(|e| e.to_string())? else {
-        return Ok(None);
-    };
-    let mut printed = Vec::new();
-    file.read_to_end(&mut printed).map_err(|e| e.to_string())?;
-    let message = fsio::parse_json::<InboxMessage>(&printed)?;
-    Ok(Some(Spooled {
-        path: path.to_path_buf(),
-        printed,
-        message,
-    }))
+/// What reading one spool file found.
+enum Found {
+    Entry(Box<Spooled>),
+    /// It went meanwhile (taken in by another holder, or retracted by its sender).
+    Gone,
+    /// The open or read failed: nothing is known about the entry.
+    Unreadable(String),
+    /// It is there and is not one message of ours.
+    NotAnEntry(String),
 }
 
-fn set_aside(path: &Path, why: &str) -> Result<()> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let aside = path.with_file_name(format!(".{name}.corrupt-{}", fsio::now_ms()));
+fn read_entry(path: &Path) -> Found {
+    let opened = match injected_open_error(path) {
+        Some(e) => Err(Error::io("open", path)(e)),
+        None => fsio::open_read(path),
+    };
+    let mut file = match opened {
+        Ok(Some(file)) => file,
+        Ok(None) => return Found::Gone,
+        Err(e) if is_io_fault(&e) => return Found::Unreadable(e.to_string()),
+        Err(e) => return Found::NotAnEntry(e.to_string()),
+    };
+    let mut printed = Vec::new();
+    if let Err(e) = file.read_to_end(&mut printed) {
+        return Found::Unreadable(Error::io("read", path)(e).to_string());
+    }
+    match fsio::parse_json::<InboxMessage>(&printed) {
+        Ok(message) => Found::Entry(Box::new(Spooled {
+            path: path.to_path_buf(),
+            printed,
+            message,
+        })),
+        Err(why) => Found::NotAnEntry(why),
+    }
+}
+
+/// An error of the open itself, which says nothing about what is there; not the ELOOP that
+/// `O_NOFOLLOW` gives for a symlink planted in the spool, nor a refusal of what was opened.
+fn is_io_fault(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.raw_os_error() != Some(libc::ELOOP))
+}
+
+/// Where a rejected entry goes: hidden (not an entry any more) and named after the entry, so
+/// its sender finds it with one look. `.corrupt-` makes `swarm status` list it.
+fn rejected_path(entry: &Path) -> PathBuf {
+    let name = entry.file_name().unwrap_or_default().to_string_lossy();
+    entry.with_file_name(format!(".{name}.corrupt-rejected"))
+}
+
+/// Where the sender of `entry`, whose file is gone, finds it if a committer rejected it
+/// rather than took it in.
+pub(super) fn rejected(entry: &Path) -> Option<PathBuf> {
+    let aside = rejected_path(entry);
+    fs::symlink_metadata(&aside).is_ok().then_some(aside)
+}
+
+fn reject(path: &Path, why: &str) -> Result<()> {
+    let aside = rejected_path(path);
     match fs::rename(path, &aside) {
         Ok(()) => {
             eprintln!(
-                "swarm: warning: spool entry {} is not a message ({why}); moved it to {}",
+                "swarm: warning: spool entry {} is not a message ({why}); moved it to {}, and its \
+                 sender, if it still waits, reports it not delivered",
                 path.display(),
                 aside.display()
             );
@@ -161,6 +217,18 @@ fn set_aside(path: &Path, why: &str) -> Result<()> {
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io("move aside", path)(e)),
     }
+}
+
+/// The error `SWARM_SPOOL_FAULT` injects into the open of `path`, if any. Only with the `seams`
+/// feature (the tests'): an installed swarm ignores the variable.
+fn injected_open_error(path: &Path) -> Option<std::io::Error> {
+    if !cfg!(feature = "seams") || std::env::var("SWARM_SPOOL_FAULT").as_deref() != Ok("open-eio") {
+        return None;
+    }
+    // Entry names are `<nanos>-<pid>-<unique>.entry`: this process's own entries open normally.
+    let name = path.file_name()?.to_string_lossy();
+    let pid = name.split('-').nth(1)?;
+    (pid != std::process::id().to_string()).then(|| std::io::Error::from_raw_os_error(libc::EIO))
 }
 
 fn sweep_once(dir: &Path) {
@@ -203,5 +271,7 @@ mod tests {
         assert_eq!(listed[0].message, first);
         spool.remove(&listed);
         assert!(!spool.has_entries(), "the bad file was set aside");
+        let bad = dir.path().join("spool/coder/0-bad.entry");
+        assert!(rejected(&bad).is_some(), "its sender would see it rejected");
     }
 }

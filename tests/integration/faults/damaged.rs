@@ -205,3 +205,91 @@ fn an_inbox_entry_with_a_bad_sender_is_moved_aside_alone() {
     env.swarm(["send", "--to", "coder", "new"]).ok();
     assert_eq!(texts(&inbox), ["good", "new"]);
 }
+
+/// Issue 21 item 9: a directory where an inbox belongs is moved aside, and `swarm status`
+/// (table and `--json`) lists the quarantined directory as it lists quarantined files.
+#[test]
+fn status_lists_a_quarantined_directory() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    std::fs::remove_file(&inbox).unwrap();
+    std::fs::create_dir(&inbox).unwrap();
+    env.swarm(["send", "--to", "coder", "hi"])
+        .ok()
+        .stderr_has("could not be read (it is a directory); moved it to");
+    let moved = files_named(&env.path("teams/t/inboxes"), "coder.json.corrupt-");
+    assert_eq!(moved.len(), 1);
+    assert!(moved[0].is_dir());
+    let rel = moved[0]
+        .strip_prefix(env.root())
+        .unwrap()
+        .display()
+        .to_string();
+    let s = env.swarm(["--json", "status"]).ok().json();
+    assert_eq!(s["quarantined"], serde_json::json!([rel]));
+    let text = env.swarm(["status"]).ok().stdout;
+    assert!(text.contains(&rel), "{text}");
+}
+
+/// One delivered inbox entry as the live file and the archive hold it.
+fn delivered(i: usize) -> Value {
+    serde_json::json!({
+        "from": "team-lead",
+        "text": format!("m{i}"),
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "msg_id": format!("00000000-0000-4000-8000-{i:012}"),
+        "read": true,
+    })
+}
+
+fn jsonl(entries: impl IntoIterator<Item = Value>) -> String {
+    entries.into_iter().map(|e| format!("{e}\n")).collect()
+}
+
+/// Issue 21 item 8: a committer killed between its archive append and its inbox write leaves
+/// the oldest delivered entries in both; the next compaction appends only the ids the archive
+/// lacks, and `swarm inbox --all` shows every msg_id once, even where the archive already holds
+/// one twice (as a killed committer of an older swarm left it).
+#[test]
+fn archive_duplicates_left_by_a_killed_committer_are_neither_added_nor_shown() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    let archive = env.path("teams/t/inboxes/coder.archive.jsonl");
+    // 103 delivered (3 beyond what the live file keeps); m0 and m1 already archived, as the
+    // killed committer left them.
+    let live: Vec<Value> = (0..103).map(delivered).collect();
+    std::fs::write(&inbox, serde_json::to_vec_pretty(&live).unwrap()).unwrap();
+    std::fs::write(&archive, jsonl([delivered(0), delivered(1)])).unwrap();
+    env.swarm(["send", "--to", "coder", "new"]).ok();
+    let archived: Vec<Value> = std::fs::read_to_string(&archive)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let texts: Vec<&str> = archived
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        ["m0", "m1", "m2"],
+        "the compaction ran and added no copy"
+    );
+    assert_eq!(read_json_array(&inbox).len(), 101);
+    // An older committer's duplicate in the archive itself, and m3 in both files again.
+    std::fs::write(&archive, jsonl([0, 1, 1, 2, 3].into_iter().map(delivered))).unwrap();
+    let all = env.swarm(["--json", "inbox", "coder", "--all"]).ok().json();
+    let ids: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["msg_id"].as_str().unwrap())
+        .collect();
+    let unique: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), unique.len(), "a msg_id shown twice: {ids:?}");
+    assert_eq!(ids.len(), 104, "every message, archived and live: {ids:?}");
+    assert_eq!(all[0]["text"], "m0", "oldest first");
+    assert_eq!(all[103]["text"], "new");
+    let text = env.swarm(["inbox", "coder", "--all"]).ok().stdout;
+    assert_eq!(text.matches(": m1\n").count(), 1, "{text}");
+}

@@ -86,6 +86,77 @@ fn an_entry_whose_sender_was_killed_is_taken_in_once_by_the_next_holder() {
     assert_eq!(texts(&env), ["orphan", "next", "last"]);
 }
 
+fn signal(child: &std::process::Child, sig: i32) {
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+/// A sender whose entry waits in the spool, stopped so that only another committer can take
+/// it in; the lock holder it met is gone. Returns the sender and its entry.
+fn stopped_spooled_sender(env: &Env) -> (std::process::Child, std::path::PathBuf) {
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    let holder = KillOnDrop(env.hold_lock(&inbox));
+    let sender = env.swarm(["send", "--to", "coder", "queued"]).spawn();
+    let entry = eventually(
+        Duration::from_secs(60),
+        "the sender spooled its entry",
+        || spooled(env).first().cloned(),
+    );
+    signal(&sender, libc::SIGSTOP);
+    drop(holder);
+    (sender, entry)
+}
+
+/// Issue 21 item 1: a committer that cannot open another sender's entry (EIO injected on that
+/// one open) leaves it in the spool, where it stays unacknowledged until a commit can read it;
+/// it is never moved aside as "not a message", which its sender would take for delivery.
+#[test]
+fn an_entry_the_committer_cannot_read_stays_until_a_commit_takes_it_in() {
+    let env = Env::with_team(&["coder"]);
+    let (sender, entry) = stopped_spooled_sender(&env);
+    let mut sender = KillOnDrop(sender);
+    let out = env
+        .swarm(["send", "--to", "coder", "other"])
+        .env("SWARM_SPOOL_FAULT", "open-eio")
+        .ok();
+    out.stderr_has("Input/output error"); // the fault was injected
+    assert_eq!(
+        spooled(&env),
+        [entry],
+        "the unread entry stays in the spool"
+    );
+    assert_eq!(texts(&env), ["other"]);
+    signal(&sender.0, libc::SIGCONT);
+    let status = eventually(Duration::from_secs(60), "the sender finished", || {
+        sender.0.try_wait().unwrap()
+    });
+    assert!(status.success(), "{status}");
+    assert_eq!(
+        texts(&env),
+        ["other", "queued"],
+        "the acknowledged message is in"
+    );
+    assert_eq!(spooled(&env), Vec::<std::path::PathBuf>::new());
+}
+
+/// Issue 21 item 1: an entry that truly does not parse leaves the spool renamed, and its
+/// sender, seeing that name, reports the message rejected and exits 1 instead of "sent".
+#[test]
+fn an_entry_that_does_not_parse_is_rejected_and_its_sender_fails() {
+    let env = Env::with_team(&["coder"]);
+    let (sender, entry) = stopped_spooled_sender(&env);
+    std::fs::write(&entry, "{\"from\": ").unwrap(); // damaged on disk
+    let committer = env.swarm(["send", "--to", "coder", "other"]).run();
+    let left = spooled(&env);
+    signal(&sender, libc::SIGCONT);
+    let out = wait_bounded(sender, Duration::from_secs(60), "the rejected sender");
+    assert_eq!(committer.code, 0, "{committer:?}");
+    committer.stderr_has("is not a message");
+    assert_eq!(left, Vec::<std::path::PathBuf>::new());
+    assert_eq!(out.code, 1, "{out:?}");
+    out.stderr_has("was rejected");
+    assert_eq!(texts(&env), ["other"]);
+}
+
 /// (writer, seq) acknowledged by each writer, and failed sends.
 fn run_writer(env: &Env, args: &[String]) -> std::process::Child {
     env.swarm(args)

@@ -108,7 +108,8 @@ fn deleting_a_team_removes_its_unchanged_worktrees_and_names_the_changed_ones() 
             .to_string(),
         )
         .unwrap();
-        env.swarm(["launch", "team.json", "--no-lead-pane"])
+        // The teammates exit at once on purpose: the launch is not asked to see them up.
+        env.swarm(["launch", "team.json", "--no-lead-pane", "--no-wait"])
             .current_dir(env.root())
             .env("SWARM_TMUX_SOCKET", &tmux.socket)
             .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)

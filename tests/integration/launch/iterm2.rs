@@ -33,8 +33,10 @@ exit 0
             .env("ITERM_SESSION_ID", "w0t1p0:LEAD-UUID")
             .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
     };
+    // The fake it2 runs nothing in its panes: nothing could come up to wait for.
     let out = iterm(&[
         "launch",
+        "--no-wait",
         "--teammate",
         "coder=go",
         "--teammate",

@@ -22,7 +22,9 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
         &tmux,
         &agent,
         &[
+            // The crasher exits at once on purpose: this is about status, not the launch's check.
             "launch",
+            "--no-wait",
             "--no-lead-pane",
             "--teammate",
             "victim=go",

@@ -541,7 +541,7 @@ mod tests {
         );
         let calls = rec.calls();
         assert_eq!(calls.len(), 1, "still one call: {calls:?}");
-        let commands: Vec<&[String]> = calls[0][3..].split(|w| w == ";").collect();
+        let commands: Vec<&[String]> = calls[0][4..].split(|w| w == ";").collect();
         let second = format!("{name}-2");
         let end = format!("={name}:{{end}}");
         let neww = commands
@@ -584,7 +584,7 @@ mod tests {
         assert_eq!(ids, ["%3", "%4", "%7", "%8"]);
         let calls = rec.calls();
         assert_eq!(calls.len(), 3, "{calls:?}");
-        let third: Vec<&[String]> = calls[2][3..].split(|w| w == ";").collect();
+        let third: Vec<&[String]> = calls[2][4..].split(|w| w == ";").collect();
         assert_eq!(third[0][0], "neww", "{third:?}");
         assert!(third[0]
             .windows(2)

@@ -26,7 +26,7 @@ mod local;
 mod plan;
 mod prepare;
 mod program;
-mod recorded;
+pub(crate) mod recorded;
 mod remote;
 mod running;
 mod spawn;

@@ -83,7 +83,7 @@ pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
             ))?;
             return Ok(1);
         }
-        let up = match super::up::recorded_file(ctx, &team) {
+        let up = match crate::launch::recorded::recorded_file(&ctx.store, &team) {
             Some(_) => format!(
                 "swarm up {}",
                 crate::backend::argv::team_flags(ctx.store.root(), team.as_str())

@@ -127,7 +127,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         }
     };
     let mut launched = prepared.execute(&ctx.store, &mut progress)?;
-    super::up::record_file(ctx, &launched.team, args.file.as_deref())?;
+    crate::launch::recorded::record_file(&ctx.store, &launched.team, args.file.as_deref())?;
     let wait = (!args.no_wait).then(|| Duration::from_secs(args.wait));
     let file = args
         .file

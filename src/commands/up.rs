@@ -6,29 +6,26 @@
 //! inbox and the task list as they are. `up` leaves running teammates alone and seeds only the
 //! file's tasks that are not in the list yet; `restart` first stops the one teammate through the
 //! shutdown handshake. A launch from a swarm file records the file on the team's roster
-//! ([`FILE_FIELD`]), and `up` without one uses it.
+//! (`launch::recorded::FILE_FIELD`), and `up` without one uses it.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Context;
 use crate::backend::{BackendChoice, BackendKind};
 use crate::commands::cli::{LaunchArgs, RestartArgs};
 use crate::error::{Error, Result};
+use crate::launch::recorded::recorded_file;
 use crate::launch::{IfRunning, LAUNCH_FIELD};
 use crate::lifecycle::{self, ShutdownOptions, ShutdownResult};
 use crate::output;
-use crate::store::names::TeamName;
 use crate::store::roster::Roster;
-
-/// The team's roster field naming the swarm file it was launched from (an absolute path), so
-/// `swarm up` with no file brings the team back from that one.
-pub(crate) const FILE_FIELD: &str = "swarmFile";
 
 pub(crate) fn up(ctx: &Context, mut args: LaunchArgs) -> Result<i32> {
     if args.file.is_none() && args.teammate.is_empty() {
         let team = ctx.team().ok();
-        let recorded = team.as_ref().and_then(|team| recorded_file(ctx, team));
+        let recorded = team
+            .as_ref()
+            .and_then(|team| recorded_file(&ctx.store, team));
         match (recorded, team) {
             (Some(file), _) => args.file = Some(file),
             (None, Some(team)) => {
@@ -45,27 +42,6 @@ pub(crate) fn up(ctx: &Context, mut args: LaunchArgs) -> Result<i32> {
         }
     }
     super::launch::run(ctx, args, IfRunning::Keep)
-}
-
-/// Records on `team`'s roster the swarm file it was launched from (`-`, standard input, is not
-/// a file to read again).
-pub(crate) fn record_file(ctx: &Context, team: &TeamName, file: Option<&Path>) -> Result<()> {
-    let Some(file) = file.filter(|f| *f != Path::new("-")) else {
-        return Ok(());
-    };
-    let path = crate::backend::absolute(file)
-        .to_string_lossy()
-        .into_owned();
-    Roster::new(&ctx.store, team).update(|config| {
-        config.extra.insert(FILE_FIELD.into(), path.into());
-        Ok(())
-    })
-}
-
-/// The swarm file `team` was launched from, if the launch recorded one.
-pub(crate) fn recorded_file(ctx: &Context, team: &TeamName) -> Option<PathBuf> {
-    let config = Roster::new(&ctx.store, team).load().ok()?;
-    config.extra.get(FILE_FIELD)?.as_str().map(PathBuf::from)
 }
 
 pub(crate) fn restart(ctx: &Context, args: RestartArgs) -> Result<i32> {

@@ -13,13 +13,12 @@ use serde_json::Value;
 use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
 use super::command_line::AgentFlags;
 use super::plan::{IfRunning, LAUNCH_FIELD};
-use super::remote::RemoteLaunch;
 use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
 use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree::{self, Worktree};
-use crate::remote::hello::Hosts;
-use crate::remote::{HOST_FIELD, REMOTE_FIELD};
+use crate::remote::hello::{HostInfo, Hosts};
+use crate::remote::{Host, HOST_FIELD, REMOTE_FIELD};
 use crate::store::colour::Colour;
 use crate::store::names::{AgentName, TeamName, LEAD};
 use crate::store::paths::Store;
@@ -396,6 +395,16 @@ fn check_dir(name: &AgentName, dir: &Path) -> Result<()> {
         "teammate {name}: working directory {} does not exist",
         dir.display()
     )))
+}
+
+/// A teammate's command line on its host, and what to make there first.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteLaunch {
+    pub(crate) host: Host,
+    pub(crate) info: HostInfo,
+    pub(crate) launch: Launch,
+    /// A worktree to create there (not one it keeps from an earlier run).
+    pub(crate) worktree: Option<Worktree>,
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! What a launch writes on a teammate's roster entry so it can be started again, and what of an
 //! entry a new start keeps: used by `prepare` for every teammate and by `again` for one on the
-//! roster that is not running.
+//! roster that is not running; and the swarm file a team was launched from, which `swarm up`
+//! without a file uses.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -10,11 +11,13 @@ use super::plan::RecordedLaunch;
 use super::{AgentKind, Inherited, TeammatePlan};
 use crate::backend::tmux::SOCKET_FIELD;
 use crate::backend::{for_member, PaneState};
+use crate::error::Result;
 use crate::lifecycle::orphans::OPENING_FIELD;
 use crate::process::pid::{EXIT_FIELD, PID_FIELD, PID_HOST_FIELD, PID_START_FIELD};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::Member;
+use crate::store::roster::Roster;
 use crate::teammate::args::PromptVia;
 
 /// The roster entry of a teammate started again: as it was, without what its last run left.
@@ -78,4 +81,28 @@ pub(super) fn lead_pane_died(store: &Store, team: &TeamName, lead: &Member) -> b
             || for_member(store, team, lead)
                 .and_then(|b| b.state().ok())
                 .is_some_and(|s| !matches!(s, PaneState::Alive { .. })))
+}
+/// The team's roster field naming the swarm file it was launched from (an absolute path), so
+/// `swarm up` with no file brings the team back from that one.
+pub(crate) const FILE_FIELD: &str = "swarmFile";
+
+/// Records on `team`'s roster the swarm file it was launched from (`-`, standard input, is not
+/// a file to read again).
+pub(crate) fn record_file(store: &Store, team: &TeamName, file: Option<&Path>) -> Result<()> {
+    let Some(file) = file.filter(|f| *f != Path::new("-")) else {
+        return Ok(());
+    };
+    let path = crate::backend::absolute(file)
+        .to_string_lossy()
+        .into_owned();
+    Roster::new(store, team).update(|config| {
+        config.extra.insert(FILE_FIELD.into(), path.into());
+        Ok(())
+    })
+}
+
+/// The swarm file `team` was launched from, if the launch recorded one.
+pub(crate) fn recorded_file(store: &Store, team: &TeamName) -> Option<PathBuf> {
+    let config = Roster::new(store, team).load().ok()?;
+    config.extra.get(FILE_FIELD)?.as_str().map(PathBuf::from)
 }

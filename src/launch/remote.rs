@@ -16,8 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::command_line::{self, AgentFlags};
-use super::prepare::{PreparedTeammate, Shared};
-use super::spawn::Progress;
+use super::prepare::{PreparedTeammate, RemoteLaunch, Shared};
 use super::{AgentKind, Prepared, TeammatePlan};
 use crate::backend::pane_exec::ExecSpec;
 use crate::backend::{BackendKind, Launch};
@@ -34,16 +33,6 @@ use crate::teammate::args::{BuiltinAgent, TeammateArgs};
 
 /// How long a launch waits for a host's mirror to catch up before it gives up.
 const SYNC_LIMIT: Duration = Duration::from_secs(60);
-
-/// A teammate's command line on its host, and what to make there first.
-#[derive(Debug, Clone)]
-pub(crate) struct RemoteLaunch {
-    pub(crate) host: Host,
-    pub(crate) info: HostInfo,
-    pub(crate) launch: Launch,
-    /// A worktree to create there (not one it keeps from an earlier run).
-    pub(crate) worktree: Option<Worktree>,
-}
 
 /// Where a teammate goes on its host.
 pub(super) struct Place {
@@ -267,7 +256,7 @@ fn placeholder(exe: &str, t: &TeammatePlan) -> HostInfo {
 impl Prepared {
     /// Starts every remote teammate on its host, once the host's mirror holds what the launch
     /// wrote; records where each runs. On an error the ones started are stopped again.
-    pub(super) fn start_remote(&self, store: &Store, progress: Progress) -> Result<()> {
+    pub(super) fn start_remote(&self, store: &Store, progress: &mut dyn FnMut(&str)) -> Result<()> {
         let remote: Vec<&PreparedTeammate> = self
             .teammates
             .iter()

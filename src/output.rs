@@ -5,6 +5,7 @@
 //! error: the write fails with a broken pipe and `main` exits 0. Text for people shows control
 //! characters as escapes (`terminal`); JSON is written as it is.
 
+pub(crate) mod table;
 pub(crate) mod terminal;
 
 use std::io::{self, Write};

@@ -130,33 +130,11 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                 .unwrap_or_else(|| "-".into()),
         ]);
     }
-    // Columns as wide as their widest cell, so `in-process` rows line up with tmux ones.
-    let width = |col: usize| {
-        table
-            .iter()
-            .map(|r| r[col].chars().count())
-            .max()
-            .unwrap_or(0)
+    use crate::output::table::{
+        self,
+        Align::{Left, Right},
     };
-    let widths: Vec<usize> = (0..6).map(width).collect();
-    for r in &table {
-        output::line(format!(
-            "  {:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:<w4$}  {:>w5$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            r[6],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-            w4 = widths[4],
-            w5 = widths[5],
-        ))?;
-    }
+    table::print(&table, &[Left, Left, Left, Left, Left, Right])?;
     for h in &hosts {
         output::line(visible(&h.line))?;
         if let Some(w) = &h.warning {

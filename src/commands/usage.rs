@@ -86,27 +86,11 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
             format!("~${:.4}", usage.cost())
         },
     ]);
-    let widths: Vec<usize> = (0..6)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &rows {
-        output::line(format!(
-            "  {:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:>w4$}  {:>w5$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            r[6],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-            w4 = widths[4],
-            w5 = widths[5],
-        ))?;
-    }
+    use crate::output::table::{
+        self,
+        Align::{Left, Right},
+    };
+    table::print(&rows, &[Left, Left, Right, Right, Right, Right])?;
     if let Some(path) = settings_path().filter(|_| usage.prices.file.is_none()) {
         output::line(format!(
             "prices can be overridden in {} (key \"prices\")",

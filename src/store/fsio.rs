@@ -131,19 +131,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// several renames in a directory (the task index): the file's content is durable, its rename
 /// only once the caller syncs the directory.
 pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
-    check_regular(path)?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    sweep_once(dir);
-    let tmp = temp_name(dir, path);
-    let result = (|| {
-        // Held until the rename: the flock tells a sweeper this temp file's writer is alive.
-        let _file = write_temp(&tmp, bytes)?;
-        fs::rename(&tmp, path).map_err(Error::io("replace", path))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    replace(path, bytes, true)
 }
 
 /// A fresh temp name beside `path`: `.<name>.tmp-<pid>-<random>`.
@@ -176,12 +164,22 @@ fn write_temp_unsynced(tmp: &Path, bytes: &[u8]) -> Result<fs::File> {
 /// spec, read by `swarm pane-exec` within moments of being written, by a pane that a crash takes
 /// down with it. Readers still never see it half written.
 pub fn replace_volatile(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace(path, bytes, false)
+}
+
+/// Writes `bytes` to a fresh temp file beside `path` (its content synced when `sync`) and
+/// renames it over `path`; a temp file left by a failure is removed.
+fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     sweep_once(dir);
     let tmp = temp_name(dir, path);
     let result = (|| {
-        let _file = write_temp_unsynced(&tmp, bytes)?;
+        // Held until the rename: the flock tells a sweeper this temp file's writer is alive.
+        let _file = match sync {
+            true => write_temp(&tmp, bytes)?,
+            false => write_temp_unsynced(&tmp, bytes)?,
+        };
         fs::rename(&tmp, path).map_err(Error::io("replace", path))
     })();
     if result.is_err() {

@@ -19,9 +19,13 @@ pub mod spawn;
 /// on child exits, file events, signals, stdin and timers at once with `tokio::select!`.
 /// One-shot commands never start a runtime, so they stay quick to start.
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    runtime().block_on(future)
+}
+
+/// A current-thread tokio runtime with its I/O, time and signal drivers.
+pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a current-thread tokio runtime can always be built")
-        .block_on(future)
 }

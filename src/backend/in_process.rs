@@ -8,30 +8,40 @@
 //! pid and its start time are kept in the roster (`swarmPid`, `swarmPidStart`), so `swarm status`
 //! and `swarm kill` work from other shells and a recycled pid is never mistaken for the teammate.
 //! A launch without a log is an agent lead's runtime: its console goes on the launcher's
-//! terminal instead (`LoggedChild::spawn_console`).
+//! terminal instead (`LoggedChild::spawn_console`). It catches SIGINT, SIGTERM and SIGHUP from
+//! before its first child ([`Early`]), so a Ctrl-C during the launch reaches the supervisor too.
 
 use super::pane::{
     BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, Started, IN_PROCESS_PANE_ID,
 };
 use crate::error::{Error, Result};
+use crate::process::signals::Early;
 use crate::process::spawn::LoggedChild;
 use crate::store::names::AgentName;
 
 /// Children of this process, one per teammate.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct InProcessBackend {
     children: Vec<(AgentName, LoggedChild)>,
     pending: Option<String>,
+    /// Caught since the backend was made; the supervisor takes them with the children.
+    signals: Option<Early>,
 }
 
 impl InProcessBackend {
-    pub fn new() -> InProcessBackend {
-        InProcessBackend::default()
+    /// Catches signals from now on, before any child exists.
+    pub fn new() -> Result<InProcessBackend> {
+        Ok(InProcessBackend {
+            children: Vec::new(),
+            pending: None,
+            signals: Some(Early::catch()?),
+        })
     }
 
-    /// The children started so far, for the supervisor to own from now on.
-    pub fn take_children(&mut self) -> Vec<(AgentName, LoggedChild)> {
-        std::mem::take(&mut self.children)
+    /// The children started so far and the signals caught since, for the supervisor to own
+    /// from now on. (Taken once: a second call has no signals to give.)
+    pub fn take_children(&mut self) -> (Vec<(AgentName, LoggedChild)>, Option<Early>) {
+        (std::mem::take(&mut self.children), self.signals.take())
     }
 }
 

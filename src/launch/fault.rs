@@ -1,14 +1,19 @@
-//! `SWARM_LAUNCH_FAULT=kill-at:STEP`, a hook for the fault tests (with the `seams` feature
-//! only): the launcher SIGKILLs itself at that step of a launch, as a user's `kill -9` or a
-//! crash would land there. The steps, in order: `created` (the new team's roster written),
-//! `prompted` (the first messages written), `reserved` (the roster holds the launch's intent),
-//! `opened` (tmux made the panes, the roster does not name them yet).
+//! `SWARM_LAUNCH_FAULT=kill-at:STEP` and `interrupt-at:STEP`, hooks for the fault tests (with
+//! the `seams` feature only): the launcher SIGKILLs itself at that step of a launch, as a user's
+//! `kill -9` or a crash would land there, or sends itself SIGINT, as a Ctrl-C would. The steps,
+//! in order: `created` (the new team's roster written), `prompted` (the first messages written),
+//! `reserved` (the roster holds the launch's intent), `opened` (the panes or children exist, the
+//! roster does not name them yet).
 
-/// Dies here when the fault names `step`.
-pub(super) fn kill_at(step: &str) {
-    let wanted = std::env::var("SWARM_LAUNCH_FAULT").ok();
-    if wanted.as_deref().and_then(|f| f.strip_prefix("kill-at:")) == Some(step) {
-        let _ =
-            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
-    }
+use rustix::process::{getpid, kill_process, Signal};
+
+/// Signals the launcher itself here when the fault names `step`.
+pub(super) fn at(step: &str) {
+    let wanted = std::env::var("SWARM_LAUNCH_FAULT").unwrap_or_default();
+    let signal = match wanted.split_once(':') {
+        Some(("kill-at", at)) if at == step => Signal::KILL,
+        Some(("interrupt-at", at)) if at == step => Signal::INT,
+        _ => return,
+    };
+    let _ = kill_process(getpid(), signal);
 }

@@ -20,6 +20,7 @@ use crate::backend::pane_exec::Trampoline;
 use crate::backend::tmux::{PaneOwner, TmuxBackend};
 use crate::backend::{absolute, BackendKind, PaneBackend};
 use crate::error::Result;
+use crate::process::signals::Early;
 use crate::store::names::{TaskId, TeamName};
 use crate::store::paths::Store;
 
@@ -74,7 +75,7 @@ pub(super) fn make_backend(prepared: &Prepared, store: &Store) -> Result<AnyBack
             prepared.root.clone(),
             prepared.team.to_string(),
         )),
-        BackendKind::InProcess => AnyBackend::InProcess(InProcessBackend::new()),
+        BackendKind::InProcess => AnyBackend::InProcess(InProcessBackend::new()?),
     })
 }
 
@@ -139,8 +140,14 @@ impl Launched {
         let starting = self.starting();
         match &mut self.in_process {
             Some(backend) => {
-                let children = backend.take_children();
-                supervisor::supervise(store, &self.team, children, &starting, opts, on_event)
+                let (children, signals) = backend.take_children();
+                let signals = match signals {
+                    Some(early) => early,
+                    None => Early::catch()?,
+                };
+                supervisor::supervise(
+                    store, &self.team, children, signals, &starting, opts, on_event,
+                )
             }
             None => Ok(vec![]),
         }

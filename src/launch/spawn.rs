@@ -74,7 +74,7 @@ impl Prepared {
             )?;
             progress(&format!("created team {}", self.team));
             #[cfg(feature = "seams")]
-            crate::launch::fault::kill_at("created");
+            crate::launch::fault::at("created");
         }
         let (tasks, already) = self
             .seed_tasks(store)
@@ -120,7 +120,7 @@ impl Prepared {
             .reserve_and_prepare(store, backend)
             .inspect_err(|_| self.undo_team(store))?;
         #[cfg(feature = "seams")]
-        crate::launch::fault::kill_at("reserved");
+        crate::launch::fault::at("reserved");
         // Teammates on other hosts start there once their mirror holds what was just written;
         // their local panes open below with everyone else's.
         if let Err(e) = self.start_remote(store, progress) {
@@ -207,7 +207,7 @@ impl Prepared {
             .first_messages(firsts)
             .inspect_err(|_| self.undo_teammates(store, &self.teammates, &worktrees))?;
         #[cfg(feature = "seams")]
-        crate::launch::fault::kill_at("prompted");
+        crate::launch::fault::at("prompted");
         let lead_pane = self.lead.is_some();
         roster
             .update(|config| {
@@ -298,7 +298,7 @@ impl Prepared {
             error,
         } = backend.open_started(&panes);
         #[cfg(feature = "seams")]
-        crate::launch::fault::kill_at("opened");
+        crate::launch::fault::at("opened");
         let (lead_pane, lead_pid) = match self.lead {
             Some(_) if opened.is_empty() => (None, None),
             Some(_) => {

@@ -33,7 +33,7 @@ use crate::error::Result;
 use crate::lifecycle::{finish_worktree, retire_member, ShutdownResult, Stopping};
 use crate::process::group::signal_group;
 use crate::process::pid::{record_exit, PidRecord};
-use crate::process::signals::Signals;
+use crate::process::signals::{Early, Signals};
 use crate::process::spawn::LoggedChild;
 use crate::store::fsio;
 use crate::store::names::{AgentName, TaskId, TeamName};
@@ -190,6 +190,7 @@ pub(crate) fn supervise(
     store: &Store,
     team: &TeamName,
     children: Vec<(AgentName, LoggedChild)>,
+    signals: Early,
     starting: &[Starting],
     opts: &SuperviseOptions,
     on_event: &mut dyn FnMut(Event),
@@ -221,7 +222,7 @@ pub(crate) fn supervise(
         signals: 0,
         deadline: None,
     };
-    crate::process::block_on(supervisor.run())?;
+    signals.block_on(|signals| supervisor.run(signals))?;
     Ok(supervisor.exits)
 }
 
@@ -240,8 +241,7 @@ struct Supervisor<'a> {
 }
 
 impl Supervisor<'_> {
-    async fn run(&mut self) -> Result<()> {
-        let mut signals = Signals::catch()?;
+    async fn run(&mut self, mut signals: Signals) -> Result<()> {
         let (exit_tx, mut exited) = unbounded_channel();
         for (i, c) in self.children.iter().enumerate() {
             (self.on_event)(Event::Running {

@@ -4,7 +4,15 @@
 //! finish its protocol work (stop a turn and return its task, ask teammates to shut down)
 //! before it exits. Nothing runs in a signal handler but tokio's own; children start with the
 //! default dispositions because exec resets handled signals.
+//!
+//! [`Early`] catches them before the loop that acts on them exists, on a runtime of its own
+//! that the loop later runs on: an in-process launch catches from before its first child, so a
+//! Ctrl-C while teammates are still starting waits for the supervisor, instead of killing the
+//! launcher by the default disposition and leaving its children with nobody to stop them.
 
+use std::future::Future;
+
+use tokio::runtime::Runtime;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::error::{Error, Result};
@@ -55,5 +63,33 @@ impl Signals {
             _ = self.terminate.recv() => Caught::Terminate,
             _ = self.hangup.recv() => Caught::Hangup,
         }
+    }
+}
+
+/// Signals caught from now on, held with the runtime whose driver sees them (a signal that
+/// arrives before [`Early::block_on`] is kept, not lost).
+pub struct Early {
+    runtime: Runtime,
+    signals: Signals,
+}
+
+impl Early {
+    /// Starts catching now.
+    pub fn catch() -> Result<Early> {
+        let runtime = crate::process::runtime();
+        let signals = runtime.block_on(async { Signals::catch() })?;
+        Ok(Early { runtime, signals })
+    }
+
+    /// Runs `task` with the signals caught so far and from now on.
+    pub fn block_on<F: Future>(self, task: impl FnOnce(Signals) -> F) -> F::Output {
+        let Early { runtime, signals } = self;
+        runtime.block_on(task(signals))
+    }
+}
+
+impl std::fmt::Debug for Early {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Early(SIGINT, SIGTERM, SIGHUP)")
     }
 }

@@ -18,19 +18,6 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// True once `pid` is gone (or a zombie nobody reaped yet).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .unwrap()
-            .trim_start()
-            .starts_with('Z'),
-    }
-}
-
 #[test]
 fn an_agent_lead_plans_a_dag_that_three_shell_teammates_finish_then_ends_the_team() {
     let env = Env::new();

@@ -19,7 +19,9 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 mod environment;
+mod processes;
 pub use environment::*;
+pub use processes::*;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_swarm");
 
@@ -407,140 +409,6 @@ impl Swarm {
     }
 }
 
-/// Reads a pipe to the end on its own thread.
-pub fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_string(&mut s);
-        }
-        s
-    })
-}
-
-/// Waits for `child` (stdout and stderr piped, or already taken), failing the test if it runs
-/// longer than `limit`: a command that blocks on a FIFO must show up as a failure, not a hang.
-#[track_caller]
-pub fn wait_bounded(mut child: Child, limit: Duration, what: &str) -> Out {
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} still running after {limit:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Out {
-        code: status.code().unwrap_or(-1),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
-/// Kills (SIGKILL, which also ends a stopped process) and reaps the child on drop.
-pub struct KillOnDrop(pub Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `follow`, a `swarm --json inbox NAME --follow ...` command, and returns it with a
-/// channel of the texts it prints.
-pub fn follower(follow: Swarm) -> (KillOnDrop, mpsc::Receiver<String>) {
-    let mut child = follow.spawn();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
-            let m: Value = serde_json::from_str(&line).unwrap();
-            let _ = tx.send(m["text"].as_str().unwrap().to_string());
-        }
-    });
-    (KillOnDrop(child), rx)
-}
-
-#[track_caller]
-pub fn expect_text(rx: &mpsc::Receiver<String>, text: &str, within: Duration) {
-    let until = Instant::now() + within;
-    loop {
-        let left = until.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(t) if t == text => return,
-            Ok(_) => continue,
-            Err(_) => panic!("{text:?} was not delivered within {within:?}"),
-        }
-    }
-}
-
-/// A running `swarm` process: type lines into it, wait for lines out of it; killed on drop.
-pub struct Live {
-    pub child: Child,
-    stdin: Option<std::process::ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    pub seen: Vec<String>,
-}
-
-impl Live {
-    pub fn type_line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Waits for an output line (stdout or stderr) containing `needle`; returns it.
-    #[track_caller]
-    pub fn expect(&mut self, needle: &str) -> String {
-        let timeout = Duration::from_secs(20);
-        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
-            return line.clone();
-        }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.contains(needle) {
-                        return line;
-                    }
-                }
-                Err(_) => panic!(
-                    "no line containing {needle:?} within {timeout:?}; saw:\n{}",
-                    self.seen.join("\n")
-                ),
-            }
-        }
-    }
-
-    /// Waits for the process to exit; returns its code.
-    pub fn wait(&mut self, timeout: Duration) -> Option<i32> {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status.code().unwrap_or(-1));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[derive(Debug)]
 pub struct Out {
     pub code: i32,
@@ -598,27 +466,6 @@ pub fn member<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|m| m["name"] == name)
         .unwrap_or_else(|| panic!("{name} not in roster: {doc}"))
-}
-
-/// CPU time (user + system, in clock ticks of 1/100 s) a process has used so far.
-pub fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-}
-
-/// Whether some running process's command line holds every one of `words`.
-pub fn cmdlines_contain(words: &[&str]) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        !cmdline.is_empty() && words.iter().all(|w| cmdline.contains(w))
-    })
 }
 
 /// Polls `f` until it returns `Some` or `timeout` passes (then panics with `what`).

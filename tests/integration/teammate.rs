@@ -202,16 +202,3 @@ fn prompts(path: &Path) -> Vec<String> {
 fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
-
-/// True once `pid` is gone (or a zombie nobody reaped yet).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .unwrap()
-            .trim_start()
-            .starts_with('Z'),
-    }
-}

@@ -154,3 +154,59 @@ fn an_in_process_launch_returns_when_every_teammate_has_exited() {
         .unwrap()
         .contains("bad is no longer active (its process exited with status 4)")));
 }
+
+/// A Ctrl-C that lands while the launch is still starting teammates (the CI failure of
+/// `ctrl_c_stops_an_in_process_agent_lead_and_its_teammates`: the lead was up and printing before
+/// the launcher caught signals) shuts the team down like a later one, instead of killing the
+/// launcher by the default disposition and leaving its children running with no supervisor.
+#[test]
+fn a_ctrl_c_during_an_in_process_launch_still_shuts_the_teammates_down() {
+    let env = Env::new();
+    let agent = fake_agent(
+        &env,
+        &format!(
+            r#"echo "$$" > "$out/pid.$$"; mv "$out/pid.$$" "$out/$name.pid"
+{approve}"#,
+            approve = answer_shutdown("approve"),
+        ),
+    );
+    let cmd = env
+        .swarm([
+            "launch",
+            "--backend",
+            "in-process",
+            "--teammate",
+            "one=go",
+            "--teammate",
+            "two=go",
+        ])
+        .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+        // The launcher sends itself SIGINT once the children exist, before the roster names them.
+        .env("SWARM_LAUNCH_FAULT", "interrupt-at:opened");
+    let out = without_forwarded_env(cmd).run_within(Duration::from_secs(60));
+    assert_eq!(
+        out.code, 0,
+        "stdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    for name in ["one", "two"] {
+        // The children were alive: each wrote its pid and answered the shutdown.
+        let pid: i32 = std::fs::read_to_string(env.path(&format!("out/{name}.pid")))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            out.stdout
+                .contains(&format!("{name}: approved the shutdown")),
+            "{}",
+            out.stdout
+        );
+        assert!(
+            gone(pid),
+            "{name} (pid {pid}) still runs after the launcher exited"
+        );
+        let config = read_json(&env.path("teams/t/config.json"));
+        assert_eq!(member(&config, name)["isActive"], false);
+    }
+}

@@ -174,24 +174,21 @@ impl std::fmt::Display for ClaimFailure {
 }
 
 impl Error {
-    /// 2 for input the user can correct, 1 for everything else.
+    /// 2 for input the user can correct (a usage error), 1 for everything else: a runtime
+    /// failure, and a team, member, task, request or topic that is not there (as gh and kubectl
+    /// exit). README "Exit status" lists them.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::InvalidName { .. }
             | Error::Usage(_)
-            | Error::NoSuchTeam { .. }
             | Error::TeamExists(_)
-            | Error::NoSuchMember { .. }
             | Error::MemberExists { .. }
             | Error::TeamActive { .. }
             | Error::InvalidRoster { .. }
-            | Error::NoSuchTask { .. }
             | Error::DependencyCycle { .. }
-            | Error::NoSuchRequest(_)
             | Error::AlreadyDecided { .. }
             | Error::MessageTooLarge { .. }
             | Error::UnsafeMemoryName { .. }
-            | Error::NoSuchTopic { .. }
             | Error::NotARegularFile { .. }
             | Error::InsecureDir { .. }
             | Error::NotOwned { .. }

@@ -90,7 +90,7 @@ fn memory_lives_where_claude_code_keeps_a_projects_team_memory() {
         "- [ci/flaky](ci/flaky.md) — flaky tests\n"
     );
     env.swarm(["memory", "show", "build"])
-        .refused("team memory has no topic \"build\"");
+        .not_found("team memory has no topic \"build\"");
 }
 
 #[test]

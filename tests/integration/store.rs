@@ -50,7 +50,7 @@ fn team_create_list_show_delete() {
     env.swarm(["team", "delete", "refactor", "--force"]).ok();
     assert!(!env.path("teams/refactor").exists());
     env.swarm(["--team", "refactor", "team", "show"])
-        .refused("does not exist");
+        .not_found("does not exist");
 }
 
 #[test]
@@ -622,10 +622,10 @@ fn bad_names_are_refused_and_change_nothing() {
     }
     for reserved in ["user", "System", "MAIN"] {
         env.swarm(["send", "--to", reserved, "hi"])
-            .refused("not a member");
+            .not_found("not a member");
     }
     env.swarm(["send", "--to", "ghost", "hi"])
-        .refused("ghost\" is not a member of team \"t\"")
+        .not_found("ghost\" is not a member of team \"t\"")
         .stderr_is(
             "swarm: error: \"ghost\" is not a member of team \"t\"; `swarm team show t` lists \
              the members\n",
@@ -634,7 +634,7 @@ fn bad_names_are_refused_and_change_nothing() {
         .stdin(vec![b'x'; 1024 * 1024 + 1])
         .refused("over the 1048576 byte limit");
     env.swarm(["send", "--to", "coder", "--from", "ghost", "hi"])
-        .refused("not a member");
+        .not_found("not a member");
 }
 
 #[test]

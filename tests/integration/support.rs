@@ -342,19 +342,31 @@ impl Swarm {
         out
     }
 
-    /// Runs a command that must be refused: exit 2 within [`REFUSAL_LIMIT`], `message` on
-    /// stderr, and every file under the root exactly as it was (a new empty lock gate aside, see
-    /// [`Snapshot::without_new_lock_gates`]). Returns the output, so a test can also pin the
-    /// whole message with [`Out::stderr_is`].
+    /// Runs a command that must be refused: exit 2 (a usage error) within [`REFUSAL_LIMIT`],
+    /// `message` on stderr, and every file under the root exactly as it was (a new empty lock
+    /// gate aside, see [`Snapshot::without_new_lock_gates`]). Returns the output, so a test can
+    /// also pin the whole message with [`Out::stderr_is`].
     #[track_caller]
     pub fn refused(self, message: &str) -> Out {
+        self.fails_cleanly(2, message)
+    }
+
+    /// Like [`Swarm::refused`] for what names a team, member, task or request that is not
+    /// there: exit 1 (a runtime failure, as gh and kubectl exit), nothing changed.
+    #[track_caller]
+    pub fn not_found(self, message: &str) -> Out {
+        self.fails_cleanly(1, message)
+    }
+
+    #[track_caller]
+    fn fails_cleanly(self, code: i32, message: &str) -> Out {
         let what = self.describe();
         let root = self.root.clone();
         let before = Snapshot::of(&root);
         let out = self.run_within(REFUSAL_LIMIT);
         assert_eq!(
-            out.code, 2,
-            "expected {what} to be refused (exit 2)\nstdout: {}\nstderr: {}",
+            out.code, code,
+            "expected {what} to fail with exit {code}\nstdout: {}\nstderr: {}",
             out.stdout, out.stderr
         );
         assert!(

@@ -450,5 +450,5 @@ fn top_without_a_terminal_prints_lines_and_needs_an_existing_team() {
     top.expect("coder: unknown (no pid recorded), task -, 0 unread");
     top.expect("task #1 available: build");
     env.swarm(["--team", "nope", "top"])
-        .refused("team \"nope\" does not exist");
+        .not_found("team \"nope\" does not exist");
 }

@@ -22,7 +22,7 @@ fn after_the_demo_a_command_that_finds_no_team_names_the_demos_root() {
     let status = fresh(&env, &tmux, ["status"]).refused("there are no teams under");
     assert!(status.stderr.contains(&pass), "{}", status.stderr);
     // The demo's team named, but looked for under ~/.claude.
-    let named = fresh(&env, &tmux, ["--team", "demo", "status"]).refused("does not exist");
+    let named = fresh(&env, &tmux, ["--team", "demo", "status"]).not_found("does not exist");
     assert!(named.stderr.contains(&pass), "{}", named.stderr);
     let list = fresh(&env, &tmux, ["team", "list"]).ok();
     assert!(list.stdout.contains(&pass), "{}", list.stdout);

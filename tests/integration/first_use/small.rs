@@ -11,11 +11,11 @@ fn a_mistyped_team_name_suggests_the_closest_team() {
     env.swarm(["team", "create", "hello"]).ok();
     env.swarm(["team", "create", "world"]).ok();
     env.swarm(["--team", "helo", "status"])
-        .refused("did you mean hello?");
+        .not_found("did you mean hello?");
     // Nothing close: no guess.
     let out = env
         .swarm(["--team", "zzzzzz", "status"])
-        .refused("does not exist");
+        .not_found("does not exist");
     assert!(!out.stderr.contains("did you mean"), "{}", out.stderr);
 }
 

@@ -290,6 +290,6 @@ fn a_team_whose_directory_was_deleted_is_closed_by_down_and_by_prune_through_its
         assert!(left.is_empty(), "{team}: {how} left {left:?}");
     }
     // A team that never was is still no team.
-    on(&env, &tmux, ["--team", "never", "down"]).refused("team \"never\" does not exist");
-    on(&env, &tmux, ["prune", "never", "--yes"]).refused("team \"never\" does not exist");
+    on(&env, &tmux, ["--team", "never", "down"]).not_found("team \"never\" does not exist");
+    on(&env, &tmux, ["prune", "never", "--yes"]).not_found("team \"never\" does not exist");
 }

@@ -109,7 +109,7 @@ fn prune_asks_first_then_retires_the_dead_and_deletes_teams() {
 
     // Named teams go; with --older-than, so do teams with nothing running for that long.
     env.swarm(["prune", "nosuch", "--yes"])
-        .refused("team \"nosuch\" does not exist");
+        .not_found("team \"nosuch\" does not exist");
     env.swarm(["prune", "old", "--yes"]).ok();
     assert!(!env.path("teams/old").exists());
     assert!(env.path("teams/t").exists());

@@ -19,7 +19,7 @@ fn a_claim_for_a_name_not_on_the_roster_is_refused() {
         &["task", "next", "--claim", "--agent", "ghost"],
         &["task", "release", "--agent", "ghost"],
     ] {
-        env.swarm(args).refused(
+        env.swarm(args).not_found(
             "\"ghost\" is not a member of team \"t\"; `swarm team show t` lists the members",
         );
     }

@@ -201,7 +201,7 @@ fn restart_stops_a_teammate_and_starts_it_again_with_its_inbox_and_tasks() {
     );
     // (The worker is still writing its idle notification, so this checks the exit, not the files.)
     on(&env, &tmux, ["restart", "nobody"])
-        .code(2)
+        .code(1)
         .stderr_has("not a member");
     on(&env, &tmux, ["down"]).ok();
 }

@@ -75,5 +75,5 @@ fn status_watch_json_is_one_object_a_change() {
 fn status_watch_on_a_missing_team_is_refused() {
     let env = Env::new();
     env.swarm(["--team", "nope", "status", "--watch"])
-        .refused("team \"nope\" does not exist");
+        .not_found("team \"nope\" does not exist");
 }

@@ -11,14 +11,18 @@ use crate::launch::supervisor::{Event, SuperviseOptions};
 use crate::launch::swarmfile::{self, LaunchPlanParts};
 use crate::launch::verify::{report, wait_until_up};
 use crate::launch::{
-    self, AgentKind, CommandLine, DryRun, IfRunning, Inherited, LaunchOptions, TaskRef,
-    TeammatePlan, DEFAULT_GRACE,
+    self, AgentKind, CommandLine, DryRun, IfRunning, Inherited, LaunchOptions, TeammatePlan,
+    DEFAULT_GRACE,
 };
 use crate::lifecycle;
 use crate::output;
 use crate::store::lead_key::LeadKey;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::Roster;
+
+/// What a dry run shows for `--lead-verify-key` of a team that has no lead key yet: the launch
+/// makes the key, a dry run writes nothing.
+const KEY_MADE_AT_LAUNCH: &str = "<the team's lead key, made by the launch>";
 
 /// `swarm launch` (`IfRunning::Refuse`) and `swarm up` (`IfRunning::Keep`).
 pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Result<i32> {
@@ -95,8 +99,8 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         prompt_via: args.prompt_via,
         extra: args.extra,
     };
-    // A refused launch leaves no key behind for a team that had none. (A dry run keeps it: the
-    // argv it shows carries the key the launch will use.)
+    // A refused launch leaves no key behind for a team that had none, and a dry run makes none:
+    // its argv shows where the key the launch makes goes.
     let team = plan.team.clone();
     let had_key = LeadKey::exists(&ctx.store, &team)?;
     let forget_new_key = || {
@@ -104,7 +108,11 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
             let _ = LeadKey::forget(&ctx.store, &team);
         }
     };
-    opts.lead_verify_key = LeadKey::for_caller(&ctx.store, &team)?.map(|key| key.verify_key());
+    opts.lead_verify_key = if args.dry_run && !had_key {
+        Some(KEY_MADE_AT_LAUNCH.to_string())
+    } else {
+        LeadKey::for_caller(&ctx.store, &team)?.map(|key| key.verify_key())
+    };
     if !args.dry_run && Roster::new(&ctx.store, &team).exists() {
         // What a launch killed half way left: its panes adopted or closed, so the plan below
         // sees who really runs and the lead console is not opened twice.
@@ -116,7 +124,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         prepared.backend.kind, prepared.backend.why
     );
     if args.dry_run {
-        return print_dry_run(ctx.json, &prepared.dry_run()).map(|()| 0);
+        return print_dry_run(ctx.json, &prepared.dry_run(&ctx.store)?).map(|()| 0);
     }
     let json = ctx.json;
     let mut progress = |line: &str| {
@@ -327,22 +335,21 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
     }
     if !doc.tasks.is_empty() {
         output::line("tasks")?;
-        for (i, t) in doc.tasks.iter().enumerate() {
-            let deps: Vec<String> = t
-                .blocked_by
-                .iter()
-                .map(|d| match d {
-                    TaskRef::Index(j) => format!("task {j}"),
-                    TaskRef::Id(id) => format!("#{id}"),
-                })
-                .collect();
+        for t in &doc.tasks {
+            let deps: Vec<String> = t.blocked_by_ids.iter().map(|d| format!("#{d}")).collect();
             output::line(format!(
-                "  {i}. {}{}",
-                t.subject,
+                "  #{} {}{}{}",
+                t.id,
+                t.plan.subject,
                 if deps.is_empty() {
                     String::new()
                 } else {
                     format!(" (blocked by {})", deps.join(", "))
+                },
+                if t.seeded {
+                    " (seeded before: not created again)"
+                } else {
+                    ""
                 }
             ))?;
         }

@@ -3,16 +3,22 @@
 //! [`DryRun`] is built from a [`Prepared`] and serializes to the `--json` document (keys in the
 //! order users and tests read them); the text output is printed from the same value, so the two
 //! cannot disagree. Values of secret-looking variables (`*API_KEY*`, `*TOKEN*`, ...) are
-//! redacted here, once, for both.
+//! redacted here, once, for both. A dry run writes nothing: the tasks are shown with the ids
+//! they will get (or have, when an earlier launch seeded them), and a team without a lead key
+//! yet shows where the key goes instead of one (the launch makes it).
 
 use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
 use super::command_line::Env;
-use super::{Prepared, TaskPlan};
+use super::{Prepared, TaskPlan, TaskRef};
 use crate::backend::{BackendKind, Launch};
+use crate::error::Result;
 use crate::lifecycle::worktree::Worktree;
+use crate::store::names::TaskId;
+use crate::store::paths::Store;
+use crate::store::tasks::TaskList;
 
 /// The dry-run document.
 #[derive(Debug, Serialize)]
@@ -27,7 +33,20 @@ pub(crate) struct DryRun {
     pub(crate) teammates: Vec<DryRunTeammate>,
     /// Teammates already running, which the launch leaves alone (`swarm up`).
     pub(crate) left_running: Vec<String>,
-    pub(crate) tasks: Vec<TaskPlan>,
+    pub(crate) tasks: Vec<DryRunTask>,
+}
+
+/// A task of the plan with the id it will get.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DryRunTask {
+    pub(crate) id: TaskId,
+    /// Seeded by an earlier launch (same key): not created again.
+    pub(crate) seeded: bool,
+    /// The ids of `plan.blocked_by`.
+    pub(crate) blocked_by_ids: Vec<TaskId>,
+    #[serde(flatten)]
+    pub(crate) plan: TaskPlan,
 }
 
 /// A command exactly as it would start, secrets redacted.
@@ -104,8 +123,8 @@ fn conversation(agent: &super::AgentKind) -> &'static str {
 
 impl Prepared {
     /// The dry-run document: each teammate's exact argv and env, and the tasks.
-    pub(crate) fn dry_run(&self) -> DryRun {
-        DryRun {
+    pub(crate) fn dry_run(&self, store: &Store) -> Result<DryRun> {
+        Ok(DryRun {
             team: self.team.to_string(),
             new_team: self.new_team,
             backend: self.backend.kind,
@@ -133,7 +152,43 @@ impl Prepared {
                 })
                 .collect(),
             left_running: self.left_running.clone(),
-            tasks: self.tasks.clone(),
+            tasks: self.planned_tasks(store)?,
+        })
+    }
+
+    /// The plan's tasks with the ids seeding would give them, read without writing anything.
+    fn planned_tasks(&self, store: &Store) -> Result<Vec<DryRunTask>> {
+        let list = TaskList::new(store, &self.team);
+        let seeded = self.seeded_before(&list)?;
+        let mut next = if self.tasks.is_empty() {
+            0
+        } else {
+            list.largest_issued()?
+        };
+        let mut planned: Vec<DryRunTask> = Vec::with_capacity(self.tasks.len());
+        for plan in &self.tasks {
+            let (id, seeded) = match seeded.get(&plan.key) {
+                Some(id) => (id.clone(), true),
+                None => {
+                    next += 1;
+                    (TaskId::new(next), false)
+                }
+            };
+            let blocked_by_ids = plan
+                .blocked_by
+                .iter()
+                .map(|d| match d {
+                    TaskRef::Index(i) => planned[*i].id.clone(),
+                    TaskRef::Id(id) => id.clone(),
+                })
+                .collect();
+            planned.push(DryRunTask {
+                id,
+                seeded,
+                blocked_by_ids,
+                plan: plan.clone(),
+            });
         }
+        Ok(planned)
     }
 }

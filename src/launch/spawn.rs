@@ -436,19 +436,24 @@ impl Prepared {
     /// The tasks of the plan, in order, with plan indexes turned into the new ids; a task whose
     /// key is already in the list (seeded by an earlier launch) is that task, not a new one.
     /// Returns the new ids and how many were there already.
+    /// The plan's tasks already in the list, by key: seeded by an earlier launch of the team.
+    pub(super) fn seeded_before(&self, list: &TaskList) -> Result<HashMap<String, TaskId>> {
+        if self.tasks.is_empty() || self.new_team {
+            return Ok(HashMap::new());
+        }
+        Ok(list
+            .list()?
+            .into_iter()
+            .filter_map(|t| {
+                let key = t.metadata.get(TASK_KEY)?.as_str()?.to_string();
+                Some((key, t.id))
+            })
+            .collect())
+    }
+
     fn seed_tasks(&self, store: &Store) -> Result<(Vec<TaskId>, usize)> {
         let list = TaskList::new(store, &self.team);
-        let seeded: HashMap<String, TaskId> = if self.tasks.is_empty() || self.new_team {
-            HashMap::new()
-        } else {
-            list.list()?
-                .into_iter()
-                .filter_map(|t| {
-                    let key = t.metadata.get(TASK_KEY)?.as_str()?.to_string();
-                    Some((key, t.id))
-                })
-                .collect()
-        };
+        let seeded = self.seeded_before(&list)?;
         let mut ids: Vec<TaskId> = Vec::new();
         let mut created = Vec::new();
         for task in &self.tasks {

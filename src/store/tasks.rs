@@ -92,6 +92,15 @@ impl<'a> TaskList<'a> {
         history::record(self.store, self.team, before, after);
     }
 
+    /// The largest id the list has issued: its files, the high-water mark (deleted tasks) and
+    /// quarantined files. The next task gets the one after; a launch's `--dry-run` shows it.
+    pub fn largest_issued(&self) -> Result<u64> {
+        let largest = self.ids()?.last().map_or(0, TaskId::number);
+        Ok(largest
+            .max(self.highwatermark()?)
+            .max(self.largest_quarantined()?))
+    }
+
     /// The largest id ever issued, from `.highwatermark`. Missing or empty is 0; anything else
     /// that is not a number is refused, since guessing could issue a deleted id again.
     fn highwatermark(&self) -> Result<u64> {
@@ -229,10 +238,7 @@ impl<'a> TaskList<'a> {
         for dep in &new.blocked_by {
             self.get(dep)?;
         }
-        let largest = self.ids()?.last().map_or(0, TaskId::number);
-        let issued = largest
-            .max(self.highwatermark()?)
-            .max(self.largest_quarantined()?);
+        let issued = self.largest_issued()?;
         if issued >= MAX_TASK_ID {
             return Err(Error::usage(format!(
                 "team {} has issued task id {issued}, the largest there can be; no task can be created",

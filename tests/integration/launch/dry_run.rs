@@ -2,7 +2,7 @@
 //! (PROTOCOL.md section 10), for claude teammates and for the `swarm teammate` runtime that runs
 //! shell and other CLI agents, without writing anything.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{without_forwarded_env, write_script};
 use crate::support::*;
@@ -224,7 +224,7 @@ fn claude_teammates_get_the_task_tools_unless_told_otherwise() {
 #[test]
 fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
     let env = Env::new();
-    let since = super::now_ms();
+    let before = env.snapshot();
     let out = env
         .swarm([
             "--json",
@@ -246,7 +246,13 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
     let sid = out["leadSessionId"].as_str().unwrap();
     let root = env.root().display().to_string();
     let words: Vec<String> = serde_json::from_value(out["teammates"][0]["argv"].clone()).unwrap();
-    let lead_key = super::launch_verify_key(&env, &words, since);
+    // A dry run writes nothing, not even the new team's lead key (issue 24 item 10): the argv
+    // says where the key the launch makes goes.
+    env.snapshot().assert_unchanged_since(&before, "--dry-run");
+    let keys = env.path("state/swarm/lead-keys");
+    let made: Vec<_> = std::fs::read_dir(&keys).map_or(vec![], |d| d.flatten().collect());
+    assert!(made.is_empty(), "a dry run made a lead key: {made:?}");
+    let lead_key = "<the team's lead key, made by the launch>";
     assert_eq!(
         out["teammates"][0]["argv"],
         json!([
@@ -437,4 +443,77 @@ fn a_dry_run_works_without_the_agent_installed_and_says_what_it_would_look_up() 
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", &home)
         .refused("claude was not found");
+}
+
+/// A dry run shows the ids the plan's tasks will get: after the largest ever issued (a deleted
+/// task's id is not given again), and a task an earlier launch seeded keeps its id (issue 24
+/// item 10; it numbered them from 0 before).
+#[test]
+fn a_dry_run_shows_the_ids_the_tasks_will_get() {
+    let env = Env::with_team(&[]);
+    env.swarm(["task", "create", "one"]).ok();
+    env.swarm(["task", "create", "scratch"]).ok();
+    env.swarm(["task", "delete", "2"]).ok();
+    env.swarm([
+        "task",
+        "update",
+        "1",
+        "--metadata",
+        r#"{"swarmKey": "one"}"#,
+    ])
+    .ok();
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        json!({"team": "t", "agent": "shell", "teammates": [{"name": "a"}],
+               "tasks": [{"subject": "one"}, {"subject": "two", "blockedBy": [0]},
+                         {"subject": "three", "blockedBy": [1]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let before = env.snapshot();
+    let doc = env
+        .swarm([
+            "--json",
+            "launch",
+            file,
+            "--backend",
+            "in-process",
+            "--dry-run",
+        ])
+        .ok()
+        .json();
+    let tasks: Vec<(Value, Value, Value)> = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].clone(),
+                t["seeded"].clone(),
+                t["blockedByIds"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tasks,
+        [
+            (json!("1"), json!(true), json!([])),
+            (json!("3"), json!(false), json!(["1"])),
+            (json!("4"), json!(false), json!(["3"])),
+        ]
+    );
+    let text = env
+        .swarm(["launch", file, "--backend", "in-process", "--dry-run"])
+        .ok()
+        .stdout;
+    for line in [
+        "  #1 one (seeded before: not created again)",
+        "  #3 two (blocked by #1)",
+        "  #4 three (blocked by #3)",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
+    }
+    env.snapshot().assert_unchanged_since(&before, "--dry-run");
 }

@@ -277,7 +277,7 @@ fn attach_puts_a_terminal_on_the_teammates_pane() {
     }
     env.swarm(["attach", "nobody"])
         .env("SWARM_TMUX_SOCKET", &tmux.socket)
-        .refused("not a member");
+        .not_found("not a member");
 }
 
 #[test]

@@ -245,7 +245,6 @@ fn dry_run_shows_the_teammate_runtime_command_for_shell_and_cli_agents() {
         .json();
     let sid = out["leadSessionId"].as_str().unwrap();
     let root = env.root().display().to_string();
-    let words: Vec<String> = serde_json::from_value(out["teammates"][0]["argv"].clone()).unwrap();
     // A dry run writes nothing, not even the new team's lead key (issue 24 item 10): the argv
     // says where the key the launch makes goes.
     env.snapshot().assert_unchanged_since(&before, "--dry-run");

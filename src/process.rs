@@ -14,6 +14,12 @@ pub(crate) mod procfs;
 pub mod signals;
 pub mod spawn;
 
+/// This very binary, for the commands that run swarm again (a pane's trampoline, `swarm up`
+/// from the lead console, `swarm attach` from `top`, completion scripts).
+pub fn swarm_exe() -> crate::error::Result<std::path::PathBuf> {
+    std::env::current_exe().map_err(crate::error::Error::io("find", "the swarm executable"))
+}
+
 /// Runs `future` to completion on a single-threaded tokio runtime: the event loop of a
 /// long-lived swarm process (teammate runtime, lead console, in-process supervisor), which waits
 /// on child exits, file events, signals, stdin and timers at once with `tokio::select!`.

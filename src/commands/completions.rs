@@ -41,7 +41,7 @@ pub(crate) fn run(args: &CompletionsArgs) -> Result<()> {
         .completer(args.shell.name())
         .ok_or_else(|| Error::usage(format!("no completions for {}", args.shell.name())))?;
     // The script calls this very binary back, wherever it was run from.
-    let exe = std::env::current_exe().map_err(Error::io("find", "the swarm executable"))?;
+    let exe = crate::process::swarm_exe()?;
     let mut script = Vec::new();
     shell
         .write_registration(

@@ -14,6 +14,7 @@ use serde_json::json;
 use super::Context;
 use crate::commands::cli::{InboxArgs, Recipient, SendArgs};
 use crate::error::{Error, Result};
+use crate::lifecycle;
 use crate::output;
 use crate::output::terminal::{visible, visible_lines};
 use crate::store::mailbox::{InboxMessage, Mailbox, MAX_MESSAGE_BYTES};
@@ -62,6 +63,9 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
         .with_summary(args.summary)
         .with_color(Some(sender.color_or_default().to_string()));
     let mailbox = Mailbox::new(&ctx.store, &team);
+    if args.wake {
+        super::identity::require_lead("wake teammates")?;
+    }
     let recipients: Vec<AgentName> = match args.to {
         Recipient::Everyone => mailbox.broadcast(message)?,
         Recipient::Agent(to) => {
@@ -69,6 +73,20 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
             vec![to]
         }
     };
+    for to in &recipients {
+        let member = config.member(to.as_str()).expect("a recipient is a member");
+        if let Some(stopped) = lifecycle::stopped_teammate(&ctx.store, &team, member) {
+            if args.wake {
+                eprintln!("swarm: {to} is not running ({stopped}); starting it again");
+                super::up::start_again(ctx, member)?;
+            } else {
+                eprintln!(
+                    "swarm: {to} is not running ({stopped}); the message waits in its inbox; \
+                     `swarm send --wake` or `swarm up` starts it"
+                );
+            }
+        }
+    }
     if ctx.json {
         let to: Vec<&str> = recipients.iter().map(AgentName::as_str).collect();
         output::json(&json!({"team": team.as_str(), "from": from.as_str(), "to": to}))

@@ -88,8 +88,7 @@ fn read_stdin<T: serde::de::DeserializeOwned>(what: &str) -> Result<T> {
 
 /// This host, and one teammate's place on it, for the launch on the lead's machine.
 fn hello(req: HelloRequest) -> Result<HostInfo> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::Backend(format!("cannot find the swarm executable: {e}")))?;
+    let exe = crate::process::swarm_exe()?;
     let root = mirror_root(&req.mirror)?;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)

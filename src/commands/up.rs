@@ -18,7 +18,7 @@ use crate::launch::recorded::recorded_file;
 use crate::launch::{IfRunning, LAUNCH_FIELD};
 use crate::lifecycle::{self, ShutdownOptions, ShutdownResult};
 use crate::output;
-use crate::store::roster::Roster;
+use crate::store::roster::{Member, Roster};
 
 pub(crate) fn up(ctx: &Context, mut args: LaunchArgs) -> Result<i32> {
     if args.file.is_none() && args.teammate.is_empty() {
@@ -87,6 +87,12 @@ pub(crate) fn restart(ctx: &Context, args: RestartArgs) -> Result<i32> {
             output::line(format!("{}: stopped ({})", member.name, outcome.outcome))?;
         }
     }
+    start_again(ctx, &member)
+}
+
+/// Starts a stopped teammate again as it was recorded (`swarm up` for that one member, on the
+/// backend it ran on): `swarm restart` after the stop, and `swarm send --wake`.
+pub(crate) fn start_again(ctx: &Context, member: &Member) -> Result<i32> {
     let backend = match member.backend_type.as_deref().and_then(BackendKind::parse) {
         Some(BackendKind::Tmux) => BackendChoice::Tmux,
         Some(BackendKind::Iterm2) => BackendChoice::Iterm2,

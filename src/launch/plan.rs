@@ -284,8 +284,7 @@ impl LaunchOptions {
     /// Options from this process: its exe, environment, tmux and iTerm2 surroundings.
     pub(crate) fn from_process() -> Result<LaunchOptions> {
         let exec: Arc<dyn Exec> = Arc::new(SystemExec);
-        let swarm_exe = std::env::current_exe()
-            .map_err(|e| Error::Backend(format!("cannot find the swarm executable: {e}")))?;
+        let swarm_exe = crate::process::swarm_exe()?;
         Ok(LaunchOptions {
             backend: BackendChoice::Auto,
             split: false,

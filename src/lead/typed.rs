@@ -1,5 +1,8 @@
 //! What the person types at the lead console: `@name text`, `@* text`, `/status`, `/tasks`,
-//! `/shutdown [name]`, `/help`, `/quit`, and `y` / `n [feedback]` for the question on screen.
+//! `/shutdown [name]`, `/wake name`, `/help`, `/quit`, and `y` / `n [feedback]` for the
+//! question on screen. A message to a teammate that is not running is delivered and the console
+//! says so, naming `/wake`, which starts it again through `swarm up` (the binary run again: the
+//! console does not launch).
 //!
 //! A typo is reported on the console and never ends it; only a failure of the store does.
 
@@ -16,6 +19,7 @@ const HELP: &str = "\
 @name text  message a teammate     @* text   message everyone
 /status     members and health      /tasks    the task list
 /shutdown [name]  ask one or all teammates to stop
+/wake name  start a stopped teammate again (it reads what waited)
 y | n [feedback]  answer the question on screen (named in its prompt line)
 /quit       leave the console (teammates keep running)";
 
@@ -47,6 +51,7 @@ impl Console<'_> {
             "/status" => self.print_status()?,
             "/tasks" => self.print_tasks()?,
             "/shutdown" => self.request_shutdown(arg)?,
+            "/wake" => self.wake(arg)?,
             "/quit" | "/exit" => return Ok(false),
             "/help" => HELP.lines().for_each(|l| self.say(l)),
             "y" | "yes" | "n" | "no" => {
@@ -75,7 +80,51 @@ impl Console<'_> {
             let sent = mailbox.broadcast(message)?;
             self.say(&format!("sent to {} teammates", sent.len()));
         } else {
-            mailbox.send(&to.parse()?, message)?;
+            let to = to.parse()?;
+            mailbox.send(&to, message)?;
+            let config = Roster::new(self.store, self.team).load()?;
+            let stopped = config
+                .member(to.as_str())
+                .and_then(|m| lifecycle::stopped_teammate(self.store, self.team, m));
+            if let Some(ended) = stopped {
+                self.say(&format!(
+                    "! {to} is not running ({ended}); the message waits in its inbox. /wake {to} starts it again"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `/wake name`: `swarm up` for that one teammate, if it is not running.
+    fn wake(&self, who: &str) -> Result<()> {
+        let config = Roster::new(self.store, self.team).load()?;
+        let member = config.member(who).ok_or_else(|| Error::NoSuchMember {
+            team: self.team.to_string(),
+            name: who.to_string(),
+        })?;
+        if lifecycle::stopped_teammate(self.store, self.team, member).is_none() {
+            return Err(Error::usage(format!(
+                "{who} is not known to be stopped; /status shows the members"
+            )));
+        }
+        let mut up = std::process::Command::new(crate::process::swarm_exe()?);
+        up.arg("--root")
+            .arg(self.store.root())
+            .args(["--team", self.team.as_str(), "up", "--no-lead-pane"])
+            .arg("--teammate")
+            .arg(format!("{}=", member.name));
+        if let Some(backend) = member.backend_type.as_deref() {
+            up.args(["--backend", backend]);
+        }
+        let out = up
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Error::Backend(format!("failed to run swarm up for {who}: {e}")))?;
+        for line in String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .chain(String::from_utf8_lossy(&out.stderr).lines())
+        {
+            self.say(line);
         }
         Ok(())
     }

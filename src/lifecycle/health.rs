@@ -144,6 +144,20 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
     })
 }
 
+/// How teammate `member` ended, when it is known not to run: a message to it waits unread
+/// (`swarm send` and the lead console say so). Its liveness lock first: a running runtime holds
+/// it, and that answer needs no tmux call. The lead, and a member nobody can judge (one run by
+/// hand, a Claude Code lead's), say nothing.
+pub fn stopped_teammate(store: &Store, team: &TeamName, member: &Member) -> Option<Ended> {
+    if member.is_lead() || liveness::probe(store, team, &member.name).ok()? == Liveness::Alive {
+        return None;
+    }
+    match member_health(store, team, member).ok()?.runs {
+        Runs::No(ended) => Some(ended),
+        _ => None,
+    }
+}
+
 /// Why a member with neither a pane state nor a liveness lock cannot be judged.
 fn unsure(backend: Option<&MemberBackend>) -> Unsure {
     match backend.map(|b| (b.kind(), b.tmux().is_some(), b.pane().is_some())) {

@@ -83,8 +83,7 @@ pub(crate) fn open(
     launch: &Launch,
 ) -> Result<LocalPane> {
     kill(store, team, name)?;
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::Backend(format!("cannot find the swarm executable: {e}")))?;
+    let exe = crate::process::swarm_exe()?;
     let trampoline = Trampoline {
         swarm_exe: exe,
         spec_dir: absolute(&store.spawn_dir(team)),

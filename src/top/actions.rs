@@ -133,7 +133,7 @@ impl Actor<'_> {
         outcome((|| {
             let who: AgentName = name.parse()?;
             let member = Roster::new(self.store, self.team).require_member(who.as_str())?;
-            let exe = std::env::current_exe().map_err(Error::io("find", "the swarm executable"))?;
+            let exe = crate::process::swarm_exe()?;
             let mut cmd = std::process::Command::new(exe);
             cmd.arg("--root").arg(self.store.root()).args([
                 "--team",

@@ -11,6 +11,7 @@ mod readme;
 mod small;
 mod state;
 mod up;
+mod wake;
 
 use std::ffi::OsStr;
 use std::path::PathBuf;

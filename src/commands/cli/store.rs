@@ -88,6 +88,10 @@ pub(crate) struct SendArgs {
     /// A short summary shown in previews.
     #[arg(long)]
     pub(crate) summary: Option<String>,
+    /// Start a recipient that is not running again (as `swarm up` would), so it reads the
+    /// message. Without it, a message to a stopped teammate is delivered and stderr says so.
+    #[arg(long)]
+    pub(crate) wake: bool,
     /// The message; '-' reads it from standard input.
     pub(crate) text: String,
 }

@@ -327,8 +327,8 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
 }
 
 pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
-    super::identity::require_lead("shut teammates down")?;
     let team = ctx.existing_team()?;
+    crate::store::authority::require_lead(&ctx.store, &team, "shut teammates down")?;
     let config = Roster::new(&ctx.store, &team).load()?;
     if config.led_by_claude() && !args.force {
         return Err(Error::usage(format!(
@@ -428,6 +428,7 @@ pub(crate) fn describe_outcome(o: &ShutdownOutcome, timeout: u64) -> String {
 /// swarm cannot trust is not signalled, and that is an error (exit 1) once the member is retired.
 pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
     let team = ctx.existing_team()?;
+    crate::store::authority::require_lead(&ctx.store, &team, "kill a teammate")?;
     let m = member(ctx, &team, name)?;
     if m.is_lead() {
         return Err(Error::usage(

@@ -105,7 +105,11 @@ fn decide(
     verdict: Verdict,
     by: AgentName,
 ) -> Result<i32> {
-    super::identity::require_lead("decide permission and plan requests")?;
+    crate::store::authority::require_lead(
+        &ctx.store,
+        team,
+        "decide permission and plan requests",
+    )?;
     refuse_if_led_by_claude(ctx, team)?;
     let request = requests::lookup(&ctx.store, team, id)?;
     let decided = requests::decide(&ctx.store, team, &request, verdict, &Decider::named(by))?;

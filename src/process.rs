@@ -13,6 +13,7 @@ pub mod pid;
 pub(crate) mod procfs;
 pub mod signals;
 pub mod spawn;
+pub mod spawn_record;
 
 /// Runs `future` to completion on a single-threaded tokio runtime: the event loop of a
 /// long-lived swarm process (teammate runtime, lead console, in-process supervisor), which waits

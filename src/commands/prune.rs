@@ -177,6 +177,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         }
         roster.delete(true)?;
         crate::store::lead_key::LeadKey::forget(&ctx.store, team)?;
+        crate::process::spawn_record::forget_team(&ctx.store, team)?;
         worktrees.extend(lifecycle::finish_team_worktrees(&config));
         deleted.push(team.to_string());
     }

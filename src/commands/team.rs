@@ -167,13 +167,21 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             let config = roster.load()?;
             roster.delete(force)?;
             crate::store::lead_key::LeadKey::forget(&ctx.store, &team)?;
+            crate::process::spawn_record::forget_team(&ctx.store, &team)?;
             let worktrees = lifecycle::finish_team_worktrees(&config);
             if ctx.json {
                 output::json(&json!({"deleted": team.as_str(), "stopped": stopped,
                                      "worktrees": worktrees}))
             } else {
                 for o in &stopped {
-                    output::line(format!("stopped {} ({})", o.name, o.outcome))?;
+                    if o.killed || o.retired {
+                        output::line(format!("stopped {} ({})", o.name, o.outcome))?;
+                    } else {
+                        output::line(super::ops::describe_outcome(
+                            o,
+                            DELETE_SHUTDOWN_TIMEOUT.as_secs(),
+                        ))?;
+                    }
                 }
                 for line in &worktrees {
                     output::line(line)?;

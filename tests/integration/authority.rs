@@ -32,9 +32,9 @@ const IMPOSTORS: [Impostor; 3] = [
 
 impl Impostor {
     fn run(&self, env: &Env, args: &[&str]) -> Swarm {
-        let mut s = env
-            .swarm(args)
-            .context(format!("{} running swarm {}", self.what, args.join(" ")));
+        let mut s =
+            env.swarm(args)
+                .context(format!("{} running swarm {}", self.what, args.join(" ")));
         if let Some(name) = self.agent_name {
             s = s.env("SWARM_AGENT_NAME", name);
         }
@@ -92,19 +92,25 @@ fn lead_only_commands_refuse_a_process_that_cannot_use_the_lead_key() {
         &["shutdown", "--all", "--force", "--timeout", "1"],
         &["done"],
         &["restart", "coder"],
-        &["launch", "--agent", "shell", "--teammate", "b=go", "--backend", "in-process"],
+        &[
+            "launch",
+            "--agent",
+            "shell",
+            "--teammate",
+            "b=go",
+            "--backend",
+            "in-process",
+        ],
     ];
     for impostor in &IMPOSTORS {
         for args in commands {
-            impostor
-                .run(&env, args)
-                .refused("only the team lead may");
+            impostor.run(&env, args).refused("only the team lead may");
         }
     }
     // The message says what to do.
-    IMPOSTORS[1].run(&env, &["kill", "coder"]).refused(
-        "has no copy of the team's lead key in its state directory",
-    );
+    IMPOSTORS[1]
+        .run(&env, &["kill", "coder"])
+        .refused("has no copy of the team's lead key in its state directory");
     IMPOSTORS[2]
         .run(&env, &["kill", "coder"])
         .refused("holds a lead key, but not the one the team published");

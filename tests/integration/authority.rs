@@ -79,7 +79,7 @@ fn lead_only_commands_refuse_a_process_that_cannot_use_the_lead_key() {
         env.path("state/forger/swarm/lead-keys").is_dir(),
         "the impostor holds a key of its own"
     );
-    let commands: [&[&str]; 13] = [
+    let commands: [&[&str]; 14] = [
         &["kill", "coder"],
         &["team", "remove", "coder"],
         &["team", "add", "newbie"],
@@ -92,6 +92,7 @@ fn lead_only_commands_refuse_a_process_that_cannot_use_the_lead_key() {
         &["shutdown", "--all", "--force", "--timeout", "1"],
         &["done"],
         &["restart", "coder"],
+        &["lead", "--exit-when-done"],
         &[
             "launch",
             "--agent",

@@ -31,6 +31,7 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::process::group::{terminate_group, Refusal};
 use crate::process::pid::{recorded_exit, PidRecord};
+use crate::process::spawn_record::{self, Untrusted};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::Member;
@@ -45,6 +46,11 @@ pub(crate) const KILL_GRACE: Duration = Duration::from_secs(3);
 pub struct MemberBackend<'a> {
     member: &'a Member,
     runner: Runner,
+    /// Where swarm's own record of the member's process is looked up (`spawn_record`).
+    store: Store,
+    team: TeamName,
+    /// Off once the caller found the recorded process untrusted: only its pane is closed.
+    signals: bool,
 }
 
 #[derive(Debug)]
@@ -95,7 +101,13 @@ pub fn for_member<'a>(
         BackendKind::Iterm2 => Runner::Iterm2(Iterm2Backend::for_ops(Arc::new(SystemExec))),
         BackendKind::InProcess => Runner::InProcess,
     };
-    Some(MemberBackend { member, runner })
+    Some(MemberBackend {
+        member,
+        runner,
+        store: store.clone(),
+        team: team.clone(),
+        signals: true,
+    })
 }
 
 impl MemberBackend<'_> {
@@ -105,6 +117,13 @@ impl MemberBackend<'_> {
             Runner::Iterm2(_) => BackendKind::Iterm2,
             Runner::InProcess => BackendKind::InProcess,
         }
+    }
+
+    /// This backend without signals: [`MemberBackend::kill`] then closes the member's pane and
+    /// leaves every process alone.
+    pub fn without_signals(mut self) -> Self {
+        self.signals = false;
+        self
     }
 
     /// The tmux backend on the member's server, for what only tmux can do (attach, capture).
@@ -118,14 +137,17 @@ impl MemberBackend<'_> {
     /// Whether swarm can positively identify what runs the member, so stopping it stops that
     /// and nothing else: a pane on its recorded server (whose marks the backend checks), a pane
     /// whose process is the member (a Claude Code lead's teammate), a recorded pid; iTerm2
-    /// sessions are addressed by their own ids.
+    /// sessions are addressed by their own ids. A process counts only when swarm's own records
+    /// say it started one for the member (`spawn_record`), never because the roster says so.
     pub fn identifiable(&self) -> bool {
         match &self.runner {
             Runner::Tmux(_) | Runner::Iterm2(_) => true,
             Runner::Unrecorded(m) => m
                 .find(Arc::new(SystemExec), &TmuxEnv::from_process())
                 .is_ok_and(|found| found.is_some()),
-            Runner::InProcess => PidRecord::of_member(self.member).is_some(),
+            Runner::InProcess => {
+                spawn_record::load(&self.store, &self.team, self.member.name.as_str()).is_some()
+            }
         }
     }
 
@@ -158,10 +180,15 @@ impl MemberBackend<'_> {
         }
     }
 
-    /// Kills the member's pane and the process group swarm recorded for it; already dead is
-    /// fine.
+    /// Kills the member's pane and the process group swarm recorded starting for it (in its own
+    /// records, not the roster's); already dead is fine.
     pub fn kill(&mut self) -> Result<()> {
         let pane = self.pane();
+        if self.signals {
+            if let Runner::Iterm2(_) | Runner::InProcess = self.runner {
+                stop_recorded_process(&self.store, &self.team, self.member);
+            }
+        }
         match &mut self.runner {
             Runner::Tmux(b) => pane.map_or(Ok(()), |p| b.kill(&p)),
             Runner::Unrecorded(m) => {
@@ -176,28 +203,31 @@ impl MemberBackend<'_> {
                 }
                 Ok(())
             }
-            Runner::Iterm2(b) => {
-                stop_recorded_process(self.member);
-                pane.map_or(Ok(()), |p| b.kill(&p))
-            }
-            Runner::InProcess => {
-                stop_recorded_process(self.member);
-                Ok(())
-            }
+            Runner::Iterm2(b) => pane.map_or(Ok(()), |p| b.kill(&p)),
+            Runner::InProcess => Ok(()),
         }
     }
 }
 
-/// Stops the process group swarm recorded for `member`, if the record still names it; a record
-/// swarm cannot trust is reported, never signalled.
-fn stop_recorded_process(member: &Member) {
-    let Some(record) = PidRecord::of_member(member) else {
-        return;
+/// Stops the process group swarm recorded starting for `member`, if its record still names
+/// that process; one swarm cannot trust is reported, never signalled.
+fn stop_recorded_process(store: &Store, team: &TeamName, member: &Member) {
+    let record = match spawn_record::signal_target(store, team, member.name.as_str()) {
+        Ok(record) => record,
+        Err(Untrusted::Group(Refusal::Gone)) => return,
+        Err(Untrusted::NotStarted) if PidRecord::of_member(member).is_none() => return,
+        Err(why) => {
+            eprintln!(
+                "swarm: warning: not signalling any process of {}: {why}",
+                member.name
+            );
+            return;
+        }
     };
     match terminate_group(&record, KILL_GRACE) {
         Ok(()) | Err(Refusal::Gone) => {}
         Err(why) => eprintln!(
-            "swarm: warning: not signalling {}'s recorded pid {}: {why}",
+            "swarm: warning: not signalling {}'s process {}: {why}",
             member.name, record.pid
         ),
     }

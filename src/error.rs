@@ -52,6 +52,15 @@ pub enum Error {
     #[error("team {team:?} still has active teammates ({names}); shut them down with `swarm shutdown --all` or pass --force")]
     TeamActive { team: String, names: String },
 
+    /// A lead-only operation in a process that cannot use the team's lead key; `why` says what
+    /// this process lacks.
+    #[error("refusing to {what} (team {team:?}): only the team lead may, and this process {why}; run it from the lead's own shell (the one that created or launched the team), which can read the team's lead key")]
+    NotTheLead {
+        what: String,
+        team: String,
+        why: String,
+    },
+
     #[error("task #{id} does not exist in team {team:?}; `swarm task list` shows the tasks")]
     NoSuchTask { team: String, id: String },
 
@@ -184,6 +193,7 @@ impl Error {
             | Error::TeamExists(_)
             | Error::MemberExists { .. }
             | Error::TeamActive { .. }
+            | Error::NotTheLead { .. }
             | Error::InvalidRoster { .. }
             | Error::DependencyCycle { .. }
             | Error::AlreadyDecided { .. }

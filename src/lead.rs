@@ -50,6 +50,7 @@ pub(crate) fn run(store: &Store, team: &TeamName, opts: LeadOptions) -> Result<i
     if Roster::new(store, team).load()?.led_by_claude() {
         return Err(Error::usage(crate::lifecycle::claude_led_notice(team)));
     }
+    crate::store::authority::require_lead(store, team, "run the lead console")?;
     crate::process::block_on(follow(Console::new(store, team, opts)))
 }
 

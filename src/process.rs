@@ -13,6 +13,7 @@ pub mod pid;
 pub(crate) mod procfs;
 pub mod signals;
 pub mod spawn;
+pub mod spawn_record;
 
 /// This very binary, for the commands that run swarm again (a pane's trampoline, `swarm up`
 /// from the lead console, `swarm attach` from `top`, completion scripts).

@@ -7,6 +7,7 @@
 //! protocol, quarantine of damaged files) and nothing else: it starts no process and knows no
 //! backend, so every other wing can depend on it.
 
+pub mod authority;
 pub mod colour;
 #[cfg(test)]
 pub mod fixture;

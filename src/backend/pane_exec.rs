@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::pane::Launch;
 use crate::error::{Error, Result};
+use crate::process::spawn_record::{self, SpawnToken};
 use crate::store::colour::Colour;
 use crate::store::fsio;
 
@@ -96,7 +97,7 @@ pub fn pane_exec(spec_path: &Path) -> Result<i32> {
     })?;
     let _ = std::fs::remove_file(spec_path);
     if let Some(pane) = &spec.iterm2 {
-        iterm2_chores(pane);
+        iterm2_chores(pane, SpawnToken::from_env(&spec.env).as_ref());
     }
     let (program, args) = spec
         .argv
@@ -113,9 +114,10 @@ pub fn pane_exec(spec_path: &Path) -> Result<i32> {
     })
 }
 
-/// Titles and colours the iTerm2 pane, and records this process (soon the teammate) in the
-/// roster, since iTerm2 cannot say which process runs in a pane.
-fn iterm2_chores(pane: &Iterm2Pane) {
+/// Titles and colours the iTerm2 pane, and records this process (soon the teammate) in swarm's
+/// own spawn records and, for display, the roster, since iTerm2 cannot say which process runs in
+/// a pane.
+fn iterm2_chores(pane: &Iterm2Pane, token: Option<&SpawnToken>) {
     use std::io::{IsTerminal, Write};
 
     let mut out = std::io::stdout();
@@ -135,6 +137,11 @@ fn iterm2_chores(pane: &Iterm2Pane) {
     ) {
         let store = crate::store::paths::Store::new(&pane.root);
         let pid = std::process::id();
+        if let Some(token) = token {
+            if let Err(e) = spawn_record::save(&store, &team, name.as_str(), pid, token) {
+                eprintln!("swarm: warning: swarm will not be able to signal {name}: {e}");
+            }
+        }
         let _ = crate::store::roster::Roster::new(&store, &team).update_member(&name, |m| {
             crate::process::pid::record_pid(m, pid);
         });

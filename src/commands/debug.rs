@@ -56,6 +56,13 @@ pub(crate) fn run(ctx: &Context, cmd: DebugCommand) -> Result<i32> {
             Mailbox::new(&ctx.store, &team).send(&to, message)?;
             Ok(0)
         }
+        DebugCommand::RecordSpawn { name, pid, token } => {
+            use crate::process::spawn_record::{self, SpawnToken, TOKEN_VAR};
+            let team = ctx.existing_team()?;
+            let token = SpawnToken::from_env(&[(TOKEN_VAR.to_string(), token)])
+                .expect("the token was just given");
+            spawn_record::save(&ctx.store, &team, name.as_str(), pid, &token).map(|()| 0)
+        }
         DebugCommand::Append(args) => append(ctx, args).map(|()| 0),
         DebugCommand::CcAppend(args) => cc_append(ctx, args).map(|()| 0),
         DebugCommand::ClaimLoop {

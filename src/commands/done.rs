@@ -13,8 +13,8 @@ use crate::output;
 use crate::store::fsio;
 
 pub(crate) fn run(ctx: &Context, args: DoneArgs) -> Result<()> {
-    super::identity::require_lead("end the team")?;
     let team = ctx.existing_team()?;
+    crate::store::authority::require_lead(&ctx.store, &team, "end the team")?;
     let path = crate::lead::agent::done_path(&ctx.store, &team);
     fsio::ensure_dir(path.parent().expect("under the team dir"))?;
     let record = json!({

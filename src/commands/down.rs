@@ -25,8 +25,8 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::Roster;
 
 pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
-    super::identity::require_lead("take the team down")?;
     let team = ctx.team()?;
+    crate::store::authority::require_lead(&ctx.store, &team, "take the team down")?;
     let roster = Roster::new(&ctx.store, &team);
     if !roster.exists() {
         return down_deleted(ctx, &team);

@@ -2,12 +2,10 @@
 //!
 //! A teammate's shell has `SWARM_AGENT_NAME` set to its own name (the launcher and the runtime
 //! put it there). Such a caller acts only as itself: `--from`, `--agent` and
-//! `inbox NAME --mark-read` naming another member are refused, and it cannot decide permission
-//! requests. The caller "holds the lead key" when `SWARM_AGENT_NAME` is unset or `team-lead`
-//! (the user's shell, the lead console, the launcher): only such a process loads the team's
-//! private key (see `store::lead_key`), so only it can sign, and it may act for any member.
-//! This stops a teammate that goes through swarm, or a prompt-injected agent; code that
-//! unsets the variable runs as the same user and is out of reach (README, threat model).
+//! `inbox NAME --mark-read` naming another member are refused. Lead-only operations (kill,
+//! shutdown, deciding requests, ...) are not judged here but by `store::authority`, which asks
+//! for the team's lead key itself: an environment variable can take rights away, never grant
+//! them.
 
 use crate::error::{Error, Result};
 use crate::store::lead_key::caller_is_lead_side;
@@ -29,16 +27,5 @@ pub(crate) fn check_acting_as(name: &str, flag: &str) -> Result<()> {
              key, may act for another member"
         ))),
         _ => Ok(()),
-    }
-}
-
-/// Refuses `what` to a teammate's shell: it is the lead's to do.
-pub(crate) fn require_lead(what: &str) -> Result<()> {
-    match teammate_caller() {
-        Some(me) => Err(Error::usage(format!(
-            "refusing to {what}: this shell is teammate {me:?} (SWARM_AGENT_NAME), and only \
-             the team lead may"
-        ))),
-        None => Ok(()),
     }
 }

@@ -26,8 +26,6 @@ const KEY_MADE_AT_LAUNCH: &str = "<the team's lead key, made by the launch>";
 
 /// `swarm launch` (`IfRunning::Refuse`) and `swarm up` (`IfRunning::Keep`).
 pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Result<i32> {
-    // The roster stays flat: teammates do not spawn teammates; the lead side adds members.
-    super::identity::require_lead("launch teammates")?;
     let (file_team, mut parts) = match &args.file {
         Some(path) => {
             let loaded = swarmfile::load(path)?;
@@ -77,6 +75,8 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         .panes_per_window
         .map(usize::from)
         .or(parts.panes_per_window);
+    // The roster stays flat: teammates do not spawn teammates; the lead side adds members.
+    crate::store::authority::require_lead(&ctx.store, &team, "launch teammates")?;
     let plan = parts.into_plan(team);
 
     let mut opts = LaunchOptions::from_process()?;
@@ -135,6 +135,10 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         }
     };
     let mut launched = prepared.execute(&ctx.store, &mut progress)?;
+    // A team this launch made publishes its key now (one that existed did in `require_lead`).
+    if let Some(key) = LeadKey::for_caller(&ctx.store, &launched.team)? {
+        crate::store::authority::publish(&ctx.store, &launched.team, &key)?;
+    }
     crate::launch::recorded::record_file(&ctx.store, &launched.team, args.file.as_deref())?;
     let wait = (!args.no_wait).then(|| Duration::from_secs(args.wait));
     let file = args

@@ -327,7 +327,6 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
 }
 
 pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
-    super::identity::require_lead("shut teammates down")?;
     let team = ctx.existing_team()?;
     let config = Roster::new(&ctx.store, &team).load()?;
     if config.led_by_claude() && !args.force {
@@ -336,6 +335,7 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
             lifecycle::claude_led_notice(&team)
         )));
     }
+    crate::store::authority::require_lead(&ctx.store, &team, "shut teammates down")?;
     // Every teammate swarm has not retired, idle or busy: `isActive` is Claude Code's busy flag.
     let names: Vec<AgentName> = if args.all {
         config
@@ -411,8 +411,9 @@ pub(crate) fn describe_outcome(o: &ShutdownOutcome, timeout: u64) -> String {
         }
     } else if o.unidentified {
         line.push_str(
-            "; not stopped: swarm cannot identify its pane or process (no tmux server or pid \
-             recorded for it), so it touched nothing; stop it from its own lead",
+            "; not stopped: swarm cannot identify its pane or process (no tmux server recorded \
+             for it, and swarm found no process it started for it), so it touched nothing; stop \
+             it from its own lead",
         );
     } else {
         line.push_str(&format!(
@@ -444,6 +445,7 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
              it), so it neither signals it nor marks it stopped; stop it from its own lead"
         )));
     }
+    crate::store::authority::require_lead(&ctx.store, &team, "kill a teammate")?;
     let was_running = lifecycle::member_health(&ctx.store, &team, &m)?
         .runs
         .running();

@@ -41,18 +41,27 @@ struct Plan {
 }
 
 pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
-    super::identity::require_lead("prune teams")?;
-    let teams = list_teams(&ctx.store)?;
+    let all_teams = list_teams(&ctx.store)?;
+    // The teams this prune may touch (the named ones, else all) are each the lead's to prune:
+    // checked before anything is settled, retired or deleted.
+    let teams: Vec<TeamName> = all_teams
+        .iter()
+        .filter(|t| args.teams.is_empty() || args.teams.contains(t))
+        .cloned()
+        .collect();
+    for team in &teams {
+        crate::store::authority::require_lead(&ctx.store, team, "prune teams")?;
+    }
     let mut plan = Plan {
         orphans: lifecycle::teardown::panes_of_deleted_teams(
             &ctx.store,
-            &teams,
+            &all_teams,
             &lifecycle::teardown::servers_here(),
         ),
         ..Plan::default()
     };
     for named in &args.teams {
-        if !teams.contains(named) && !plan.orphans.iter().any(|(t, _, _)| t == named.as_str()) {
+        if !all_teams.contains(named) && !plan.orphans.iter().any(|(t, _, _)| t == named.as_str()) {
             return Err(Error::NoSuchTeam {
                 team: named.to_string(),
                 root: ctx.store.root().to_path_buf(),
@@ -113,6 +122,12 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
             }
         }
     }
+    // A deleted team's panes have no key to check; a teammate's environment is still refused.
+    for (team, _, _) in &plan.orphans {
+        if let Ok(team) = team.parse::<TeamName>() {
+            crate::store::authority::require_lead(&ctx.store, &team, "prune teams")?;
+        }
+    }
     if plan.retire.is_empty() && plan.delete.is_empty() && plan.orphans.is_empty() {
         if ctx.json {
             output::json(&json!({"retired": [], "deleted": [], "closed": []}))?;
@@ -162,6 +177,7 @@ pub(crate) fn prune(ctx: &Context, args: PruneArgs) -> Result<i32> {
         }
         roster.delete(true)?;
         crate::store::lead_key::LeadKey::forget(&ctx.store, team)?;
+        crate::process::spawn_record::forget_team(&ctx.store, team)?;
         worktrees.extend(lifecycle::finish_team_worktrees(&config));
         deleted.push(team.to_string());
     }

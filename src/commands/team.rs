@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::{self, Census, ShutdownOptions, ShutdownOutcome, ShutdownResult};
 use crate::output;
 use crate::output::terminal::visible;
+use crate::store::authority;
 use crate::store::colour::Colour;
 use crate::store::liveness::{self, Liveness};
 use crate::store::names::{AgentName, TeamName};
@@ -34,8 +35,11 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
                 &cwd,
                 &uuid::Uuid::new_v4().to_string(),
             )?;
-            // Made now, so the team's first lead message is already signed.
-            crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)?;
+            // Made now, so the team's first lead message is already signed, and published, so
+            // only a process holding this key acts as the team's lead.
+            if let Some(key) = crate::store::lead_key::LeadKey::for_caller(&ctx.store, &team)? {
+                authority::publish(&ctx.store, &team, &key)?;
+            }
             if ctx.json {
                 output::json(&config)
             } else {
@@ -112,6 +116,8 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             agent_type,
         } => {
             let team = ctx.existing_team()?;
+            // The roster stays flat: teammates do not add teammates.
+            authority::require_lead(&ctx.store, &team, "add a member")?;
             let roster = Roster::new(&ctx.store, &team);
             let color = match color {
                 Some(c) if Colour::named(&c).is_some() => c,
@@ -138,6 +144,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::Remove { name: who } => {
             let team = ctx.existing_team()?;
+            authority::require_lead(&ctx.store, &team, "remove a member")?;
             Roster::new(&ctx.store, &team).remove_member(&who)?;
             let released = TaskList::new(&ctx.store, &team).release_agent(who.as_str())?;
             clear_what_was_left(ctx, &team, &who)?;
@@ -149,6 +156,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
         }
         TeamCommand::Delete { name, force } => {
             let team = pick_explicit(ctx, name, "delete")?;
+            authority::require_lead(&ctx.store, &team, "delete the team")?;
             let roster = Roster::new(&ctx.store, &team);
             let stopped = if force {
                 stop_everyone(ctx, &team)?
@@ -159,13 +167,21 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
             let config = roster.load()?;
             roster.delete(force)?;
             crate::store::lead_key::LeadKey::forget(&ctx.store, &team)?;
+            crate::process::spawn_record::forget_team(&ctx.store, &team)?;
             let worktrees = lifecycle::finish_team_worktrees(&config);
             if ctx.json {
                 output::json(&json!({"deleted": team.as_str(), "stopped": stopped,
                                      "worktrees": worktrees}))
             } else {
                 for o in &stopped {
-                    output::line(format!("stopped {} ({})", o.name, o.outcome))?;
+                    if o.killed || o.retired {
+                        output::line(format!("stopped {} ({})", o.name, o.outcome))?;
+                    } else {
+                        output::line(super::ops::describe_outcome(
+                            o,
+                            DELETE_SHUTDOWN_TIMEOUT.as_secs(),
+                        ))?;
+                    }
                 }
                 for line in &worktrees {
                     output::line(line)?;

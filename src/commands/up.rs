@@ -45,8 +45,8 @@ pub(crate) fn up(ctx: &Context, mut args: LaunchArgs) -> Result<i32> {
 }
 
 pub(crate) fn restart(ctx: &Context, args: RestartArgs) -> Result<i32> {
-    super::identity::require_lead("restart teammates")?;
     let team = ctx.existing_team()?;
+    crate::store::authority::require_lead(&ctx.store, &team, "restart teammates")?;
     let member = Roster::new(&ctx.store, &team).require_member(args.name.as_str())?;
     if member.is_lead() {
         return Err(Error::usage(

@@ -28,10 +28,11 @@ use std::path::Path;
 use super::plan::TASK_KEY;
 use super::running::{make_backend, Launched, LaunchedTeammate};
 use super::{Prepared, PreparedTeammate, TaskRef};
-use crate::backend::pane::{NewPane, Opened, Started};
+use crate::backend::pane::{Launch, NewPane, Opened, Started};
 use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec};
 use crate::error::{Error, Result};
 use crate::lifecycle::orphans::{clear_opening, mark_opening};
+use crate::process::spawn_record::{self, SpawnToken};
 use crate::store::colour::LEAD_COLOR;
 use crate::store::lead_key::LeadKey;
 use crate::store::liveness::{self, Liveness};
@@ -282,17 +283,33 @@ impl Prepared {
                 color: t.color.clone(),
             })
             .collect();
+        // Each process gets a token of its own in its environment, which swarm's record of it
+        // holds too (`process::spawn_record`): only a process carrying it is ever signalled.
+        let with_token = |launch: &Launch| -> Result<(Launch, SpawnToken)> {
+            let token = SpawnToken::new()?;
+            let mut launch = launch.clone();
+            token.add_to(&mut launch.env);
+            Ok((launch, token))
+        };
+        let lead_launch = self.lead.as_ref().map(with_token).transpose()?;
+        let teammate_launches = self
+            .teammates
+            .iter()
+            .map(|t| with_token(&t.launch))
+            .collect::<Result<Vec<_>>>()?;
         let mut panes: Vec<NewPane> = Vec::with_capacity(specs.len() + 1);
-        if let Some(lead) = &self.lead {
+        if let Some((lead, _)) = &lead_launch {
             panes.push(NewPane {
                 spec: &lead_spec,
                 launch: lead,
             });
         }
-        panes.extend(self.teammates.iter().zip(&specs).map(|(t, spec)| NewPane {
-            spec,
-            launch: &t.launch,
-        }));
+        panes.extend(
+            teammate_launches
+                .iter()
+                .zip(&specs)
+                .map(|((launch, _), spec)| NewPane { spec, launch }),
+        );
         let Opened {
             panes: mut opened,
             error,
@@ -320,7 +337,11 @@ impl Prepared {
             .map(|(t, (pane, started))| launched(t, pane, started))
             .collect();
         let lead = lead_pane.as_ref().map(|pane| (pane, lead_pid));
-        if let Err(e) = self.record(store, backend, lead, &launched) {
+        let tokens = Tokens {
+            lead: lead_launch.as_ref().map(|(_, t)| t),
+            teammates: teammate_launches.iter().map(|(_, t)| t).collect(),
+        };
+        if let Err(e) = self.record(store, backend, lead, &launched, &tokens) {
             for (pane, _) in &opened {
                 let _ = backend.kill(pane);
             }
@@ -340,8 +361,18 @@ impl Prepared {
         backend: &dyn PaneBackend,
         lead: Option<(&PaneId, Option<u32>)>,
         launched: &[LaunchedTeammate],
+        tokens: &Tokens,
     ) -> Result<()> {
         let extra = backend.member_extra();
+        // swarm's own record of each process it started, before the roster names it.
+        if let (Some((_, Some(pid))), Some(token)) = (lead, tokens.lead) {
+            spawn_record::save(store, &self.team, LEAD, pid, token)?;
+        }
+        for (done, token) in launched.iter().zip(&tokens.teammates) {
+            if let Some(pid) = done.pid {
+                spawn_record::save(store, &self.team, &done.name, pid, token)?;
+            }
+        }
         Roster::new(store, &self.team).update(|config| {
             if let Some(m) = config.member_mut(LEAD).filter(|_| self.lead.is_some()) {
                 if let Some((pane, pid)) = lead {
@@ -539,6 +570,12 @@ fn seeded_line(tasks: &[TaskId]) -> String {
 type OpenedTeam = (Option<PaneId>, Vec<LaunchedTeammate>, Option<Error>);
 
 /// The launch's record of a teammate that runs in `pane`.
+/// The spawn tokens of one launch's processes: the lead's, then each teammate's in order.
+struct Tokens<'a> {
+    lead: Option<&'a SpawnToken>,
+    teammates: Vec<&'a SpawnToken>,
+}
+
 fn launched(t: &PreparedTeammate, pane: &PaneId, started: &Started) -> LaunchedTeammate {
     LaunchedTeammate {
         name: t.name.to_string(),

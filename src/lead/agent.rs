@@ -110,6 +110,7 @@ enum TurnEvent {
 /// Runs the lead agent until the team is done (0), `/quit` (0) or a signal (128 + signal).
 pub(crate) fn run(store: &Store, team: &TeamName, opts: LeadAgentOptions) -> Result<i32> {
     Roster::new(store, team).load()?;
+    crate::store::authority::require_lead(store, team, "run the lead agent")?;
     let goal = fsio::read_file(&goal_path(store, team))?.ok_or_else(|| {
         Error::usage(format!(
             "team {team} has no goal for its lead agent ({}); launch it with `swarm launch --lead AGENT --goal TEXT`",

@@ -9,8 +9,9 @@ use crate::backend::for_member;
 use crate::error::Result;
 use crate::lifecycle::kept_output;
 use crate::lifecycle::worktree::{self, Worktree};
-use crate::process::group::{check_group, Refusal};
-use crate::process::pid::{PidRecord, PID_FIELD, PID_START_FIELD};
+use crate::process::group::Refusal;
+use crate::process::pid::PidRecord;
+use crate::process::spawn_record::{self, Untrusted};
 use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
@@ -71,9 +72,10 @@ pub fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> 
 pub enum Killed {
     /// Its pane was closed and its recorded process group stopped (or they were already gone).
     Stopped,
-    /// Its recorded pid was not one swarm can trust (reserved, no start time, recycled, not a
-    /// group leader), so nothing was signalled; its pane, if any, was still closed.
-    NotSignalled { pid: u32, why: Refusal },
+    /// The process the roster or swarm's own records name is not one swarm can trust (not in
+    /// swarm's records, without the spawn token, recycled, not a group leader), so nothing was
+    /// signalled; its pane, if any, was still closed.
+    NotSignalled { pid: u32, why: Untrusted },
 }
 
 impl Killed {
@@ -82,36 +84,40 @@ impl Killed {
         match self {
             Killed::Stopped => None,
             Killed::NotSignalled { pid, why } => Some(format!(
-                "did not signal {name}'s recorded pid {pid}: {why}; if {name} is still running, \
+                "did not signal {name}'s process (pid {pid}): {why}; if {name} is still running, \
                  stop it yourself (`ps -o pid,pgid,lstart,args -p {pid}` shows what that pid is now)"
             )),
         }
     }
 }
 
-/// Kills the member's pane or process group through its backend; already dead is fine. A
-/// recorded pid is checked first ([`check_group`]): one swarm cannot trust is never handed to
-/// the backend, and the caller reports it.
+/// Kills the member's pane or process group through its backend; already dead is fine. The
+/// process is taken from swarm's own record of what it started ([`spawn_record`]), never from
+/// the roster: one swarm cannot trust (a live roster pid with no such record, a recorded pid
+/// without the spawn's token) is never signalled, its pane still closed, and the caller reports
+/// it.
 pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Killed> {
-    let refused = PidRecord::of_member(member).and_then(|record| match check_group(&record) {
-        Ok(()) | Err(Refusal::Gone) => None,
-        Err(why) => Some(Killed::NotSignalled {
-            pid: record.pid,
-            why,
-        }),
-    });
-    let mut untrusted;
-    let member = match refused {
-        Some(_) => {
-            untrusted = member.clone();
-            untrusted.extra.remove(PID_FIELD);
-            untrusted.extra.remove(PID_START_FIELD);
-            &untrusted
-        }
-        None => member,
-    };
-    if let Some(mut backend) = for_member(store, team, member) {
+    let refused =
+        match spawn_record::signal_target(store, team, member.name.as_str()) {
+            Ok(_) | Err(Untrusted::Group(Refusal::Gone)) => None,
+            // Nothing recorded anywhere, or a roster pid that names nothing running: nothing to stop.
+            Err(Untrusted::NotStarted) => PidRecord::of_member(member)
+                .filter(PidRecord::alive)
+                .map(|r| Killed::NotSignalled {
+                    pid: r.pid,
+                    why: Untrusted::NotStarted,
+                }),
+            Err(why) => Some(Killed::NotSignalled {
+                pid: spawn_record::load(store, team, member.name.as_str()).map_or(0, |r| r.pid),
+                why,
+            }),
+        };
+    if let Some(backend) = for_member(store, team, member) {
         keep_output(store, team, member, &backend);
+        let mut backend = match refused {
+            Some(_) => backend.without_signals(),
+            None => backend,
+        };
         backend.kill()?;
     }
     // A member on another host: its pane there too. Unreachable now, its host's relay stops it

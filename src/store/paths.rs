@@ -140,6 +140,11 @@ impl Store {
     pub fn task_history_path(&self, team: &TeamName) -> PathBuf {
         self.tasks_dir(team).join(".swarm-history.jsonl")
     }
+    /// swarm-only: the public half of the team's lead key, published by the lead side
+    /// (`store::authority`), so a process that holds some other key is not taken for the lead.
+    pub fn lead_verify_key_path(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("lead").join("verify-key.json")
+    }
     /// swarm-only: what the lead agent decided, one JSON line each (`lead::agent::decide`).
     pub fn decisions_path(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("lead").join("decisions.jsonl")

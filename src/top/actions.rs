@@ -4,8 +4,8 @@
 //! handshake), and attaching through `swarm attach` itself.
 //!
 //! Each returns the line to show under the dashboard; nothing a person does here ends the
-//! dashboard with an error. Acting as the lead needs the lead's side: from a teammate's shell
-//! (`SWARM_AGENT_NAME` naming a teammate) the dashboard only watches, and says so.
+//! dashboard with an error. Acting as the lead needs the lead's authority (`store::authority`: the
+//! team's lead key): from a process that cannot use it the dashboard only watches, and says so.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -19,7 +19,6 @@ use crate::backend::{for_member, BackendKind};
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, ShutdownOptions, ShutdownResult};
 use crate::store::colour::LEAD_COLOR;
-use crate::store::lead_key::caller_is_lead_side;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -39,13 +38,7 @@ pub(crate) struct Actor<'a> {
 impl Actor<'_> {
     /// Refuses lead-only work to a teammate's shell.
     fn as_lead(&self, what: &str) -> Result<()> {
-        if caller_is_lead_side() {
-            return Ok(());
-        }
-        Err(Error::usage(format!(
-            "only the team lead may {what}; this shell is teammate {:?} (SWARM_AGENT_NAME)",
-            std::env::var("SWARM_AGENT_NAME").unwrap_or_default()
-        )))
+        crate::store::authority::require_lead(self.store, self.team, what)
     }
 
     pub(crate) fn send(&self, to: &str, text: &str) -> String {

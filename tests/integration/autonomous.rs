@@ -338,10 +338,14 @@ fn a_teammate_cannot_launch_teammates_or_end_the_team() {
         "in-process",
     ])
     .env("SWARM_AGENT_NAME", "a")
-    .refused("refusing to launch teammates: this shell is teammate \"a\"");
-    env.swarm(["done"])
-        .env("SWARM_AGENT_NAME", "a")
-        .refused("refusing to end the team: this shell is teammate \"a\"");
+    .refused(
+        "refusing to launch teammates (team \"t\"): only the team lead may, and this process \
+         runs in teammate \"a\"'s environment",
+    );
+    env.swarm(["done"]).env("SWARM_AGENT_NAME", "a").refused(
+        "refusing to end the team (team \"t\"): only the team lead may, and this process \
+             runs in teammate \"a\"'s environment",
+    );
 }
 
 #[test]

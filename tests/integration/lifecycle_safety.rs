@@ -14,16 +14,41 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+const LONG: Duration = Duration::from_secs(30);
+
 /// A `sleep 300` leading its own process group (the shape of a teammate swarm started).
 struct Bystander(Child);
 
+/// The spawn token a stand-in for a process swarm started carries (`SWARM_SPAWN_TOKEN`).
+const TOKEN: &str = "stand-in-token";
+
 impl Bystander {
     fn start() -> Bystander {
-        let child = Command::new("sleep")
-            .arg("300")
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        Bystander::spawn(&mut Command::new("sleep"))
+    }
+
+    /// A stand-in for `x`'s process as a launch leaves it: the spawn token in its environment
+    /// and swarm's own record of it (`swarm debug record-spawn`), besides the roster's.
+    fn started_by_swarm(env: &Env) -> Bystander {
+        let b = Bystander::spawn(Command::new("sleep").env("SWARM_SPAWN_TOKEN", TOKEN));
+        let pid = b.pid().to_string();
+        env.swarm([
+            "debug",
+            "record-spawn",
+            "--name",
+            "x",
+            "--pid",
+            &pid,
+            "--token",
+            TOKEN,
+        ])
+        .ok();
+        record(env, json!(b.pid()), json!(b.start_time()));
+        b
+    }
+
+    fn spawn(sleep: &mut Command) -> Bystander {
+        let child = sleep.arg("300").process_group(0).spawn().unwrap();
         let mut b = Bystander(child);
         assert!(b.alive(), "the bystander runs");
         b
@@ -89,7 +114,7 @@ fn nothing_is_signalled(env: &Env, bystander: &mut Bystander, case: &str, report
     let code = if reported { 1 } else { 0 };
     let out = env.swarm(["kill", "x"]).context(case).code(code);
     if reported {
-        out.stderr_has("did not signal x's recorded pid");
+        out.stderr_has("did not signal x's process");
     } else {
         assert_eq!(out.stdout, "x was not running; marked inactive\n", "{case}");
     }
@@ -106,7 +131,7 @@ fn nothing_is_signalled(env: &Env, bystander: &mut Bystander, case: &str, report
         .context(case)
         .code(code);
     if reported {
-        out.stderr_has("did not signal x's recorded pid");
+        out.stderr_has("did not signal x's process");
     }
     assert!(bystander.alive(), "{case}: swarm shutdown signalled it");
 
@@ -115,7 +140,7 @@ fn nothing_is_signalled(env: &Env, bystander: &mut Bystander, case: &str, report
     let mut lead = env.swarm(["lead", "--exit-when-done"]).live();
     lead.expect("x stopped without saying goodbye");
     if reported {
-        lead.expect("did not signal x's recorded pid");
+        lead.expect("did not signal x's process");
     }
     assert_eq!(
         lead.wait(Duration::from_secs(20)),
@@ -136,13 +161,110 @@ fn a_recycled_pid_or_one_without_a_start_time_is_never_signalled() {
     record(&env, pid.clone(), Value::Null);
     nothing_is_signalled(&env, &mut bystander, "no start time", true);
 
-    // The control: recorded as swarm records it (and no dead runtime's lock), the same process
-    // is stopped.
+    // The control: a process swarm started (its token, its record in swarm's own state, and no
+    // dead runtime's lock) is stopped.
     std::fs::remove_file(env.path("teams/t/alive/x.lock")).unwrap();
-    record(&env, pid, json!(bystander.start_time()));
+    let mut started = Bystander::started_by_swarm(&env);
     let out = env.swarm(["kill", "x"]).ok();
     assert!(out.stdout.contains("killed x"), "{}", out.stdout);
-    assert!(!bystander.alive(), "a true record is signalled");
+    assert!(!started.alive(), "a process swarm started is signalled");
+    assert!(bystander.alive(), "the other one was never touched");
+}
+
+/// Issue 22 item 4: a roster entry naming a live process group leader with its true start time
+/// (anyone can read it in `/proc/PID/stat`) is a forgery swarm cannot tell from the roster
+/// alone, so it signals only what its own records say it started: none of `kill`, `shutdown
+/// --force`, `down --force` or `team delete --force` touches the process, and each says it
+/// found no process swarm started; nor does a `swarm lead` that reaps the member.
+#[test]
+fn a_forged_roster_pid_with_its_true_start_time_is_never_signalled() {
+    let env = Env::with_team(&["x"]);
+    let mut bystander = Bystander::start();
+    let forge = |env: &Env, b: &Bystander| record(env, json!(b.pid()), json!(b.start_time()));
+    let said = "found no process it started";
+    // A `swarm lead` reaping x (its runtime's liveness lock free).
+    forge(&env, &bystander);
+    free_lock(&env);
+    let mut lead = env.swarm(["lead", "--exit-when-done"]).live();
+    lead.expect("x stopped without saying goodbye");
+    assert_eq!(lead.wait(LONG), Some(0), "{:?}", lead.seen);
+    assert!(bystander.alive(), "swarm lead signalled it");
+    lead.expect(said);
+    std::fs::remove_file(env.path("teams/t/alive/x.lock")).unwrap();
+
+    forge(&env, &bystander);
+    let out = env.swarm(["kill", "x"]).code(1);
+    out.stderr_has(said);
+    assert!(bystander.alive(), "swarm kill signalled it");
+
+    forge(&env, &bystander);
+    let out = env
+        .swarm(["shutdown", "x", "--force", "--timeout", "1"])
+        .code(1);
+    assert!(
+        out.stdout.contains(said) || out.stderr.contains(said),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(bystander.alive(), "swarm shutdown --force signalled it");
+
+    forge(&env, &bystander);
+    let out = env.swarm(["down", "--force", "--timeout", "1"]).run();
+    assert!(
+        out.stdout.contains(said) || out.stderr.contains(said),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(bystander.alive(), "swarm down --force signalled it");
+
+    forge(&env, &bystander);
+    let out = env.swarm(["team", "delete", "t", "--force"]).run();
+    assert!(
+        out.stdout.contains(said) || out.stderr.contains(said),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(bystander.alive(), "swarm team delete --force signalled it");
+}
+
+/// The other half: a teammate swarm really launched (in-process, its spawn token in its
+/// environment and swarm's record of it) is still stopped by `swarm kill` from another shell.
+#[test]
+fn swarm_kill_still_stops_a_teammate_swarm_launched() {
+    let env = Env::new();
+    let mut launcher = env
+        .swarm([
+            "launch",
+            "--backend",
+            "in-process",
+            "--agent",
+            "shell",
+            "--teammate",
+            "a=hi",
+        ])
+        .live();
+    let roster = env.path("teams/t/config.json");
+    let pid = eventually(LONG, "a's process in the roster", || {
+        let config: Value = serde_json::from_slice(&std::fs::read(&roster).ok()?).ok()?;
+        let a = config["members"]
+            .as_array()?
+            .iter()
+            .find(|m| m["name"] == "a")?;
+        a["swarmPid"].as_u64()
+    }) as i32;
+    assert!(!gone(pid), "a runs");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&environ).contains("SWARM_SPAWN_TOKEN="),
+        "swarm gave it a spawn token"
+    );
+    let out = env.swarm(["kill", "a"]).ok();
+    assert!(out.stdout.contains("killed a"), "{}", out.stdout);
+    eventually(LONG, "a's process to be gone", || gone(pid).then_some(()));
+    launcher.wait(LONG);
 }
 
 /// Whether this machine lets us make a PID namespace (root, or user namespaces allowed).
@@ -194,9 +316,23 @@ kill $b"#,
             out.stdout,
             out.stderr
         );
-        assert!(out.stdout.contains("kill=1"), "{case}: {}", out.stdout);
-        assert!(out.stdout.contains("shutdown=1"), "{case}: {}", out.stdout);
+        // swarm's own records name no process for x. A roster pid 1 that may be running (no
+        // start time to judge it by) is reported and the command fails; one whose start time
+        // says it is not running now is just not running.
+        let code = if start.is_null() { 1 } else { 0 };
+        assert!(
+            out.stdout.contains(&format!("kill={code}")),
+            "{case}: {}",
+            out.stdout
+        );
+        assert!(
+            out.stdout.contains(&format!("shutdown={code}")),
+            "{case}: {}",
+            out.stdout
+        );
         assert!(out.stdout.contains("lead=0"), "{case}: {}", out.stdout);
-        out.stderr_has("did not signal x's recorded pid 1");
+        if start.is_null() {
+            out.stderr_has("did not signal x's process (pid 1)");
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod authority;
 mod autonomous;
 mod claude_teams;
 mod completions;

@@ -41,6 +41,17 @@ pub(crate) enum DebugCommand {
         trust_index: bool,
     },
 
+    /// Record PID, whose environment holds SWARM_SPAWN_TOKEN=TOKEN, as the process swarm started
+    /// for NAME, as a launch records it: for tests whose stand-in plays a launched teammate.
+    RecordSpawn {
+        #[arg(long, value_name = "NAME")]
+        name: AgentName,
+        #[arg(long)]
+        pid: u32,
+        #[arg(long)]
+        token: String,
+    },
+
     /// Append TEXT to NAME's inbox from --from as swarm's own runtime and lead do, lifecycle
     /// frames (which `swarm send` refuses) included: for tests that play a teammate's runtime.
     Frame {

@@ -211,15 +211,28 @@ fn kill_says_when_a_member_was_not_running() {
 }
 
 /// A stand-in for a native claude teammate between turns: a process swarm recorded (pid and
-/// start time, leading its own group, as a launch records it), no liveness lock (claude holds
+/// start time, leading its own group, its spawn token and swarm's own record of it, as a launch
+/// records it), no liveness lock (claude holds
 /// none), and `isActive: false`, which Claude Code writes whenever a teammate goes idle.
 fn idle_claude_teammate(env: &Env, name: &str) -> KillOnDrop {
     let child = Command::new("sleep")
         .arg("300")
+        .env("SWARM_SPAWN_TOKEN", "stand-in-token")
         .process_group(0)
         .spawn()
         .unwrap();
     let pid = child.id();
+    env.swarm([
+        "debug",
+        "record-spawn",
+        "--name",
+        name,
+        "--pid",
+        &pid.to_string(),
+        "--token",
+        "stand-in-token",
+    ])
+    .ok();
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let start: u64 = stat[stat.rfind(')').unwrap() + 2..]
         .split(' ')

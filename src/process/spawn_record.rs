@@ -1,0 +1,298 @@
+//! Which process swarm itself started for a member: a private record, never the roster.
+//!
+//! Any member can write the roster, and a pid with its true start time is no secret
+//! (`/proc/PID/stat`), so the roster's `swarmPid` proves nothing: believed, a forged entry has
+//! swarm signal an unrelated process group (issue 22, item 4). So when swarm starts a member's
+//! process it gives it a fresh random token in its environment (`SWARM_SPAWN_TOKEN`) and
+//! records pid, start time, token and machine in a file of its own, one per team and member,
+//! mode 0600, under its private state next to the lead keys
+//! (`$XDG_STATE_HOME/swarm/spawns/<hash of root and team>/<member>.json`, default
+//! `~/.local/state/swarm/...`), which a contained teammate can neither read nor write. Before
+//! any signal to a member's process, [`signal_target`] takes the pid from that record alone and
+//! checks that the process with that pid started when recorded, leads its group, and carries
+//! the token in `/proc/PID/environ`. The roster's `swarmPid` stays for display. Where there is
+//! no `/proc` (macOS) the record's pid and start time are trusted without the token: they still
+//! come from swarm's own file, not the roster.
+
+use std::fmt;
+use std::fs::DirBuilder;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::group::{check_group, Refusal};
+use super::pid::{start_time, PidRecord};
+use crate::error::{Error, Result};
+use crate::store::fsio;
+use crate::store::machine::{Machine, Whose};
+use crate::store::names::TeamName;
+use crate::store::paths::Store;
+
+/// The environment variable that carries a spawn's token into the member's process.
+pub const TOKEN_VAR: &str = "SWARM_SPAWN_TOKEN";
+
+/// A fresh random token for one spawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnToken(String);
+
+impl SpawnToken {
+    pub fn new() -> Result<SpawnToken> {
+        let mut bytes = [0u8; 24];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| Error::Backend(format!("cannot make a spawn token: {e}")))?;
+        Ok(SpawnToken(URL_SAFE_NO_PAD.encode(bytes)))
+    }
+
+    /// The token `env` gives a process, if any (the pane trampoline reads its own spec's).
+    pub fn from_env(env: &[(String, String)]) -> Option<SpawnToken> {
+        env.iter()
+            .find(|(k, _)| k == TOKEN_VAR)
+            .map(|(_, v)| SpawnToken(v.clone()))
+    }
+
+    /// `env` with the token added (replacing any token already there).
+    pub fn add_to(&self, env: &mut Vec<(String, String)>) {
+        env.retain(|(k, _)| k != TOKEN_VAR);
+        env.push((TOKEN_VAR.to_string(), self.0.clone()));
+    }
+}
+
+/// What swarm recorded when it started a member's process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnRecord {
+    pub pid: u32,
+    pub start: Option<u64>,
+    token: String,
+    machine: Machine,
+}
+
+/// Why swarm will not signal a member's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Untrusted {
+    /// swarm's own records name no process it started for the member on this machine.
+    NotStarted,
+    /// The pid swarm recorded now runs a process without the spawn's token: not that process.
+    NoToken,
+    /// The recorded process cannot be signalled safely (gone, recycled, not a group leader).
+    Group(Refusal),
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Untrusted::NotStarted => f.write_str(
+                "swarm found no process it started for this member in its own records (the \
+                 roster's swarmPid proves nothing: any member can write the roster)",
+            ),
+            Untrusted::NoToken => f.write_str(
+                "that process does not carry the token swarm gave the process it started \
+                 (SWARM_SPAWN_TOKEN), so it is another one",
+            ),
+            Untrusted::Group(why) => why.fmt(f),
+        }
+    }
+}
+
+/// Records that swarm started `pid` for member `name` of `team`, with `token` in its
+/// environment.
+pub fn save(
+    store: &Store,
+    team: &TeamName,
+    name: &str,
+    pid: u32,
+    token: &SpawnToken,
+) -> Result<()> {
+    let path = record_path(store, team, name)?;
+    let dir = path.parent().expect("a record has a directory");
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(Error::io("create", dir))?;
+    check_private_dir(dir)?;
+    let record = SpawnRecord {
+        pid,
+        start: start_time(pid),
+        token: token.0.clone(),
+        machine: Machine::this().clone(),
+    };
+    fsio::write_json(&path, &record)
+}
+
+/// The record of the process swarm started for `name`, if there is one.
+pub fn load(store: &Store, team: &TeamName, name: &str) -> Option<SpawnRecord> {
+    let path = record_path(store, team, name).ok()?;
+    let bytes = fsio::read_file(&path).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The process group swarm may signal for `name`: the one it recorded starting, on this
+/// machine, still that process (start time, group leader) and still carrying the spawn's
+/// token. `Err(Untrusted::Group(Refusal::Gone))` when that process is simply gone.
+pub fn signal_target(
+    store: &Store,
+    team: &TeamName,
+    name: &str,
+) -> std::result::Result<PidRecord, Untrusted> {
+    let record = load(store, team, name).ok_or(Untrusted::NotStarted)?;
+    if record.machine.whose() != Whose::Here {
+        return Err(Untrusted::NotStarted);
+    }
+    let pid = PidRecord {
+        pid: record.pid,
+        start: record.start,
+    };
+    check_group(&pid).map_err(Untrusted::Group)?;
+    if !carries_token(record.pid, &record.token) {
+        // A process that lost its environment after the start time check is as good as gone:
+        // either way it is not the one swarm started.
+        return Err(if check_group(&pid) == Err(Refusal::Gone) {
+            Untrusted::Group(Refusal::Gone)
+        } else {
+            Untrusted::NoToken
+        });
+    }
+    Ok(pid)
+}
+
+/// Forgets every record of `team`, once the team itself is gone; none is fine.
+pub fn forget_team(store: &Store, team: &TeamName) -> Result<()> {
+    let dir = team_dir(store, team)?;
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &dir)(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `/proc/<pid>/environ` holds `SWARM_SPAWN_TOKEN=<token>`.
+#[cfg(target_os = "linux")]
+fn carries_token(pid: u32, token: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let want = format!("{TOKEN_VAR}={token}");
+    environ
+        .split(|b| *b == 0)
+        .any(|entry| entry == want.as_bytes())
+}
+
+/// No `/proc` to read another process's environment: the record's pid and start time, from
+/// swarm's own file, are what there is.
+#[cfg(not(target_os = "linux"))]
+fn carries_token(_pid: u32, _token: &str) -> bool {
+    true
+}
+
+/// Refuses a record directory that is a symlink, not ours, or open to group or others.
+fn check_private_dir(dir: &Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(dir).map_err(Error::io("inspect", dir))?;
+    let private = meta.is_dir()
+        && meta.uid() == rustix::process::geteuid().as_raw()
+        && meta.mode() & 0o077 == 0;
+    if private {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "refusing swarm's spawn records at {}: it must be a directory of yours that only you \
+         can open (chmod 700 it)",
+        dir.display()
+    )))
+}
+
+/// `spawns/<hash of the resolved root and the team>` under swarm's private state.
+fn team_dir(store: &Store, team: &TeamName) -> Result<PathBuf> {
+    let root = crate::store::paths::resolve(store.root());
+    let mut hash = Sha256::new();
+    hash.update(root.as_os_str().as_encoded_bytes());
+    hash.update([0]);
+    hash.update(team.as_str());
+    let name = URL_SAFE_NO_PAD.encode(&hash.finalize()[..18]);
+    Ok(spawns_dir()?.join(name))
+}
+
+fn record_path(store: &Store, team: &TeamName, name: &str) -> Result<PathBuf> {
+    // A member name is a validated name (no '/'), but this file must never leave its directory.
+    if name.is_empty() || name.contains(['/', '\0']) || name.starts_with('.') {
+        return Err(Error::usage(format!("no spawn record for member {name:?}")));
+    }
+    Ok(team_dir(store, team)?.join(format!("{name}.json")))
+}
+
+/// `$XDG_STATE_HOME/swarm/spawns`, else `~/.local/state/swarm/spawns`: beside the lead keys.
+#[cfg(not(test))]
+fn spawns_dir() -> Result<PathBuf> {
+    let from_env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let state = from_env("XDG_STATE_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| from_env("HOME").map(|h| h.join(".local/state")))
+        .ok_or_else(|| {
+            Error::usage(
+                "cannot place swarm's spawn records: neither XDG_STATE_HOME nor HOME is set",
+            )
+        })?;
+    Ok(state.join("swarm/spawns"))
+}
+
+/// Unit tests never touch the user's state directory.
+#[cfg(test)]
+fn spawns_dir() -> Result<PathBuf> {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    Ok(DIR
+        .get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
+        .join("spawns"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    use super::*;
+
+    #[test]
+    fn only_the_process_with_the_token_is_a_signal_target() {
+        let (_dir, store, team) = crate::store::fixture::team_with(&["coder"]);
+        let token = SpawnToken::new().unwrap();
+        let mut with = Command::new("sleep")
+            .arg("30")
+            .env(TOKEN_VAR, &token.0)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut without = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        assert_eq!(
+            signal_target(&store, &team, "coder"),
+            Err(Untrusted::NotStarted)
+        );
+        save(&store, &team, "coder", with.id(), &token).unwrap();
+        assert_eq!(
+            signal_target(&store, &team, "coder"),
+            Ok(PidRecord::of(with.id()))
+        );
+        // The same record pointed at another process (as a forger would) is refused.
+        save(&store, &team, "coder", without.id(), &token).unwrap();
+        assert_eq!(
+            signal_target(&store, &team, "coder"),
+            Err(Untrusted::NoToken)
+        );
+        forget_team(&store, &team).unwrap();
+        assert_eq!(load(&store, &team, "coder"), None);
+        for child in [&mut with, &mut without] {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}

@@ -64,7 +64,7 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
         .with_color(Some(sender.color_or_default().to_string()));
     let mailbox = Mailbox::new(&ctx.store, &team);
     if args.wake {
-        super::identity::require_lead("wake teammates")?;
+        crate::store::authority::require_lead(&ctx.store, &team, "wake teammates")?;
     }
     let recipients: Vec<AgentName> = match args.to {
         Recipient::Everyone => mailbox.broadcast(message)?,

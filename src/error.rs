@@ -209,6 +209,20 @@ impl Error {
         }
     }
 
+    /// A team, member, task, request or topic that is not there: exit 1 like any runtime
+    /// failure, but the person's to correct, so an interactive view (the lead console) reports
+    /// it and goes on, as it does a usage error.
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            Error::NoSuchTeam { .. }
+                | Error::NoSuchMember { .. }
+                | Error::NoSuchTask { .. }
+                | Error::NoSuchRequest(_)
+                | Error::NoSuchTopic { .. }
+        )
+    }
+
     pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io {

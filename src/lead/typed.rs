@@ -32,7 +32,7 @@ impl Console<'_> {
         match self.command_inner(line) {
             Ok(go_on) => Ok(go_on),
             // A typo at the console is reported, never fatal.
-            Err(e) if e.exit_code() == 2 => {
+            Err(e) if e.exit_code() == 2 || e.is_not_found() => {
                 self.say(&format!("! {e}"));
                 Ok(true)
             }

@@ -150,7 +150,7 @@ pub(crate) fn apply(
                 metadata,
             }) {
                 Ok(task) => Outcome::Created { id: task.id },
-                Err(e) if e.exit_code() == 2 => Outcome::Refused {
+                Err(e) if e.exit_code() == 2 || e.is_not_found() => Outcome::Refused {
                     reason: e.to_string(),
                 },
                 Err(e) => return Err(e),

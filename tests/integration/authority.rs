@@ -148,7 +148,7 @@ fn a_teammate_cannot_add_teammates() {
         "shell",
     ])
     .env("SWARM_AGENT_NAME", "evil")
-    .refused("\"newbie\" is not a member of team \"t\"");
+    .not_found("\"newbie\" is not a member of team \"t\"");
 }
 
 /// A team that published no key yet (one a Claude Code lead made, or one from before swarm

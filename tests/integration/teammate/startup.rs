@@ -13,8 +13,12 @@ fn a_teammate_refuses_to_start_off_the_roster_with_a_wrong_id_or_twice() {
     let refuse = |args: &[&str], message: &str| {
         let mut s = env.swarm(["teammate"]);
         s.cmd.args(args);
-        s.refused(message)
-            .stderr_is(&format!("swarm: error: {message}\n"));
+        let out = if message.contains("is not a member") || message.contains("does not exist") {
+            s.not_found(message)
+        } else {
+            s.refused(message)
+        };
+        out.stderr_is(&format!("swarm: error: {message}\n"));
     };
     let id = |name: &str, team: &str| {
         vec![

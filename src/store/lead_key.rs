@@ -39,7 +39,7 @@ use crate::store::names::{TeamName, LEAD};
 use crate::store::paths::Store;
 
 pub(crate) use bound::SWARM_SIG_FIELD;
-pub(crate) use record::{digest, note_ignored, RECORD_SIG_FIELD};
+pub(crate) use record::{digest, note_ignored, DECISION_RECORD, DONE_RECORD};
 
 /// Keys this process has loaded, by key file: a broadcast or a lead console signs many entries,
 /// and each would otherwise read and check the key file again.

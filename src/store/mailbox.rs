@@ -59,6 +59,11 @@ pub struct InboxMessage {
     pub read: bool,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// Set by a reader that checked the lead's signature and found none: the entry says it is
+    /// from the lead, and is shown as unverified (`verified="false"`), never as the lead's.
+    /// Never written: a file cannot claim to be verified.
+    #[serde(skip)]
+    pub unverified: bool,
 }
 
 impl InboxMessage {
@@ -83,7 +88,12 @@ impl InboxMessage {
 
     /// Whether this entry is the lead's and was written for `recipient` of `team`: a valid
     /// `swarm_lead_sig` (`lead_key::bound`), which a copy into another inbox does not carry.
-    pub fn signed_for(&self, verifier: &LeadVerifier, team: &TeamName, recipient: &AgentName) -> bool {
+    pub fn signed_for(
+        &self,
+        verifier: &LeadVerifier,
+        team: &TeamName,
+        recipient: &AgentName,
+    ) -> bool {
         let sig = self.extra.get(SWARM_SIG_FIELD).and_then(Value::as_str);
         verifier.verifies_bound(team.as_str(), recipient.as_str(), &self.lead_entry(), sig)
     }
@@ -94,7 +104,8 @@ impl InboxMessage {
         let sig = key.signature(&self.lead_entry());
         let bound = key.bound_signature(team.as_str(), recipient.as_str(), &self.lead_entry());
         self.extra.insert(SIG_FIELD.into(), Value::from(sig));
-        self.extra.insert(SWARM_SIG_FIELD.into(), Value::from(bound));
+        self.extra
+            .insert(SWARM_SIG_FIELD.into(), Value::from(bound));
     }
 
     /// A fresh message with a new `msg_id`.
@@ -110,6 +121,7 @@ impl InboxMessage {
             kind: Some("message".into()),
             read: false,
             extra: Map::new(),
+            unverified: false,
         }
     }
 

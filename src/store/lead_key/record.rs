@@ -18,6 +18,11 @@ use super::{LeadKey, LeadVerifier};
 
 /// The field that carries a record's signature.
 pub(crate) const RECORD_SIG_FIELD: &str = "leadSig";
+/// The kind `lead/done.json` is signed as.
+pub(crate) const DONE_RECORD: &str = "done";
+/// The kind each line of `lead/decisions.jsonl` is signed as.
+pub(crate) const DECISION_RECORD: &str = "decision";
+
 /// Names what is signed, so an entry signature can never pass for a record's or back.
 const DOMAIN: &str = "swarm-team-lead-record-v1";
 
@@ -90,7 +95,10 @@ impl LeadVerifier {
 pub(crate) fn note_ignored(path: &Path, why: &str) {
     static NOTED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
     let mut noted = NOTED.lock().unwrap_or_else(|e| e.into_inner());
-    if noted.get_or_insert_with(HashSet::new).insert(path.to_path_buf()) {
+    if noted
+        .get_or_insert_with(HashSet::new)
+        .insert(path.to_path_buf())
+    {
         eprintln!("swarm: ignoring {}: {why}", path.display());
     }
 }

@@ -122,7 +122,10 @@ mod tests {
         assert_eq!(after[3], entries[3], "a forgery stays a forgery");
         assert!(!after[3].signed_by(&verifier));
         assert_eq!(after[4], entries[4]);
-        assert_eq!(after[5], entries[5], "a copy from another inbox is not signed for this one");
+        assert_eq!(
+            after[5], entries[5],
+            "a copy from another inbox is not signed for this one"
+        );
         assert!(after[0].signed_for(&verifier, &team, &coder));
         assert_eq!(
             mailbox.restamp_for_restart(&coder, &key).unwrap(),

@@ -37,7 +37,11 @@ pub(super) struct Acted {
 
 impl Acted {
     /// The member's file, as it is on disk.
-    pub(super) fn load(store: &Store, team: &TeamName, name: &AgentName) -> (Acted, Option<String>) {
+    pub(super) fn load(
+        store: &Store,
+        team: &TeamName,
+        name: &AgentName,
+    ) -> (Acted, Option<String>) {
         let path = store
             .team_dir(team)
             .join("members")
@@ -47,7 +51,10 @@ impl Acted {
             Ok(file) => (file.unwrap_or_default(), None),
             Err(e) => (
                 ActedFile::default(),
-                Some(format!("{} is damaged ({e}); starting it afresh", path.display())),
+                Some(format!(
+                    "{} is damaged ({e}); starting it afresh",
+                    path.display()
+                )),
             ),
         };
         let acted = Acted {

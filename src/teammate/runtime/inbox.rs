@@ -66,6 +66,9 @@ impl Runtime {
                     self.forged(&m, "`$ ` command")?;
                 }
                 Payload::Text(_) => {
+                    let mut m = m;
+                    m.unverified =
+                        m.from.is_lead() && self.cfg.lead_key.is_some() && !self.lead_signed(&m);
                     if self.announced.insert(m.key()) {
                         let later = if self.current.is_some() {
                             " (delivered after this turn)"

@@ -22,7 +22,6 @@ use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
 use crate::store::names::TaskId;
 use crate::store::protocol::{Payload, Protocol, ShutdownRequest};
-use crate::store::requests::Permissions;
 use crate::teammate::agent::Agent;
 use crate::teammate::pane::suffix;
 
@@ -147,23 +146,17 @@ impl Runtime {
             },
             Protocol::PermissionResponse(resp) => {
                 // The requester (`swarm permission request --wait` or the hook) waits on the
-                // resolved file; here the answer only needs to be kept out of the agent's turn.
-                let ours = Permissions::new(&self.cfg.store, &self.cfg.team)
-                    .decision(&resp.request_id)
-                    .ok()
-                    .flatten()
-                    .filter(|r| r.worker_name == self.cfg.name.as_str());
-                match ours {
-                    Some(r) => self.pane.say(format!(
-                        "permission {} for {}: {}",
-                        r.id, r.tool_name, r.resolution.status
-                    )),
-                    None => self.ignore(
-                        m,
-                        "permission_response",
-                        "it matches none of this teammate's requests",
-                    ),
-                }
+                // signed resolved file and checks it itself; here the answer only needs to be
+                // kept out of the agent's turn. The lead's signature above names this member.
+                let verdict = if resp.subtype == "success" {
+                    "approved"
+                } else {
+                    "rejected"
+                };
+                self.pane.say(format!(
+                    "permission {} {verdict} by the lead",
+                    resp.request_id
+                ));
             }
             Protocol::TaskAssignment(a) => {
                 if !from_lead {

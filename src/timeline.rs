@@ -134,11 +134,8 @@ impl<'a> Timeline<'a> {
         }
         self.tasks.read_history(self.store, self.team, &mut emit)?;
         records::requests(self.store, self.team, &mut emit)?;
-        self.decisions_offset = records::decisions(
-            &self.store.decisions_path(self.team),
-            self.decisions_offset,
-            &mut emit,
-        )?;
+        self.decisions_offset =
+            records::decisions(self.store, self.team, self.decisions_offset, &mut emit)?;
         self.inboxes
             .read(&self.store.inboxes_dir(self.team), &mut emit)?;
         let (unsettled, mut disagreeing) = (&mut self.unsettled, HashSet::new());

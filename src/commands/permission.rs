@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::output;
 use crate::output::terminal::visible;
 use crate::store::names::{AgentName, TeamName};
-use crate::store::requests::{self, Ask, Decider, Permissions, Request, Verdict};
+use crate::store::requests::{self, Ask, Decider, PermissionRecord, Permissions, Request, Verdict};
 use crate::store::roster::Roster;
 
 pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
@@ -43,6 +43,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
                     input,
                 },
             )?;
+            let asked = record.clone();
             let record = Request::Permission(Box::new(record));
             if !wait {
                 print_request(ctx, &record)?;
@@ -51,7 +52,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
             if !ctx.json {
                 eprintln!("swarm: waiting for the lead to decide {}", record.id());
             }
-            wait_and_report(ctx, &team, record.id(), timeout)
+            wait_and_report(ctx, &team, record.id(), timeout, Some(&asked))
         }
         PermissionCommand::List { all } => {
             let mut shown = requests::pending(&ctx.store, &team)?;
@@ -94,7 +95,7 @@ pub(crate) fn run(ctx: &Context, cmd: PermissionCommand) -> Result<i32> {
         PermissionCommand::Deny { id, feedback, by } => {
             decide(ctx, &team, &id, Verdict::new(false, feedback), by)
         }
-        PermissionCommand::Wait { id, timeout } => wait_and_report(ctx, &team, &id, timeout),
+        PermissionCommand::Wait { id, timeout } => wait_and_report(ctx, &team, &id, timeout, None),
     }
 }
 
@@ -121,12 +122,33 @@ fn refuse_if_led_by_claude(ctx: &Context, team: &TeamName) -> Result<()> {
     Ok(())
 }
 
-fn wait_and_report(ctx: &Context, team: &TeamName, id: &str, timeout: u64) -> Result<i32> {
+/// Waits for the lead's decision on `id`; when this process `asked` it, an approval counts
+/// only if it is about what was asked (the lead saw this input, for this requester).
+fn wait_and_report(
+    ctx: &Context,
+    team: &TeamName,
+    id: &str,
+    timeout: u64,
+    asked: Option<&PermissionRecord>,
+) -> Result<i32> {
     let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_secs(timeout));
     match requests::wait(&ctx.store, team, id, deadline)? {
         Some(decided) => {
             print_request(ctx, decided.request())?;
-            Ok(if decided.approved() { 0 } else { 1 })
+            let mismatch = match (decided.request(), asked) {
+                (Request::Permission(r), Some(a)) if decided.approved() => {
+                    r.mismatch(&a.worker_name, &a.tool_name, &a.input)
+                }
+                _ => None,
+            };
+            if let Some(why) = &mismatch {
+                eprintln!("swarm: refusing the approval of {id}: {why}");
+            }
+            Ok(if decided.approved() && mismatch.is_none() {
+                0
+            } else {
+                1
+            })
         }
         None => {
             if ctx.json {

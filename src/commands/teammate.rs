@@ -181,9 +181,20 @@ fn ask_lead(ctx: &Context, team: &TeamName, from: &str, ask: Ask, timeout: u64) 
         .unwrap_or_default();
     let reason = format!("{} by {}{feedback}", done.word(), done.by());
     Ok(match done.request() {
+        // The decision is the lead's (`requests::wait` returns only signed ones), but it must
+        // also be about this very call: the input the lead was shown is this call's input.
         Request::Permission(r) if done.approved() => {
-            let updated = r.updated_input.clone().filter(|u| *u != original);
-            decision("allow", reason, updated)
+            match r.mismatch(from, &record.tool_name, &original) {
+                Some(why) => decision(
+                    "deny",
+                    format!("swarm refused the approval of {}: {why}", record.id),
+                    None,
+                ),
+                None => {
+                    let updated = r.updated_input.clone().filter(|u| *u != original);
+                    decision("allow", reason, updated)
+                }
+            }
         }
         _ => decision("deny", reason, None),
     })

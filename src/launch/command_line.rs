@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::Inherited;
 use crate::backend::{BackendKind, Launch};
+use crate::store::lead_key::VERIFY_KEY_ENV;
 use crate::store::names::{TeamName, LEAD};
 use crate::teammate::args::TeammateArgs;
 
@@ -159,6 +160,10 @@ pub(super) fn claude(
         ("SWARM_AGENT_ID".into(), identity.agent_id.clone()),
         ("SWARM_BIN".into(), swarm_exe.display().to_string()),
     ];
+    // The permission hook checks the lead's signed decision with it (`store::lead_key`).
+    if let Some(key) = &identity.lead_verify_key {
+        env.push((VERIFY_KEY_ENV.into(), key.clone()));
+    }
     for (key, value) in CLAUDE_DEFAULT_ENV {
         set_env(&mut env, key, value);
     }

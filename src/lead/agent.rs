@@ -138,6 +138,8 @@ struct LeadAgent<'a> {
     /// Tasks in progress at the last look, with their owners: one that went back to pending
     /// because its owner died is reported `killed`.
     in_progress: BTreeMap<String, String>,
+    /// Whether an unsigned `done.json` was reported already (it is looked at on every wake).
+    forged_done_noted: std::cell::Cell<bool>,
 }
 
 impl<'a> LeadAgent<'a> {
@@ -158,6 +160,7 @@ impl<'a> LeadAgent<'a> {
             session,
             pane: Pane::new(crate::store::names::LEAD, crate::store::colour::LEAD_COLOR),
             in_progress: BTreeMap::new(),
+            forged_done_noted: std::cell::Cell::new(false),
         })
     }
 
@@ -200,7 +203,8 @@ impl<'a> LeadAgent<'a> {
         // The request the running turn decides, if it is a decision turn.
         let mut deciding: Option<Request> = None;
         let mut first_done = started_path(store, team).exists();
-        let mut notices = prompt::Notices::default();
+        let mut notices =
+            prompt::Notices::new(team, crate::store::lead_key::verifier(store, team)?);
         loop {
             console.drain_inbox()?;
             console.questions.forget_decided()?;
@@ -208,7 +212,11 @@ impl<'a> LeadAgent<'a> {
             // Native claude teammates claim nothing themselves: the lead hands tasks out.
             console.dispatch_tasks();
             let handled = console.handled.replace(Vec::new()).unwrap_or_default();
-            pending.extend(handled.iter().filter_map(|m| notices.block(m)));
+            if !handled.is_empty() {
+                // Task notifications say what the task files say, read after the reports.
+                let tasks = TaskList::new(store, team).list()?;
+                pending.extend(handled.iter().filter_map(|m| notices.block(m, &tasks)));
+            }
             for m in &handled {
                 let Some(request) = requests::of_message(store, team, m)? else {
                     continue;
@@ -419,12 +427,29 @@ impl<'a> LeadAgent<'a> {
     /// Why the team is over, if it is: the agent ran `swarm done`, or (`--exit-when-done`,
     /// with nothing left to tell the agent) every task is completed.
     fn finished(&self, quiet: bool) -> Result<Option<String>> {
-        if let Some(bytes) = fsio::read_file(&done_path(self.store, self.team))? {
-            let summary = serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|v| v["summary"].as_str().map(str::to_string))
-                .unwrap_or_default();
-            return Ok(Some(format!("the lead agent is done: {summary}")));
+        let path = done_path(self.store, self.team);
+        if let Some(bytes) = fsio::read_file(&path)? {
+            let record = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default();
+            let signed =
+                crate::store::lead_key::verifier(self.store, self.team)?.is_some_and(|v| {
+                    v.verifies_record(
+                        self.team.as_str(),
+                        crate::store::lead_key::DONE_RECORD,
+                        &record,
+                    )
+                });
+            if signed {
+                let summary = record["summary"].as_str().unwrap_or_default();
+                return Ok(Some(format!("the lead agent is done: {summary}")));
+            }
+            // Anyone can write the file: only the lead's signed `swarm done` ends the team.
+            if !self.forged_done_noted.replace(true) {
+                self.pane.say(format!(
+                    "ignored {}: it does not carry the team lead's signature (not written by \
+                     `swarm done` on the lead's side)",
+                    path.display()
+                ));
+            }
         }
         if self.opts.exit_when_done && quiet {
             let tasks = TaskList::new(self.store, self.team).list()?;

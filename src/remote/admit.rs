@@ -25,7 +25,7 @@ use super::frame::{Op, Outcome, TaskChange};
 use super::{host_of, Host};
 use crate::error::{Error, Result};
 use crate::store::fsio;
-use crate::store::lead_key::SIG_FIELD;
+use crate::store::lead_key::{SIG_FIELD, SWARM_SIG_FIELD};
 use crate::store::mailbox::Mailbox;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -106,6 +106,7 @@ pub(crate) fn apply(
             }
             // Nothing from a host is the lead's: a signature there is not honoured but dropped.
             message.extra.remove(SIG_FIELD);
+            message.extra.remove(SWARM_SIG_FIELD);
             Mailbox::new(store, team).relay_in(&to, vec![message])?;
             let done = Outcome::Done;
             applied.record(op_id, &done)?;

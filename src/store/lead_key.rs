@@ -11,6 +11,16 @@
 //! go through swarm or are prompt-injected; code running as the same user can read the file.
 //! On a remote host's mirror of a team (`remote/`) nothing loads or makes a key at all: the key
 //! never leaves the lead's machine, and lead entries reach the host already signed.
+//!
+//! Claude Code's `lead_sig` covers an entry but not its inbox, so swarm adds signatures of its
+//! own that say where a control record belongs: `swarm_lead_sig` on inbox entries, bound to the
+//! team and the recipient (`bound`), and `leadSig` on the records the lead writes (resolved
+//! permissions and plans, `lead/done.json`, `lead/decisions.jsonl`: `record`). A teammate learns
+//! the public key from its launcher (`--lead-verify-key`, and `SWARM_LEAD_VERIFY_KEY` in its
+//! agent's environment), never from a file a teammate could rewrite.
+
+mod bound;
+mod record;
 
 use std::fs::DirBuilder;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -28,9 +38,16 @@ use crate::store::fsio;
 use crate::store::names::{TeamName, LEAD};
 use crate::store::paths::Store;
 
+pub(crate) use bound::SWARM_SIG_FIELD;
+pub(crate) use record::{digest, note_ignored, DECISION_RECORD, DONE_RECORD};
+
 /// Keys this process has loaded, by key file: a broadcast or a lead console signs many entries,
 /// and each would otherwise read and check the key file again.
 static LOADED: Mutex<Vec<(PathBuf, LeadKey)>> = Mutex::new(Vec::new());
+
+/// The variable a teammate's agent (and the hooks it runs) finds the lead's public key in, in
+/// the `--lead-verify-key` format.
+pub(crate) const VERIFY_KEY_ENV: &str = "SWARM_LEAD_VERIFY_KEY";
 
 /// The envelope field that carries the signature.
 pub const SIG_FIELD: &str = "lead_sig";
@@ -114,7 +131,12 @@ impl LeadKey {
 
     /// The `lead_sig` value of `entry`.
     pub fn signature(&self, entry: &LeadEntry) -> String {
-        URL_SAFE_NO_PAD.encode(self.key.sign(&signed_bytes(entry)).to_bytes())
+        self.sign_raw(&signed_bytes(entry))
+    }
+
+    /// The base64url signature of `bytes`: every signature swarm writes is one of these.
+    fn sign_raw(&self, bytes: &[u8]) -> String {
+        URL_SAFE_NO_PAD.encode(self.key.sign(bytes).to_bytes())
     }
 }
 
@@ -166,22 +188,43 @@ impl LeadVerifier {
 
     /// Whether `entry` is from the lead and `sig` is a valid lead signature of it.
     pub fn verifies(&self, entry: &LeadEntry, sig: Option<&str>) -> bool {
+        entry.from == LEAD && self.verifies_raw(&signed_bytes(entry), sig)
+    }
+
+    /// Whether `sig` is this key's base64url signature of `bytes`.
+    fn verifies_raw(&self, bytes: &[u8], sig: Option<&str>) -> bool {
         let Some(sig) = sig else {
             return false;
         };
-        let Ok(bytes) = URL_SAFE_NO_PAD.decode(sig) else {
+        let Ok(raw) = URL_SAFE_NO_PAD.decode(sig) else {
             return false;
         };
-        let Ok(sig) = Signature::from_slice(&bytes) else {
+        let Ok(sig) = Signature::from_slice(&raw) else {
             return false;
         };
-        entry.from == LEAD && self.key.verify(&signed_bytes(entry), &sig).is_ok()
+        self.key.verify(bytes, &sig).is_ok()
+    }
+
+    /// The key in the `--lead-verify-key` format (stamped 0: swarm's own checks read no time),
+    /// for [`VERIFY_KEY_ENV`].
+    pub(crate) fn value(&self) -> String {
+        let mut der = SPKI_PREFIX.to_vec();
+        der.extend_from_slice(self.key.as_bytes());
+        format!("0.{}", URL_SAFE_NO_PAD.encode(der))
     }
 }
 
-/// The team's verifier, for lead-side checks of entries found in the store.
+/// The team's verifier as this process knows it: from the key itself on the lead's side, else
+/// from [`VERIFY_KEY_ENV`], which the teammate runtime gives its agent. `None` when neither is
+/// there: then nothing the lead signed can be told from a forgery, and callers refuse it.
 pub fn verifier(store: &Store, team: &TeamName) -> Result<Option<LeadVerifier>> {
-    Ok(LeadKey::for_caller(store, team)?.map(|k| LeadVerifier::of(&k)))
+    if let Some(key) = LeadKey::for_caller(store, team)? {
+        return Ok(Some(LeadVerifier::of(&key)));
+    }
+    match std::env::var(VERIFY_KEY_ENV) {
+        Ok(value) if !value.is_empty() => LeadVerifier::parse(&value).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// The UTF-8 of `JSON([domain, msg_id, from, timestamp, text, summary, color, from_plugin])`,

@@ -27,7 +27,7 @@ use file::{append_jsonl, read_archive};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
-use crate::store::lead_key::{LeadEntry, LeadKey, LeadVerifier, SIG_FIELD};
+use crate::store::lead_key::{LeadEntry, LeadKey, LeadVerifier, SIG_FIELD, SWARM_SIG_FIELD};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{timestamp_now, Payload, Protocol};
@@ -59,6 +59,11 @@ pub struct InboxMessage {
     pub read: bool,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// Set by a reader that checked the lead's signature and found none: the entry says it is
+    /// from the lead, and is shown as unverified (`verified="false"`), never as the lead's.
+    /// Never written: a file cannot claim to be verified.
+    #[serde(skip)]
+    pub unverified: bool,
 }
 
 impl InboxMessage {
@@ -81,6 +86,28 @@ impl InboxMessage {
         verifier.verifies(&self.lead_entry(), sig)
     }
 
+    /// Whether this entry is the lead's and was written for `recipient` of `team`: a valid
+    /// `swarm_lead_sig` (`lead_key::bound`), which a copy into another inbox does not carry.
+    pub fn signed_for(
+        &self,
+        verifier: &LeadVerifier,
+        team: &TeamName,
+        recipient: &AgentName,
+    ) -> bool {
+        let sig = self.extra.get(SWARM_SIG_FIELD).and_then(Value::as_str);
+        verifier.verifies_bound(team.as_str(), recipient.as_str(), &self.lead_entry(), sig)
+    }
+
+    /// Sets both lead signatures of this entry for `recipient` of `team`: Claude Code's
+    /// `lead_sig` and swarm's bound `swarm_lead_sig`.
+    pub(crate) fn sign_as_lead(&mut self, key: &LeadKey, team: &TeamName, recipient: &AgentName) {
+        let sig = key.signature(&self.lead_entry());
+        let bound = key.bound_signature(team.as_str(), recipient.as_str(), &self.lead_entry());
+        self.extra.insert(SIG_FIELD.into(), Value::from(sig));
+        self.extra
+            .insert(SWARM_SIG_FIELD.into(), Value::from(bound));
+    }
+
     /// A fresh message with a new `msg_id`.
     pub fn new(from: &AgentName, text: impl Into<String>) -> InboxMessage {
         InboxMessage {
@@ -94,6 +121,7 @@ impl InboxMessage {
             kind: Some("message".into()),
             read: false,
             extra: Map::new(),
+            unverified: false,
         }
     }
 
@@ -194,7 +222,7 @@ impl<'a> Mailbox<'a> {
     /// lead's, committed with whatever else is waiting.
     fn append(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
         check_size(&message)?;
-        self.sign_if_lead(&mut message)?;
+        self.sign_if_lead(to, &mut message)?;
         let path = self.prepare(to)?;
         self.commit_message(to, &path, message)
     }
@@ -215,7 +243,7 @@ impl<'a> Mailbox<'a> {
                 }
                 message.msg_id = Some(uuid::Uuid::new_v4().to_string());
             }
-            self.sign_if_lead(&mut message)?;
+            self.sign_if_lead(to, &mut message)?;
             messages.push(message);
             Ok(true)
         })
@@ -224,14 +252,13 @@ impl<'a> Mailbox<'a> {
     /// Every entry from the lead is signed here, once its `msg_id` is final, when the caller
     /// holds the lead key: both ways into an inbox pass through, so no lead-side path can forget
     /// (see `lead_key`).
-    fn sign_if_lead(&self, message: &mut InboxMessage) -> Result<()> {
+    fn sign_if_lead(&self, to: &AgentName, message: &mut InboxMessage) -> Result<()> {
         if message.from.is_lead() {
             if let Some(key) = LeadKey::for_caller(self.store, self.team)? {
                 if message.msg_id.is_none() {
                     message.msg_id = Some(uuid::Uuid::new_v4().to_string());
                 }
-                let sig = key.signature(&message.lead_entry());
-                message.extra.insert(SIG_FIELD.into(), Value::from(sig));
+                message.sign_as_lead(&key, self.team, to);
             }
         }
         Ok(())

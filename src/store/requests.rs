@@ -18,6 +18,7 @@ mod kind;
 mod permission;
 mod plan;
 mod request;
+mod signed;
 mod verdict;
 
 use std::time::Instant;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use super::agent::Agent;
 use super::work::Launch;
+use crate::store::lead_key::VERIFY_KEY_ENV;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 
@@ -57,6 +58,11 @@ impl Config {
                 self.name.agent_id(&self.team).into(),
             ),
         ];
+        // The agent's own `swarm permission request --wait` and the Claude Code permission
+        // hook it runs check the lead's signed decisions with this key.
+        if let Some(key) = &self.lead_key {
+            env.push((VERIFY_KEY_ENV.to_string(), key.value().into()));
+        }
         if let Some(path) = path_with_this_swarm() {
             env.push(("PATH".to_string(), path));
         }

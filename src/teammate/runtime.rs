@@ -12,6 +12,7 @@
 //! our roster entry), `memory` (the team memory in prompts), `stop` (shutdown, signals,
 //! leaving, failures).
 
+mod acted;
 mod claim;
 mod home_claim;
 mod inbox;
@@ -168,6 +169,10 @@ struct Runtime {
     held_completion: Option<(String, String)>,
     /// The team memory, and what of it the agent has seen.
     memory: memory::MemoryNotes,
+    /// The lead messages acted on, kept on disk (`acted.rs`), so none is obeyed twice.
+    acted: acted::Acted,
+    /// Said once at start when the acted file was damaged.
+    acted_note: Option<String>,
 }
 
 impl Runtime {
@@ -178,7 +183,10 @@ impl Runtime {
         tx: UnboundedSender<Event>,
         rx: UnboundedReceiver<Event>,
     ) -> Runtime {
+        let (acted, acted_note) = acted::Acted::load(&cfg.store, &cfg.team, &cfg.name);
         Runtime {
+            acted,
+            acted_note,
             membership,
             index,
             pane: Pane::new(cfg.name.as_str(), &cfg.color),
@@ -222,6 +230,9 @@ impl Runtime {
             }
         ));
         if let Some(note) = self.verification_note() {
+            self.pane.say(note);
+        }
+        if let Some(note) = self.acted_note.take() {
             self.pane.say(note);
         }
         // Events can be lost (a full inotify queue) or absent (NFS), so the loop also looks

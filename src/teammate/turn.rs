@@ -61,12 +61,17 @@ pub(crate) fn attr(value: &str) -> String {
 
 /// One message as Claude Code hands it to its model:
 /// `<teammate-message teammate_id="NAME" color="C" summary="S">TEXT</teammate-message>`.
-/// Attributes the message lacks are left out.
+/// Attributes the message lacks are left out. A message that claims to be the lead's without
+/// the lead's signature says so, `verified="false"`, as Claude Code marks it: its text is a
+/// teammate's data, not the lead's word.
 pub(crate) fn teammate_message(m: &InboxMessage) -> String {
     let mut tag = format!(
         "<teammate-message teammate_id=\"{}\"",
         attr(m.from.as_str())
     );
+    if m.unverified {
+        tag.push_str(" verified=\"false\"");
+    }
     if let Some(color) = &m.color {
         tag.push_str(&format!(" color=\"{}\"", attr(color)));
     }

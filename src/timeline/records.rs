@@ -16,6 +16,7 @@ use serde::Deserialize;
 use super::event::{Event, Kind, Source};
 use crate::error::{Error, Result};
 use crate::store::fsio;
+use crate::store::lead_key::{self, DECISION_RECORD};
 use crate::store::names::{TaskId, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{parse_timestamp, truncate};
@@ -277,18 +278,36 @@ struct Decision {
     timestamp: String,
 }
 
-/// The lead agent's decisions from `offset` on; returns the new offset.
-pub(super) fn decisions(path: &Path, offset: u64, emit: &mut dyn FnMut(Event)) -> Result<u64> {
-    let Some(bytes) = fsio::read_file(path)? else {
+/// The lead agent's decisions from `offset` on; returns the new offset. A line without the
+/// lead's signature (`leadSig`) is skipped, noted once: anyone can append to the file.
+pub(super) fn decisions(
+    store: &Store,
+    team: &TeamName,
+    offset: u64,
+    emit: &mut dyn FnMut(Event),
+) -> Result<u64> {
+    let path = store.decisions_path(team);
+    let Some(bytes) = fsio::read_file(&path)? else {
         return Ok(offset);
     };
+    let verifier = lead_key::verifier(store, team)?;
     let start = (offset as usize).min(bytes.len());
     let end = bytes[start..]
         .iter()
         .rposition(|b| *b == b'\n')
         .map_or(start, |i| start + i + 1);
     for line in bytes[start..end].split(|b| *b == b'\n') {
-        let Ok(d) = serde_json::from_slice::<Decision>(line) else {
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
+            continue;
+        };
+        let signed = verifier
+            .as_ref()
+            .is_some_and(|v| v.verifies_record(team.as_str(), DECISION_RECORD, &value));
+        if !signed {
+            lead_key::note_ignored(&path, "a line without the team lead's signature (leadSig)");
+            continue;
+        }
+        let Ok(d) = serde_json::from_value::<Decision>(value) else {
             continue;
         };
         let Some(at) = parse_timestamp(&d.timestamp) else {

@@ -125,6 +125,7 @@ fn permission_requests_are_answered_at_the_console() {
             "30",
         ])
         .env("SWARM_AGENT_NAME", "coder")
+        .env("SWARM_LEAD_VERIFY_KEY", env.lead_verify_key())
         .spawn();
     lead.expect("coder asks to use Bash");
     lead.type_line("y");
@@ -144,6 +145,7 @@ fn permission_requests_are_answered_at_the_console() {
             "30",
         ])
         .env("SWARM_AGENT_NAME", "coder")
+        .env("SWARM_LEAD_VERIFY_KEY", env.lead_verify_key())
         .spawn();
     lead.expect("rm -rf /");
     lead.type_line("n too dangerous");

@@ -378,6 +378,7 @@ fn permission_request_approved_and_denied_from_another_process() {
             "30",
         ])
         .env("SWARM_AGENT_NAME", "coder")
+        .env("SWARM_LEAD_VERIFY_KEY", env.lead_verify_key())
         .spawn();
     let pending = eventually(Duration::from_secs(10), "a pending request", || {
         let list = env.swarm(["--json", "permission", "list"]).ok().json();

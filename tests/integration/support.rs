@@ -84,6 +84,16 @@ impl Env {
         self.dir.path()
     }
 
+    /// Team `t`'s `--lead-verify-key` (made if it has none), as the launcher hands it to a
+    /// teammate, and as `SWARM_LEAD_VERIFY_KEY` in the teammate's agent's environment.
+    pub fn lead_verify_key(&self) -> String {
+        self.swarm(["debug", "lead-verify-key"])
+            .ok()
+            .stdout
+            .trim()
+            .to_string()
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }

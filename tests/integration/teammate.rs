@@ -9,6 +9,7 @@ mod forgery;
 mod lifecycle;
 mod memory;
 mod permissions;
+mod replay;
 mod sessions;
 mod shutdown;
 mod startup;

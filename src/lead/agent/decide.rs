@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
+use crate::store::lead_key::{LeadKey, DECISION_RECORD};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::protocol::timestamp_now;
@@ -99,9 +100,13 @@ pub(super) fn record(
 ) -> Result<()> {
     let path = store.decisions_path(team);
     let mut text = fsio::read_file(&path)?.unwrap_or_default();
-    let line = json!({"requestId": request.id(), "kind": request.kind().as_str(),
-                      "approved": approve, "feedback": feedback, "by": by,
-                      "timestamp": timestamp_now()});
+    let mut line = json!({"requestId": request.id(), "kind": request.kind().as_str(),
+                          "approved": approve, "feedback": feedback, "by": by,
+                          "timestamp": timestamp_now()});
+    // Each line is signed: the timeline shows only decisions the lead side recorded.
+    if let Some(key) = LeadKey::for_caller(store, team)? {
+        key.sign_record(team.as_str(), DECISION_RECORD, &mut line);
+    }
     text.extend_from_slice(line.to_string().as_bytes());
     text.push(b'\n');
     fsio::write_atomic(&path, &text)

@@ -31,7 +31,7 @@ impl Mailbox<'_> {
             move_aside_if_special(&path)?;
             if let Some(m) = &mut message {
                 check_size(m)?;
-                self.sign_if_lead(m)?;
+                self.sign_if_lead(&to, m)?;
             }
             let mut bytes =
                 serde_json::to_vec_pretty(message.as_slice()).map_err(|source| Error::Json {

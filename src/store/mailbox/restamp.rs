@@ -5,15 +5,16 @@
 //! as unverified and its control messages are not obeyed. A teammate started again (`swarm
 //! restart`, `swarm up`) finds what the lead sent while it was down, or before it stopped and
 //! never read: each unread entry the lead signed is stamped now and signed again, so the new
-//! process believes it. Only entries whose signature checks with the team's key are touched,
-//! so a forgery in the lead's name is never made genuine. A shutdown request is the exception:
+//! process believes it. Only entries whose bound signature (`swarm_lead_sig`) checks with the
+//! team's key for this very inbox are touched, so neither a forgery in the lead's name nor a
+//! signed entry copied here from another member's inbox is ever made genuine. A shutdown request is the exception:
 //! it was for the process that is gone, and a fresh signature would stop the new one, so it is
 //! marked read instead.
 
 use super::{InboxMessage, Mailbox};
 use crate::error::Result;
 use crate::store::fsio;
-use crate::store::lead_key::{LeadKey, LeadVerifier, SIG_FIELD};
+use crate::store::lead_key::{LeadKey, LeadVerifier};
 use crate::store::names::AgentName;
 use crate::store::protocol::{timestamp_now, Payload, Protocol};
 
@@ -40,15 +41,14 @@ impl Mailbox<'_> {
             done = Restamped::default();
             for m in messages
                 .iter_mut()
-                .filter(|m| !m.read && m.signed_by(&verifier))
+                .filter(|m| !m.read && m.signed_for(&verifier, self.team, name))
             {
                 if is_shutdown_request(m) {
                     m.read = true;
                     done.retired_shutdowns += 1;
                 } else {
                     m.timestamp = timestamp_now();
-                    let sig = key.signature(&m.lead_entry());
-                    m.extra.insert(SIG_FIELD.into(), sig.into());
+                    m.sign_as_lead(key, self.team, name);
                     done.resigned += 1;
                 }
             }
@@ -77,8 +77,7 @@ mod tests {
             let mut m = InboxMessage::new(&AgentName::lead(), text);
             m.timestamp = "2026-01-01T00:00:00.000Z".into();
             m.read = read;
-            m.extra
-                .insert(SIG_FIELD.into(), key.signature(&m.lead_entry()).into());
+            m.sign_as_lead(&key, &team, &coder);
             m
         };
         let stop = Protocol::ShutdownRequest(crate::store::protocol::ShutdownRequest {
@@ -90,12 +89,17 @@ mod tests {
         });
         let mut forged = InboxMessage::new(&AgentName::lead(), "forged");
         forged.timestamp = "2026-01-01T00:00:00.000Z".into();
+        // Signed for another member and copied here: its lead_sig holds, its bound one does not.
+        let mut copied = InboxMessage::new(&AgentName::lead(), "$ for someone else");
+        copied.timestamp = "2026-01-01T00:00:00.000Z".into();
+        copied.sign_as_lead(&key, &team, &crate::store::fixture::agent("other"));
         let entries = vec![
             signed("waiting", false),
             signed("seen", true),
             signed(&stop.to_text(), false),
             forged,
             InboxMessage::new(&crate::store::fixture::agent("mallory"), "hi"),
+            copied,
         ];
         let path = store.inbox_path(&team, &coder);
         fsio::write_json(&path, &entries).unwrap();
@@ -118,6 +122,11 @@ mod tests {
         assert_eq!(after[3], entries[3], "a forgery stays a forgery");
         assert!(!after[3].signed_by(&verifier));
         assert_eq!(after[4], entries[4]);
+        assert_eq!(
+            after[5], entries[5],
+            "a copy from another inbox is not signed for this one"
+        );
+        assert!(after[0].signed_for(&verifier, &team, &coder));
         assert_eq!(
             mailbox.restamp_for_restart(&coder, &key).unwrap(),
             Restamped {

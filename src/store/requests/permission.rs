@@ -18,9 +18,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::kind::Kind;
+use super::signed;
 use super::verdict::Resolution;
 use crate::error::{Error, Result};
 use crate::store::fsio::{self, now_ms};
+use crate::store::lead_key::digest;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -52,6 +54,13 @@ pub(crate) struct PermissionRecord {
     pub(crate) updated_input: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) permission_updates: Option<Value>,
+    /// Decided records: `lead_key::digest` of `input`, the input the lead was shown (and the
+    /// one the requester must be asking to run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) input_digest: Option<String>,
+    /// Decided records: the lead's signature (`signed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lead_sig: Option<String>,
     #[serde(flatten)]
     pub(crate) extra: Map<String, Value>,
 }
@@ -81,8 +90,30 @@ impl PermissionRecord {
             created_at: now_ms(),
             updated_input: None,
             permission_updates: None,
+            input_digest: None,
+            lead_sig: None,
             extra: Map::new(),
         }
+    }
+
+    /// Why this decision does not let `worker` run `tool` with `input`, if it does not: the
+    /// lead decided on another requester, tool or input than the one now asking (a pending
+    /// record rewritten before the lead read it, or a decision on someone else's request).
+    pub(crate) fn mismatch(&self, worker: &str, tool: &str, input: &Value) -> Option<String> {
+        if self.worker_name != worker {
+            return Some(format!("it answers {}, not {worker}", self.worker_name));
+        }
+        if self.tool_name != tool {
+            return Some(format!("it is for {}, not {tool}", self.tool_name));
+        }
+        if self.input_digest.as_deref() != Some(digest(input).as_str()) {
+            return Some(
+                "the lead decided on another input than this call's (the request was changed \
+                 after it was filed)"
+                    .to_string(),
+            );
+        }
+        None
     }
 }
 
@@ -221,10 +252,10 @@ impl<'a> Permissions<'a> {
         fsio::write_json(&self.pending_path(&record.id), &record)
     }
 
-    /// Whether `id` has a pending or a resolved file.
+    /// Whether `id` has a pending file or a decision (a resolved file the lead did not sign
+    /// does not hide the request).
     pub(crate) fn filed(&self, id: &str) -> Result<bool> {
-        Ok(fsio::check_regular(&self.pending_path(id))?
-            || fsio::check_regular(&self.resolved_path(id))?)
+        Ok(fsio::check_regular(&self.pending_path(id))? || self.decision(id)?.is_some())
     }
 
     /// The pending record for a request message from `from`, dated `sent_ms` (else now).
@@ -312,9 +343,16 @@ impl<'a> Permissions<'a> {
         Ok(records)
     }
 
-    /// The decided requests, oldest first.
+    /// The decided requests the lead signed, oldest first.
     pub(crate) fn resolved(&self) -> Result<Vec<PermissionRecord>> {
-        self.read_dir(&self.store.resolved_dir(self.team))
+        signed::read_all(
+            self.store,
+            self.team,
+            signed::PERMISSION,
+            &self.store.resolved_dir(self.team),
+            |id| Kind::of(id).ok() == Some(Kind::Permission),
+            |r: &PermissionRecord| (r.created_at, r.id.clone()),
+        )
     }
 
     /// The permission records in `dir`; plan records, which share `resolved/`, are not read.
@@ -332,10 +370,23 @@ impl<'a> Permissions<'a> {
         fsio::read_json(&self.pending_path(id))
     }
 
-    /// The decision, if made.
+    /// The decision, if the lead made one: a resolved record without the lead's signature is
+    /// no decision (`signed`).
     pub(crate) fn decision(&self, id: &str) -> Result<Option<PermissionRecord>> {
         valid_id(id)?;
-        fsio::read_json(&self.resolved_path(id))
+        signed::read(
+            self.store,
+            self.team,
+            signed::PERMISSION,
+            &self.resolved_path(id),
+        )
+    }
+
+    /// Writes the lead's decision on `record`, signed.
+    pub(crate) fn write_decision(&self, record: &PermissionRecord) -> Result<()> {
+        fsio::ensure_dir(&self.store.resolved_dir(self.team))?;
+        let path = self.resolved_path(&record.id);
+        signed::write(self.store, self.team, signed::PERMISSION, &path, record)
     }
 }
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::kind::Kind;
-use super::permission::read_records;
+use super::signed;
 use super::verdict::Resolution;
 use crate::error::Result;
 use crate::store::fsio;
@@ -109,22 +109,27 @@ impl<'a> Plans<'a> {
             .join(format!("{id}.json"))
     }
 
-    /// The decision recorded for plan `id`, if any.
+    /// The decision recorded for plan `id`, if the lead signed one (`signed`).
     pub(crate) fn record(&self, id: &str) -> Result<Option<PlanRecord>> {
         match Kind::of(id)? {
-            Kind::Plan => fsio::read_json(&self.record_path(id)),
+            Kind::Plan => signed::read(self.store, self.team, signed::PLAN, &self.record_path(id)),
             Kind::Permission => Ok(None),
         }
     }
 
+    /// Writes the lead's decision on a plan, signed.
     pub(crate) fn write_record(&self, record: &PlanRecord) -> Result<()> {
         fsio::ensure_dir(&self.store.resolved_dir(self.team))?;
-        fsio::write_json(&self.record_path(&record.id), record)
+        let path = self.record_path(&record.id);
+        signed::write(self.store, self.team, signed::PLAN, &path, record)
     }
 
-    /// The decided plans, oldest first.
+    /// The decided plans the lead signed, oldest first.
     pub(crate) fn resolved(&self) -> Result<Vec<PlanRecord>> {
-        read_records(
+        signed::read_all(
+            self.store,
+            self.team,
+            signed::PLAN,
             &self.store.resolved_dir(self.team),
             |id| Kind::of(id).ok() == Some(Kind::Plan),
             |r: &PlanRecord| (r.created_at, r.id.clone()),

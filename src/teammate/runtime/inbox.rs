@@ -12,7 +12,9 @@
 //! see `store::lead_key`) and the runtime, started with the lead's public key
 //! (`--lead-verify-key`), acts on a control message only when its signature holds. An unsigned
 //! or forged one is ignored, said in the pane and reported to the lead, who should know a
-//! teammate is trying. A runtime started without a key (a team from before lead keys) acts as
+//! teammate is trying. The signature checked is swarm's bound one (`swarm_lead_sig`), which
+//! names this team and this member, so a signed message copied from another inbox is a forgery
+//! here; and a lead message acted on once (`acted`) is never acted on again. A runtime started without a key (a team from before lead keys) acts as
 //! before and says once that it cannot tell.
 
 use super::Runtime;
@@ -20,7 +22,6 @@ use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
 use crate::store::names::TaskId;
 use crate::store::protocol::{Payload, Protocol, ShutdownRequest};
-use crate::store::requests::Permissions;
 use crate::teammate::agent::Agent;
 use crate::teammate::pane::suffix;
 
@@ -40,6 +41,17 @@ impl Runtime {
         let (mut handled, mut ordinary) = (Vec::new(), Vec::new());
         let mut shutdown = None;
         for m in unread {
+            if m.from.is_lead() && self.acted.contains(&m.key()) {
+                // Acted on already: a copy put back unread does nothing a second time.
+                handled.push(m.key());
+                if self.acted.first_report(&m.key()) {
+                    self.pane.say(format!(
+                        "ignored a second delivery of the lead's message {}: it was acted on already",
+                        m.key()
+                    ));
+                }
+                continue;
+            }
             match m.payload() {
                 Payload::Protocol(p) => {
                     handled.push(m.key());
@@ -53,6 +65,9 @@ impl Runtime {
                     self.forged(&m, "`$ ` command")?;
                 }
                 Payload::Text(_) => {
+                    let mut m = m;
+                    m.unverified =
+                        m.from.is_lead() && self.cfg.lead_key.is_some() && !self.lead_signed(&m);
                     if self.announced.insert(m.key()) {
                         let later = if self.current.is_some() {
                             " (delivered after this turn)"
@@ -83,6 +98,9 @@ impl Runtime {
         if Self::is_lead_control(&p) && !self.lead_signed(m) {
             self.forged(m, p.type_name())?;
             return Ok(None);
+        }
+        if Self::is_lead_control(&p) && m.from.is_lead() {
+            self.acted.record([m.key().as_str()])?;
         }
         let from_lead = m.from.is_lead();
         match p {
@@ -128,23 +146,17 @@ impl Runtime {
             },
             Protocol::PermissionResponse(resp) => {
                 // The requester (`swarm permission request --wait` or the hook) waits on the
-                // resolved file; here the answer only needs to be kept out of the agent's turn.
-                let ours = Permissions::new(&self.cfg.store, &self.cfg.team)
-                    .decision(&resp.request_id)
-                    .ok()
-                    .flatten()
-                    .filter(|r| r.worker_name == self.cfg.name.as_str());
-                match ours {
-                    Some(r) => self.pane.say(format!(
-                        "permission {} for {}: {}",
-                        r.id, r.tool_name, r.resolution.status
-                    )),
-                    None => self.ignore(
-                        m,
-                        "permission_response",
-                        "it matches none of this teammate's requests",
-                    ),
-                }
+                // signed resolved file and checks it itself; here the answer only needs to be
+                // kept out of the agent's turn. The lead's signature above names this member.
+                let verdict = if resp.subtype == "success" {
+                    "approved"
+                } else {
+                    "rejected"
+                };
+                self.pane.say(format!(
+                    "permission {} {verdict} by the lead",
+                    resp.request_id
+                ));
             }
             Protocol::TaskAssignment(a) => {
                 if !from_lead {
@@ -167,9 +179,13 @@ impl Runtime {
         Ok(None)
     }
 
-    /// Whether `m` may act as the lead's: signed by the lead, or no key to check against.
+    /// Whether `m` may act as the lead's: signed by the lead for this very inbox
+    /// (`swarm_lead_sig`), or no key to check against.
     fn lead_signed(&self, m: &InboxMessage) -> bool {
-        self.cfg.lead_key.as_ref().is_none_or(|k| m.signed_by(k))
+        self.cfg
+            .lead_key
+            .as_ref()
+            .is_none_or(|k| m.signed_for(k, &self.cfg.team, &self.cfg.name))
     }
 
     /// The message types only the lead may send, which act on this runtime.

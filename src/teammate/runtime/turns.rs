@@ -125,6 +125,10 @@ impl Runtime {
 
     fn deliver(&mut self, messages: &[InboxMessage]) -> Result<()> {
         let keys: Vec<String> = messages.iter().map(InboxMessage::key).collect();
+        // Remembered before they are marked: a copy put back unread is then never run again.
+        let from_lead = messages.iter().filter(|m| m.from.is_lead());
+        let lead_keys: Vec<String> = from_lead.map(InboxMessage::key).collect();
+        self.acted.record(lead_keys.iter().map(String::as_str))?;
         self.mailbox().mark_delivered(&self.cfg.name, &keys)?;
         for k in &keys {
             self.announced.remove(k);

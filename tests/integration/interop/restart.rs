@@ -85,9 +85,25 @@ fn signed(seed: &SigningKey, text: &str, ms: u64) -> Value {
         null
     ]);
     let sig = seed.sign(&serde_json::to_vec(&fields).unwrap());
+    // swarm's own signature of the same entry, bound to team t and coder's inbox (PROTOCOL.md
+    // section 7b): what the lead side writes beside Claude Code's.
+    let bound = json!([
+        "swarm-team-lead-entry-v1",
+        "t",
+        "coder",
+        id,
+        "team-lead",
+        timestamp,
+        text,
+        null,
+        "red",
+        null
+    ]);
+    let bound = seed.sign(&serde_json::to_vec(&bound).unwrap());
     json!({"from": "team-lead", "text": text, "timestamp": timestamp, "color": "red",
            "msgV": 1, "msg_id": id, "type": "message", "read": false,
-           "lead_sig": URL_SAFE_NO_PAD.encode(sig.to_bytes())})
+           "lead_sig": URL_SAFE_NO_PAD.encode(sig.to_bytes()),
+           "swarm_lead_sig": URL_SAFE_NO_PAD.encode(bound.to_bytes())})
 }
 
 /// The `<teammate-message>` block the model was shown that holds `needle`.

@@ -115,6 +115,7 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
         json!({"CLAUDECODE": "1", "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
                "SWARM_ROOT": root, "SWARM_TEAM": "t", "SWARM_AGENT_NAME": "coder",
                "SWARM_AGENT_ID": "coder@t", "SWARM_BIN": BIN,
+               "SWARM_LEAD_VERIFY_KEY": lead_key.trim(),
                "ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": "<redacted>",
                "HTTPS_PROXY": "http://proxy:3128", "DISABLE_TELEMETRY": "1",
                "CLAUDE_CONFIG_DIR": root, TODO_TOOLS: "1"})

@@ -20,10 +20,12 @@
 //!
 //! Signals: swarm stops a teammate by signalling its process group, which the outer `bwrap`
 //! leads; `bwrap` itself would die at SIGTERM at once and leave the teammate inside to be
-//! SIGKILLed mid-shutdown. So the outer step ignores SIGTERM, SIGINT and SIGHUP before it
-//! becomes `bwrap` (an ignored disposition survives `exec`), and an inner step
-//! (`sandbox-exec --inner`) puts them back to their defaults before it becomes the teammate:
-//! the recorded pid stays the one `bwrap` lives under until the teammate has exited.
+//! SIGKILLed mid-shutdown. So the outer step ignores SIGTERM and SIGINT before it becomes
+//! `bwrap` (an ignored disposition survives `exec`), and an inner step (`sandbox-exec --inner`)
+//! puts them back to their defaults before it becomes the teammate: the recorded pid stays the
+//! one `bwrap` lives under until the teammate has exited. SIGHUP keeps its default: a closed
+//! tmux pane hangs up only its session leader, the outer `bwrap`, whose exit then hangs up the
+//! pane's foreground group, the teammate.
 //!
 //! A launch that cannot contain (no `bwrap` on PATH, or a kernel without user namespaces:
 //! probed once per launch) says so on one line and records it; `--no-sandbox` (or
@@ -274,9 +276,9 @@ pub(crate) fn exec(args: SandboxExecArgs) -> Result<i32> {
     become_program(&argv)
 }
 
-/// SIGTERM, SIGINT and SIGHUP set to `disposition` (ignored, or the default).
+/// SIGTERM and SIGINT set to `disposition` (ignored, or the default).
 fn set_stop_signals(disposition: libc::sighandler_t) {
-    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
         // SAFETY: setting a disposition to SIG_IGN or SIG_DFL installs no handler code; this
         // process runs no signal handler of its own at this point.
         unsafe { libc::signal(signal, disposition) };

@@ -91,7 +91,6 @@ impl Containment {
                 .unwrap_or_else(|| Containment::uncontained("not started by swarm launch")),
         )
     }
-
 }
 
 /// One launch's sandbox: whether `bwrap` works here (probed once, at the first teammate that
@@ -172,7 +171,15 @@ fn probe(path: &str, swarm_exe: &Path) -> std::result::Result<PathBuf, String> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let bwrap = which::which_in("bwrap", Some(path), cwd).map_err(|_| "bwrap not found")?;
     let out = std::process::Command::new(&bwrap)
-        .args(["--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--"])
+        .args([
+            "--dev-bind",
+            "/",
+            "/",
+            "--unshare-pid",
+            "--proc",
+            "/proc",
+            "--",
+        ])
         .arg(swarm_exe)
         .arg("--version")
         .stdin(std::process::Stdio::null())
@@ -193,7 +200,11 @@ fn probe(path: &str, swarm_exe: &Path) -> std::result::Result<PathBuf, String> {
 /// its state (the lead keys), its ssh control sockets, and tmux's socket directories.
 fn private_dirs(opts: &LaunchOptions) -> Vec<PathBuf> {
     let uid = rustix::process::getuid().as_raw();
-    let var = |k: &str| opts.env_var(k).map(PathBuf::from).filter(|p| p.is_absolute());
+    let var = |k: &str| {
+        opts.env_var(k)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
     let mut dirs = Vec::new();
     dirs.extend(var("XDG_STATE_HOME").map(|d| d.join("swarm")));
     dirs.extend(var("HOME").map(|h| h.join(".local/state/swarm")));
@@ -328,7 +339,10 @@ impl Layout {
             read_only.push(dir);
         }
         let roster = Roster::new(store, team).load()?;
-        for other in roster.teammates().filter(|m| !m.name.same_as(name.as_str())) {
+        for other in roster
+            .teammates()
+            .filter(|m| !m.name.same_as(name.as_str()))
+        {
             let session = store.session_path(team, &other.name);
             if let Some(dir) = session.parent() {
                 fsio::ensure_dir(dir)?;

@@ -6,6 +6,7 @@ mod support;
 mod autonomous;
 mod claude_teams;
 mod completions;
+mod contain;
 mod demo;
 mod escaping;
 mod faults;

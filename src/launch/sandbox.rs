@@ -23,7 +23,8 @@
 //! SIGKILLed mid-shutdown. So the outer step ignores SIGTERM and SIGINT before it becomes
 //! `bwrap` (an ignored disposition survives `exec`), and an inner step (`sandbox-exec --inner`)
 //! puts them back to their defaults before it becomes the teammate: the recorded pid stays the
-//! one `bwrap` lives under until the teammate has exited. SIGHUP keeps its default: a closed
+//! one `bwrap` lives under until the teammate has exited, and that pid is what the runtime's
+//! liveness record names (`SWARM_SANDBOX_PID`: its own is 2 or so). SIGHUP keeps its default: a closed
 //! tmux pane hangs up only its session leader, the outer `bwrap`, whose exit then hangs up the
 //! pane's foreground group, the teammate.
 //!
@@ -42,6 +43,7 @@ use super::LaunchOptions;
 use crate::backend::Launch;
 use crate::error::{Error, Result};
 use crate::store::fsio;
+use crate::store::liveness::SANDBOX_PID_ENV;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
@@ -319,6 +321,9 @@ struct Layout {
     read_only: Vec<PathBuf>,
     /// `$TMUX_PANE`, passed on as `SWARM_TMUX_PANE` for the runtime's `shutdown_approved`.
     pane: Option<String>,
+    /// This process's pid, soon the outer `bwrap`'s: the runtime's pid on the machine, which
+    /// its liveness record names (`SANDBOX_PID_ENV`).
+    pid: u32,
     cwd: PathBuf,
 }
 
@@ -374,6 +379,7 @@ impl Layout {
             sockets,
             read_only,
             pane: std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty()),
+            pid: std::process::id(),
             cwd: cwd.to_path_buf(),
         })
     }
@@ -412,6 +418,7 @@ fn bwrap_argv(bwrap: &Path, layout: &Layout, swarm_exe: &Path, command: &[String
     if let Some(pane) = &layout.pane {
         add(&["--setenv", "SWARM_TMUX_PANE", pane]);
     }
+    add(&["--setenv", SANDBOX_PID_ENV, &layout.pid.to_string()]);
     add(&["--chdir", &text(&layout.cwd), "--"]);
     add(&[&text(swarm_exe), STEP, "--inner", "--"]);
     argv.extend(command.iter().cloned());
@@ -459,6 +466,7 @@ mod tests {
             sockets: vec!["/t/sock".into()],
             read_only: vec!["/r/lead".into()],
             pane: Some("%3".into()),
+            pid: 42,
             cwd: "/work".into(),
         };
         let argv = bwrap_argv(
@@ -492,6 +500,9 @@ mod tests {
                 "--setenv",
                 "SWARM_TMUX_PANE",
                 "%3",
+                "--setenv",
+                "SWARM_SANDBOX_PID",
+                "42",
                 "--chdir",
                 "/work",
                 "--",

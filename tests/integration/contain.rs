@@ -105,20 +105,25 @@ fn assert_contained(env: &Env, team: &str, tmux: &Tmux, victim: &mut KillOnDrop)
     );
     let socket = socket_of(tmux).display().to_string();
     assert_eq!(tmux.cmd(["-S", &socket, "list-sessions"]).code, 0);
-    eventually(LONG, "the task after the attack to be done", || {
-        std::fs::read_to_string(env.path("after")).ok()
-    });
-    let tasks = env
-        .swarm(["--json", "--team", team, "task", "list"])
-        .ok()
-        .json();
-    let statuses: Vec<&Value> = tasks
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| &t["status"])
-        .collect();
-    assert_eq!(statuses, ["completed", "completed"], "{tasks}");
+    eventually(
+        LONG,
+        "both tasks, the one after the attack too, completed",
+        || {
+            let tasks = env
+                .swarm(["--json", "--team", team, "task", "list"])
+                .ok()
+                .json();
+            let done = tasks
+                .as_array()?
+                .iter()
+                .filter(|t| t["status"] == "completed");
+            (done.count() == 2).then_some(())
+        },
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("after")).unwrap(),
+        "after\n"
+    );
     let inbox = std::fs::read_to_string(team_dir.join("inboxes/team-lead.json")).unwrap();
     assert!(inbox.contains("attack over"), "{inbox}");
     let status = env.swarm(["--json", "--team", team, "status"]).ok().json();

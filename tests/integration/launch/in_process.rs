@@ -55,12 +55,17 @@ esac"#,
         assert_eq!(m["tmuxPaneId"], "in-process");
         assert_eq!(m["isActive"], true);
         let recorded = m["swarmPid"].as_u64().unwrap();
-        // Contained, the fake's `$$` is its pid in its own namespace: it is found from here.
-        let fake = pids_running(&agent, &["--agent-name", n]);
-        assert_eq!(fake.len(), 1, "{n}: {fake:?}");
+        // Contained, the fake's `$$` is its pid in its own namespace: it is found from here
+        // (the one whose parent is not the fake too: its `$(...)` forks copies of itself).
+        let fake = eventually(Duration::from_secs(20), "the fake's process", || {
+            let pids = pids_running(&agent, &["--agent-name", n]);
+            pids.iter()
+                .copied()
+                .find(|p| !pids.contains(&parent_of(*p)))
+        });
         // SAFETY: getpgid on a pid we started.
         assert_eq!(
-            unsafe { libc::getpgid(fake[0]) },
+            unsafe { libc::getpgid(fake) },
             recorded as i32,
             "the roster has the leader of the teammate's process group"
         );
@@ -209,4 +214,14 @@ fn a_ctrl_c_during_an_in_process_launch_still_shuts_the_teammates_down() {
         let config = read_json(&env.path("teams/t/config.json"));
         assert_eq!(member(&config, name)["isActive"], false);
     }
+}
+
+/// The parent of `pid`, from /proc (0 once it is gone).
+fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0)
 }

@@ -14,9 +14,8 @@
 //! outside its tree. The network is shared.
 //!
 //! bubblewrap rather than Landlock: it is what Claude Code uses for its own Linux sandbox,
-//! needs no kernel newer than user namespaces, and gives the pid namespace (signals) and the
-//! hidden tmux socket that Landlock's file rules cannot (connecting to a unix socket and
-//! `kill` are not file accesses Landlock could refuse on the kernels swarm supports).
+//! needs only user namespaces, and gives what Landlock does not: Landlock scopes signals only
+//! from Linux 6.12 and never refuses connecting to a named unix socket such as tmux's.
 //!
 //! Signals: swarm stops a teammate by signalling its process group, which the outer `bwrap`
 //! leads; `bwrap` itself would die at SIGTERM at once and leave the teammate inside to be
@@ -24,9 +23,9 @@
 //! `bwrap` (an ignored disposition survives `exec`), and an inner step (`sandbox-exec --inner`)
 //! puts them back to their defaults before it becomes the teammate: the recorded pid stays the
 //! one `bwrap` lives under until the teammate has exited, and that pid is what the runtime's
-//! liveness record names (`SWARM_SANDBOX_PID`: its own is 2 or so). SIGHUP keeps its default: a closed
-//! tmux pane hangs up only its session leader, the outer `bwrap`, whose exit then hangs up the
-//! pane's foreground group, the teammate.
+//! liveness record names (`SWARM_SANDBOX_PID`: its own is 2 or so). SIGHUP keeps its default:
+//! a closed tmux pane hangs up only its session leader, the outer `bwrap`, whose exit then
+//! hangs up the pane's foreground group, the teammate.
 //!
 //! A launch that cannot contain (no `bwrap` on PATH, or a kernel without user namespaces:
 //! probed once per launch) says so on one line and records it; `--no-sandbox` (or

@@ -147,6 +147,7 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
         Command::Kill { name } => ops::kill(ctx, &name).map(|()| 0),
         Command::Logs { name, follow } => logs::logs(ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
+        Command::SandboxExec(args) => crate::launch::sandbox::exec(args),
         Command::Relay(cmd) => relay::run(ctx, cmd),
         #[cfg(feature = "seams")]
         Command::Debug(cmd) => debug::run(ctx, cmd),

@@ -12,7 +12,7 @@
 //! The wing: `plan` (what to launch), `swarmfile` (the file that fills a plan in), `program`
 //! and `command_line` (section 10's argv and environment), `prepare` with its `checks`,
 //! `dry_run`, `spawn` (with rollback), `running` (the backend and the running team) and
-//! `supervisor` (in-process teammates). A teammate's git worktree is made through
+//! `supervisor` (in-process teammates), and `sandbox` (each local teammate in bubblewrap). A teammate's git worktree is made through
 //! [`crate::lifecycle::worktree`], which also finishes it when the teammate retires.
 
 mod again;
@@ -29,6 +29,7 @@ mod program;
 pub(crate) mod recorded;
 mod remote;
 mod running;
+pub(crate) mod sandbox;
 mod spawn;
 pub(crate) mod supervisor;
 pub(crate) mod swarmfile;

@@ -255,6 +255,10 @@ pub(crate) enum Command {
     #[command(hide = true)]
     PaneExec { spec: PathBuf },
 
+    /// Become bubblewrap around a contained teammate (and, inside, the teammate).
+    #[command(hide = true)]
+    SandboxExec(crate::launch::sandbox::SandboxExecArgs),
+
     /// Print a shell completion script; team and member names complete from the store.
     ///
     /// Example: source <(swarm completions bash)

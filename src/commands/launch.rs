@@ -77,6 +77,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         .or(parts.panes_per_window);
     // The roster stays flat: teammates do not spawn teammates; the lead side adds members.
     crate::store::authority::require_lead(&ctx.store, &team, "launch teammates")?;
+    let no_sandbox = args.no_sandbox || parts.sandbox == Some(false);
     let plan = parts.into_plan(team);
 
     let mut opts = LaunchOptions::from_process()?;
@@ -97,6 +98,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         agent_type: args.agent_type,
         plan_mode_required: args.plan_mode_required,
         prompt_via: args.prompt_via,
+        no_sandbox,
         extra: args.extra,
     };
     // A refused launch leaves no key behind for a team that had none, and a dry run makes none:
@@ -299,6 +301,9 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
             .map(|(k, v)| format!("{k}={}", shell_quote(v)))
             .collect();
         output::line(format!("  env   {}", env.join(" ")))?;
+        if let Some(sandbox) = &c.sandbox {
+            output::line(format!("  in    {} --", display_argv(sandbox)))?;
+        }
         output::line(format!("  argv  {}", display_argv(&c.argv)))
     };
     if let Some(lead) = &doc.lead {

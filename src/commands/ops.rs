@@ -16,6 +16,7 @@ use crate::backend::tmux::{TmuxEnv, TmuxServer};
 use crate::backend::{for_member, BackendKind, PaneBackend as _, PaneId, PaneState};
 use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
+use crate::launch::sandbox::Containment;
 use crate::lifecycle::{
     self, Health, MemberState, ShutdownOptions, ShutdownOutcome, ShutdownResult,
 };
@@ -102,7 +103,14 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
     }
     output::line(format!("team {}  {}", team, visible(&config.description)))?;
     let mut table = vec![[
-        "NAME", "COLOR", "BACKEND", "PANE", "STATE", "UNREAD", "TASK",
+        "NAME",
+        "COLOR",
+        "BACKEND",
+        "PANE",
+        "STATE",
+        "CONTAINED",
+        "UNREAD",
+        "TASK",
     ]
     .map(String::from)];
     for r in &rows {
@@ -124,6 +132,11 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
                 visible(&m.tmux_pane_id).into_owned()
             },
             visible(&r.state.to_string()).into_owned(),
+            match Containment::of(m) {
+                Some(c) if c.contained => "yes".into(),
+                Some(_) => "no".into(),
+                None => "-".into(),
+            },
             r.unread.to_string(),
             r.task
                 .map(|t| format!("#{} {}", t.id, visible(&t.subject)))
@@ -134,7 +147,17 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         self,
         Align::{Left, Right},
     };
-    table::print(&table, &[Left, Left, Left, Left, Left, Right])?;
+    table::print(&table, &[Left, Left, Left, Left, Left, Left, Right])?;
+    let uncontained: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let c = Containment::of(r.member).filter(|c| !c.contained)?;
+            Some(format!("{} ({})", r.member.name, visible(&c.how)))
+        })
+        .collect();
+    if !uncontained.is_empty() {
+        output::line(format!("uncontained: {}", uncontained.join(", ")))?;
+    }
     for h in &hosts {
         output::line(visible(&h.line))?;
         if let Some(w) = &h.warning {
@@ -207,6 +230,8 @@ impl Row<'_> {
             "host": crate::remote::host_of(m),
             "paneId": m.tmux_pane_id,
             "retired": m.retired(),
+            "contained": Containment::of(m).map(|c| c.contained),
+            "containment": Containment::of(m).map(|c| c.how),
             "liveness": self.health.as_ref().map(|h| h.liveness),
             "pane": self.health.as_ref().map(|h| h.pane),
             "task": self.task.map(|t| json!({"id": t.id, "subject": t.subject})),

@@ -67,9 +67,11 @@ fn config(ctx: &Context, args: TeammateArgs) -> Result<Config> {
         .ok()
         .filter(|b| !b.is_empty())
         .unwrap_or_else(|| "in-process".into());
-    let pane_id = std::env::var("TMUX_PANE")
-        .ok()
-        .filter(|p| !p.is_empty())
+    // A contained teammate has no `$TMUX_PANE`; its sandbox passes the pane on
+    // (`launch::sandbox`).
+    let pane_id = ["TMUX_PANE", "SWARM_TMUX_PANE"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|p| !p.is_empty()))
         .unwrap_or_else(|| "in-process".into());
     Ok(Config {
         store,

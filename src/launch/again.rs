@@ -49,6 +49,7 @@ impl Shared<'_> {
         t.env = rec.env.clone();
         t.cwd = Some(rec.cwd.clone());
         t.host = rec.host.clone();
+        t.sandbox = Some(!rec.no_sandbox);
         let inherited = Inherited {
             dangerously_skip_permissions: rec.dangerously_skip_permissions,
             extra: rec.extra.clone(),

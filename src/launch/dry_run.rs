@@ -49,9 +49,12 @@ pub(crate) struct DryRunTask {
     pub(crate) plan: TaskPlan,
 }
 
-/// A command exactly as it would start, secrets redacted.
+/// A command exactly as it would start, secrets redacted: a contained teammate's `sandbox`
+/// step, then section 10's `argv` (`launch::sandbox`).
 #[derive(Debug, Serialize)]
 pub(crate) struct CommandLine {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sandbox: Option<Vec<String>>,
     pub(crate) argv: Vec<String>,
     #[serde(serialize_with = "as_map")]
     pub(crate) env: Env,
@@ -103,8 +106,10 @@ impl CommandLine {
                 (k.clone(), shown.to_string())
             })
             .collect();
+        let (sandbox, argv) = super::sandbox::split(&launch.argv);
         CommandLine {
-            argv: launch.argv.clone(),
+            sandbox: sandbox.map(<[String]>::to_vec),
+            argv: argv.to_vec(),
             env,
             cwd: launch.cwd.clone(),
         }

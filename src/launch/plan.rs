@@ -78,6 +78,8 @@ pub(crate) struct TeammatePlan {
     pub(crate) cwd: Option<PathBuf>,
     /// Another machine to run on (an ssh destination); its `cwd` is a directory there.
     pub(crate) host: Option<Host>,
+    /// Run contained (`launch::sandbox`); `None` inherits the launch's choice.
+    pub(crate) sandbox: Option<bool>,
 }
 
 impl TeammatePlan {
@@ -95,6 +97,7 @@ impl TeammatePlan {
             env: vec![],
             cwd: None,
             host: None,
+            sandbox: None,
         }
     }
 }
@@ -181,6 +184,9 @@ pub(crate) struct RecordedLaunch {
     /// The host it runs on, when not this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) host: Option<Host>,
+    /// Launched with `--no-sandbox` (or `"sandbox": false`): started again uncontained too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) no_sandbox: bool,
 }
 
 impl AgentKind {
@@ -243,6 +249,8 @@ pub(crate) struct Inherited {
     pub(crate) agent_type: Option<String>,
     pub(crate) plan_mode_required: bool,
     pub(crate) prompt_via: Option<PromptVia>,
+    /// `--no-sandbox`: teammates run uncontained (`launch::sandbox`).
+    pub(crate) no_sandbox: bool,
     /// Everything after `--`.
     pub(crate) extra: Vec<String>,
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
 use super::command_line::AgentFlags;
 use super::plan::{IfRunning, LAUNCH_FIELD};
+use super::sandbox::{Containment, FIELD};
 use super::{AgentKind, Inherited, LaunchOptions, LaunchPlan, TaskPlan, TeammatePlan};
 use crate::backend::{absolute, detect, BackendKind, Detected, Launch};
 use crate::error::{Error, Result};
@@ -88,6 +89,7 @@ pub(super) struct Shared<'a> {
     pub(super) hosts: Hosts,
     /// The plan's `remoteSwarm`.
     pub(super) plan_remote_swarm: Option<String>,
+    sandbox: super::sandbox::Sandbox,
 }
 
 /// Validates a plan and builds every command line. Writes nothing.
@@ -124,6 +126,7 @@ pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> 
         claude_bin: None,
         hosts: Hosts::default(),
         plan_remote_swarm: plan.remote_swarm.clone(),
+        sandbox: super::sandbox::Sandbox::new(opts),
         base_cwd,
     };
     let mut teammates = Vec::new();
@@ -283,7 +286,7 @@ impl Shared<'_> {
             agent: None,
             command: vec![],
         };
-        let (launch, remote) = match place {
+        let (mut launch, remote) = match place {
             Some(place) => {
                 let (launch, remote) =
                     self.remote_launch(t, &agent, &identity, &flags, place, cwd.clone())?;
@@ -293,6 +296,11 @@ impl Shared<'_> {
                 self.launch(t, &agent, &identity, &flags, cwd.clone())?,
                 None,
             ),
+        };
+        let contain = t.sandbox.unwrap_or(!inh.no_sandbox);
+        let containment = match &remote {
+            Some(_) => Containment::remote(),
+            None => (self.sandbox).contain(&mut launch, &self.root, self.team, name, contain),
         };
         let mut member = match previous {
             Some(p) => super::recorded::fresh_entry(p),
@@ -325,6 +333,7 @@ impl Shared<'_> {
             prompt_via,
         );
         member.extra.insert(LAUNCH_FIELD.into(), record);
+        member.extra.insert(FIELD.into(), containment.to_json());
         if let Some(r) = &remote {
             member
                 .extra

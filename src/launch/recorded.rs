@@ -68,6 +68,7 @@ pub(super) fn record(
         extra: inh.extra.clone(),
         env: t.env.clone(),
         host: t.host.clone(),
+        no_sandbox: !t.sandbox.unwrap_or(!inh.no_sandbox),
     };
     serde_json::to_value(&record).expect("serializable")
 }

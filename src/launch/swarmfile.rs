@@ -16,7 +16,8 @@
 //! remote PATH or at the file's `remoteSwarm`. A task's `key` (default: its subject) is kept in
 //! its metadata as `swarmKey`, so launching the file again does not seed it twice.
 //! `panesPerWindow` (tmux, default 16) is the most panes one window holds before the next
-//! window of the team's session opens. Unknown fields are refused, so a typo does not silently
+//! window of the team's session opens. `"sandbox": false` (the file's, or a teammate's) runs
+//! teammates uncontained, as `--no-sandbox` does (`launch::sandbox`). Unknown fields are refused, so a typo does not silently
 //! drop a setting.
 
 use std::collections::BTreeMap;
@@ -71,6 +72,8 @@ struct FileTeammate {
     cwd: Option<PathBuf>,
     /// An ssh destination to run on; `cwd` is then a directory there.
     host: Option<Host>,
+    /// `false`: this teammate runs uncontained (`launch::sandbox`).
+    sandbox: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -119,6 +122,8 @@ struct SwarmFile {
     remote_swarm: Option<String>,
     /// tmux: most panes in one window before the next opens a further window.
     panes_per_window: Option<usize>,
+    /// `false`: teammates run uncontained, as with `--no-sandbox`.
+    sandbox: Option<bool>,
 }
 
 /// A parsed swarm file; `team` is `None` when the file leaves it to `--team`.
@@ -141,6 +146,8 @@ pub(crate) struct LaunchPlanParts {
     pub(crate) remote_swarm: Option<String>,
     /// `panesPerWindow`: a launch option the file can set (`--panes-per-window` wins).
     pub(crate) panes_per_window: Option<usize>,
+    /// `sandbox`: `false` is `--no-sandbox` for every teammate that does not set its own.
+    pub(crate) sandbox: Option<bool>,
 }
 
 impl LaunchPlanParts {
@@ -221,6 +228,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
         plan.env = t.env.into_iter().collect();
         plan.cwd = t.cwd;
         plan.host = t.host.or_else(|| file.host.clone());
+        plan.sandbox = t.sandbox;
         teammates.push(plan);
     }
     let mut tasks = Vec::new();
@@ -265,6 +273,7 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
         plan: LaunchPlanParts {
             lead,
             panes_per_window: file.panes_per_window,
+            sandbox: file.sandbox,
             description: file.description,
             agent,
             cwd: file.cwd.map(|c| base.join(c)),

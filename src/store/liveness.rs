@@ -83,10 +83,17 @@ struct Holder {
     machine: Option<Machine>,
 }
 
+/// Set by a contained teammate's sandbox (`launch::sandbox`) to its pid on the machine: inside,
+/// the runtime has a pid namespace of its own and its own pid says nothing outside.
+pub const SANDBOX_PID_ENV: &str = "SWARM_SANDBOX_PID";
+
 impl Holder {
     fn this() -> Holder {
+        let outside = std::env::var(SANDBOX_PID_ENV)
+            .ok()
+            .and_then(|p| p.parse().ok());
         Holder {
-            pid: std::process::id(),
+            pid: outside.unwrap_or_else(std::process::id),
             machine: Some(Machine::this().clone()),
         }
     }

@@ -70,15 +70,17 @@ fn fake_agent(env: &Env, then: &str) -> PathBuf {
         r#"#!/bin/sh
 out='{out}'
 swarm='{bin}'
-for a in "$@"; do printf '%s\n' "$a"; done > "$out/argv.$$"
-name=""; team=""
-while [ $# -gt 0 ]; do
-  case "$1" in --agent-name) name="$2"; shift;; --team-name) team="$2"; shift;; esac
-  shift
+name=""; team=""; prev=""
+for a in "$@"; do
+  case "$prev" in --agent-name) name="$a";; --team-name) team="$a";; esac
+  prev="$a"
 done
-mv "$out/argv.$$" "$out/$name.argv"
-env | sort > "$out/env.$$"; mv "$out/env.$$" "$out/$name.env"
-pwd > "$out/cwd.$$"; mv "$out/cwd.$$" "$out/$name.cwd"
+# Temp names carry the member, not $$: contained teammates each have a pid namespace of their
+# own, where two fakes can both be pid 2.
+for a in "$@"; do printf '%s\n' "$a"; done > "$out/argv.$name"
+mv "$out/argv.$name" "$out/$name.argv"
+env | sort > "$out/env.$name"; mv "$out/env.$name" "$out/$name.env"
+pwd > "$out/cwd.$name"; mv "$out/cwd.$name" "$out/$name.cwd"
 echo "fake agent $name says hello"
 {then}
 "#,

@@ -7,6 +7,7 @@ mod authority;
 mod autonomous;
 mod claude_teams;
 mod completions;
+mod contain;
 mod demo;
 mod escaping;
 mod faults;

@@ -75,6 +75,11 @@ pub struct LaunchArgs {
     /// Print each teammate's exact argv and environment; change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run teammates uncontained: without bubblewrap, which otherwise hides the lead key and
+    /// the tmux server from them and keeps the team's control records read-only (README,
+    /// "Containment").
+    #[arg(long)]
+    pub no_sandbox: bool,
     /// Inherited by every teammate unless it sets its own.
     #[arg(long)]
     pub model: Option<String>,
@@ -155,6 +160,7 @@ impl LaunchArgs {
             no_wait: false,
             worktree: false,
             dry_run: false,
+            no_sandbox: false,
             model: None,
             permission_mode: None,
             dangerously_skip_permissions: false,

@@ -17,7 +17,7 @@ fn in_process_teammates_are_children_and_ctrl_c_shuts_them_down() {
         &format!(
             // Written aside and renamed, as the fake agent writes its other files: a reader
             // that sees the file sees the whole pid (a plain `>` shows it empty for a moment).
-            r#"echo "$$" > "$out/pid.$$"; mv "$out/pid.$$" "$out/$name.pid"
+            r#"echo "$$" > "$out/pid.$name"; mv "$out/pid.$name" "$out/$name.pid"
 case "$name" in
   polite) {approve} ;;
   *) trap 'echo got TERM' TERM; while true; do sleep 0.2; done ;;
@@ -55,12 +55,20 @@ esac"#,
         assert_eq!(m["tmuxPaneId"], "in-process");
         assert_eq!(m["isActive"], true);
         let recorded = m["swarmPid"].as_u64().unwrap();
-        let fake_pid: u64 = std::fs::read_to_string(env.path(&format!("out/{n}.pid")))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert_eq!(recorded, fake_pid, "the roster has the teammate's own pid");
+        // Contained, the fake's `$$` is its pid in its own namespace: it is found from here
+        // (the one whose parent is not the fake too: its `$(...)` forks copies of itself).
+        let fake = eventually(Duration::from_secs(20), "the fake's process", || {
+            let pids = pids_running(&agent, &["--agent-name", n]);
+            pids.iter()
+                .copied()
+                .find(|p| !pids.contains(&parent_of(*p)))
+        });
+        // SAFETY: getpgid on a pid we started.
+        assert_eq!(
+            unsafe { libc::getpgid(fake) },
+            recorded as i32,
+            "the roster has the leader of the teammate's process group"
+        );
         // Its own process group, so the terminal's Ctrl-C reaches only the launcher.
         // SAFETY: getpgid on a pid we started.
         assert_eq!(unsafe { libc::getpgid(recorded as i32) }, recorded as i32);
@@ -165,7 +173,7 @@ fn a_ctrl_c_during_an_in_process_launch_still_shuts_the_teammates_down() {
     let agent = fake_agent(
         &env,
         &format!(
-            r#"echo "$$" > "$out/pid.$$"; mv "$out/pid.$$" "$out/$name.pid"
+            r#"echo "$$" > "$out/pid.$name"; mv "$out/pid.$name" "$out/$name.pid"
 {approve}"#,
             approve = answer_shutdown("approve"),
         ),
@@ -191,22 +199,29 @@ fn a_ctrl_c_during_an_in_process_launch_still_shuts_the_teammates_down() {
     );
     for name in ["one", "two"] {
         // The children were alive: each wrote its pid and answered the shutdown.
-        let pid: i32 = std::fs::read_to_string(env.path(&format!("out/{name}.pid")))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        assert!(env.path(&format!("out/{name}.pid")).is_file());
         assert!(
             out.stdout
                 .contains(&format!("{name}: approved the shutdown")),
             "{}",
             out.stdout
         );
+        let left = pids_running(&agent, &["--agent-name", name]);
         assert!(
-            gone(pid),
-            "{name} (pid {pid}) still runs after the launcher exited"
+            left.is_empty(),
+            "{name} ({left:?}) still runs after the launcher exited"
         );
         let config = read_json(&env.path("teams/t/config.json"));
         assert_eq!(member(&config, name)["isActive"], false);
     }
+}
+
+/// The parent of `pid`, from /proc (0 once it is gone).
+fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0)
 }

@@ -270,13 +270,16 @@ fn every_value_that_reaches_tmux_arrives_verbatim_and_nothing_else_runs() {
     }
     assert_eq!(dump.cwd, cwd);
 
-    // The pane is the one tmux reports, and the runtime's $TMUX_PANE names it.
+    // The pane is the one tmux reports, and the teammate's sandbox names it in SWARM_TMUX_PANE
+    // (TMUX and TMUX_PANE are unset inside: `launch::sandbox`).
     let config = read_json(&root.join("teams/t/config.json"));
     let pane = member(&config, "coder")["tmuxPaneId"]
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(dump.var("TMUX_PANE"), Some(pane.as_str()));
+    assert_eq!(dump.var("SWARM_TMUX_PANE"), Some(pane.as_str()));
+    assert_eq!(dump.var("TMUX_PANE"), None);
+    assert_eq!(dump.var("TMUX"), None);
     assert_eq!(pane_field(&tmux, &pane, "#{pane_title}"), "coder");
     let root_option = tmux.cmd(["show-options", "-p", "-v", "-t", &pane, "@swarm-root"]);
     assert_eq!(

@@ -48,6 +48,9 @@ fn without_team_a_command_acts_on_its_panes_team_or_the_only_running_one() {
             "b",
             "launch",
             "--no-lead-pane",
+            // Found by its pane's marks on the server `$TMUX` names: a contained teammate can
+            // reach neither (`launch::sandbox`), and knows its team from `SWARM_TEAM`.
+            "--no-sandbox",
             "--teammate",
             "probe=hi",
         ],

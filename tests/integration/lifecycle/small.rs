@@ -155,7 +155,12 @@ fn status_rows_line_up_whatever_the_backend() {
     let text = env.swarm(["status"]).ok().stdout;
     let rows: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("inproc") || l.contains("paned") || l.contains("NAME"))
+        .filter(|l| {
+            let row = l.trim_start();
+            ["inproc", "paned", "NAME"]
+                .iter()
+                .any(|w| row.starts_with(w))
+        })
         .collect();
     assert_eq!(rows.len(), 3, "{text}");
     let column = |row: &str, word: &str| row.find(word).unwrap_or_else(|| panic!("{word}: {row}"));

@@ -165,6 +165,29 @@ pub fn cmdlines_contain(words: &[&str]) -> bool {
     })
 }
 
+/// The pids of live processes running `program` (as their program or, for a `#!` script, its
+/// first argument) with every one of `words` in their argv. A contained teammate has a pid
+/// namespace of its own, so its `$$` is not its pid on the machine: a test finds it from here.
+pub fn pids_running(program: &std::path::Path, words: &[&str]) -> Vec<i32> {
+    let program = program.to_string_lossy();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let argv: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        let runs = argv.iter().take(2).any(|w| *w == program);
+        if runs && words.iter().all(|w| argv.iter().any(|a| a == w)) && !gone(pid) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
 /// True once `pid` is gone (or a zombie nobody reaped yet).
 pub fn gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

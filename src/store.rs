@@ -20,6 +20,7 @@ pub mod mailbox;
 pub mod memory;
 pub mod names;
 pub mod paths;
+pub mod private_state;
 pub mod protocol;
 pub(crate) mod requests;
 pub mod roster;

@@ -212,6 +212,9 @@ impl Mailbox<'_> {
         noted: &Sidecar,
         new: &[&[u8]],
     ) -> Result<Option<Vec<u8>>> {
+        if super::file::oversize(path)?.is_some() {
+            return Ok(None);
+        }
         let Some(bytes) = fsio::read_file(path)? else {
             return Ok(None);
         };

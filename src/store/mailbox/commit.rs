@@ -60,7 +60,7 @@ impl Mailbox<'_> {
             return done.map(drop);
         }
         let printed = print_entry(&message)?;
-        let mine = self.spool(to).drop_entry(&printed)?;
+        let mine = self.spool(to).drop_entry(&printed, to.as_str())?;
         let start = Instant::now();
         let mut said_waiting = false;
         loop {
@@ -325,7 +325,7 @@ mod tests {
         fn spool(&self, m: &InboxMessage) {
             self.mailbox()
                 .spool(&self.coder)
-                .drop_entry(&print_entry(m).unwrap())
+                .drop_entry(&print_entry(m).unwrap(), "coder")
                 .unwrap();
         }
         fn spooled(&self) -> bool {

@@ -19,6 +19,7 @@ pub mod machine;
 pub mod mailbox;
 pub mod memory;
 pub mod names;
+pub mod notes;
 pub mod paths;
 pub mod private_state;
 pub mod protocol;

@@ -1,0 +1,149 @@
+//! Damaged files never kill a long-running process (issue 22 item 7): a runtime whose inbox is
+//! swapped for a symlink or a hard link, whose task file is a symlink, or whose lead's inbox
+//! lock a teammate keeps fresh, moves the file aside (every byte kept) or waits, notes it in
+//! its log and in `swarm status`, and goes on working.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::files_named;
+use crate::support::*;
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// A shell-agent `swarm teammate` for `coder`, its pane output in `coder.pane`.
+fn shell_teammate(env: &Env) -> KillOnDrop {
+    let proj = env.path("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let mut s = env.swarm([
+        "teammate",
+        "--agent-id",
+        "coder@t",
+        "--agent-name",
+        "coder",
+        "--team-name",
+        "t",
+        "--cwd",
+        proj.to_str().unwrap(),
+        "--agent",
+        "shell",
+    ]);
+    let file = File::create(env.path("coder.pane")).unwrap();
+    s.cmd
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file);
+    let mate = KillOnDrop(s.cmd.spawn().expect("spawn swarm teammate"));
+    eventually(LONG, "the teammate to start", || {
+        pane(env).contains("is up").then_some(())
+    });
+    mate
+}
+
+fn pane(env: &Env) -> String {
+    std::fs::read_to_string(env.path("coder.pane")).unwrap_or_default()
+}
+
+fn alive(mate: &mut KillOnDrop, env: &Env, after: &str) {
+    assert!(
+        mate.0.try_wait().unwrap().is_none(),
+        "the runtime exited after {after}:\n{}",
+        pane(env)
+    );
+}
+
+/// The task `subject`, run by the shell agent, leaves `proj/<marker>`: proof the runtime works.
+fn works(env: &Env, mate: &mut KillOnDrop, marker: &str) {
+    env.swarm(["task", "create", marker, "--description", &format!("touch {marker}")])
+        .ok();
+    eventually(LONG, &format!("the teammate to run {marker}"), || {
+        if mate.0.try_wait().unwrap().is_some() {
+            panic!("the runtime exited:\n{}", pane(env));
+        }
+        env.path("proj").join(marker).exists().then_some(())
+    });
+}
+
+fn notes(env: &Env) -> Vec<String> {
+    let status = env.swarm(["--json", "status"]).ok().json();
+    status["notes"]
+        .as_array()
+        .map(|n| {
+            n.iter()
+                .map(|n| n["text"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_note(env: &Env, mate: &mut KillOnDrop, needle: &str) -> String {
+    eventually(LONG, &format!("a status note with {needle:?}"), || {
+        if mate.0.try_wait().unwrap().is_some() {
+            panic!("the runtime exited:\n{}", pane(env));
+        }
+        notes(env).into_iter().find(|n| n.contains(needle))
+    })
+}
+
+fn moved_aside(dir: &Path, name: &str) -> Vec<std::path::PathBuf> {
+    files_named(dir, &format!("{name}.corrupt-"))
+}
+
+/// A symlink, then a hard link, at the runtime's own inbox; then a symlinked task file. Each
+/// is moved aside by name (the place it points at keeps every byte), noted in `swarm status`,
+/// and the runtime goes on to run the next task.
+#[test]
+fn a_runtime_moves_aside_a_linked_inbox_or_task_file_and_goes_on() {
+    let env = Env::with_team(&["coder"]);
+    let mut mate = shell_teammate(&env);
+    works(&env, &mut mate, "first");
+    let inboxes = env.path("teams/t/inboxes");
+    let inbox = inboxes.join("coder.json");
+
+    // A symlink at the inbox.
+    let elsewhere = env.path("elsewhere.json");
+    std::fs::write(&elsewhere, r#"[{"from": "team-lead", "text": "planted", "timestamp": "t"}]"#)
+        .unwrap();
+    let elsewhere_bytes = std::fs::read(&elsewhere).unwrap();
+    std::fs::remove_file(&inbox).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &inbox).unwrap();
+    let note = wait_note(&env, &mut mate, "it is a symlink");
+    assert!(note.contains("moved it to"), "{note}");
+    alive(&mut mate, &env, "a symlinked inbox");
+    let moved = moved_aside(&inboxes, "coder.json");
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert!(std::fs::symlink_metadata(&moved[0]).unwrap().is_symlink());
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), elsewhere_bytes);
+    works(&env, &mut mate, "second");
+
+    // A hard link at the inbox.
+    let linked = env.path("linked.json");
+    std::fs::write(&linked, "[]").unwrap();
+    let _ = std::fs::remove_file(&inbox);
+    std::fs::hard_link(&linked, &inbox).unwrap();
+    env.swarm(["task", "create", "wake"]).ok(); // any change wakes it
+    wait_note(&env, &mut mate, "hard links");
+    assert_eq!(moved_aside(&inboxes, "coder.json").len(), 2);
+    assert_eq!(std::fs::read(&linked).unwrap(), b"[]");
+    works(&env, &mut mate, "third");
+
+    // A symlinked task file, pending, that the runtime would claim.
+    let made = env.swarm(["--json", "task", "create", "bait"]).ok().json();
+    let id = made["id"].as_str().unwrap().to_string();
+    let task = env.path(&format!("tasks/t/{id}.json"));
+    let copy = env.path("task-copy.json");
+    std::fs::rename(&task, &copy).unwrap();
+    let copy_bytes = std::fs::read(&copy).unwrap();
+    std::os::unix::fs::symlink(&copy, &task).unwrap();
+    works(&env, &mut mate, "fourth");
+    wait_note(&env, &mut mate, &format!("{id}.json"));
+    assert_eq!(std::fs::read(&copy).unwrap(), copy_bytes);
+    assert_eq!(moved_aside(&env.path("tasks/t"), &format!("{id}.json")).len(), 1);
+    let text = env.swarm(["status"]).ok().stdout;
+    assert!(text.contains("notes (damage met and gone past):"), "{text}");
+    alive(&mut mate, &env, "a symlinked task file");
+}

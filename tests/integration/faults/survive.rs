@@ -147,3 +147,43 @@ fn a_runtime_moves_aside_a_linked_inbox_or_task_file_and_goes_on() {
     assert!(text.contains("notes (damage met and gone past):"), "{text}");
     alive(&mut mate, &env, "a symlinked task file");
 }
+
+/// A Claude-style `team-lead.json.lock` directory a teammate keeps fresh: every report to the
+/// lead waits for it and gives up after 30 s, which used to end the runtime (and with it every
+/// runtime that reports). The runtime notes it and goes on; once the lock goes, it works again.
+#[test]
+fn a_runtime_waits_out_a_lead_inbox_lock_kept_fresh() {
+    let env = Env::with_team(&["coder"]);
+    let mut mate = shell_teammate(&env);
+    works(&env, &mut mate, "first");
+    let lock = env.path("teams/t/inboxes/team-lead.json.lock");
+    // Planted once the first task's report is in (the runtime holds the lock meanwhile).
+    eventually(LONG, "the first report to reach the lead", || {
+        let inbox = read_json(&env.path("teams/t/inboxes/team-lead.json"));
+        let idle = inbox.as_array()?.iter().any(|m| {
+            m["text"].as_str().is_some_and(|t| t.contains("idle_notification"))
+        });
+        (idle && std::fs::create_dir(&lock).is_ok()).then_some(())
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fresh = {
+        let (lock, stop) = (lock.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(dir) = File::open(&lock) {
+                    let _ = dir.set_modified(std::time::SystemTime::now());
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        })
+    };
+    // The task runs; its report to the lead meets the lock.
+    works(&env, &mut mate, "blocked");
+    let note = wait_note(&env, &mut mate, "gave up waiting for the lock on");
+    assert!(note.contains("team-lead.json.lock"), "{note}");
+    alive(&mut mate, &env, "a lead inbox lock kept fresh");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    fresh.join().unwrap();
+    std::fs::remove_dir(&lock).unwrap();
+    works(&env, &mut mate, "after");
+}

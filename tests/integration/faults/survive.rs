@@ -187,3 +187,32 @@ fn a_runtime_waits_out_a_lead_inbox_lock_kept_fresh() {
     std::fs::remove_dir(&lock).unwrap();
     works(&env, &mut mate, "after");
 }
+
+/// A record lock held over `tasks/<team>/.claiming` (the claimers' one-byte hints) used to
+/// stop every claim silently: each claimer took every task for another claimer's. A lock that
+/// is no claimer's hint is said once, noted in `swarm status`, and claims go on without hints.
+#[test]
+fn a_record_lock_on_the_claim_hints_does_not_stop_claims() {
+    use std::os::fd::AsRawFd;
+    let env = Env::with_team(&["coder"]);
+    let hints = env.path("tasks/t/.claiming");
+    let jam = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&hints)
+        .unwrap();
+    // SAFETY: an all-zero flock is valid; a write lock over the whole file.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    assert_eq!(unsafe { libc::fcntl(jam.as_raw_fd(), libc::F_OFD_SETLK, &lock) }, 0);
+    let mut mate = shell_teammate(&env);
+    works(&env, &mut mate, "claimed");
+    let note = wait_note(&env, &mut mate, "holds a record lock no claimer takes");
+    assert!(note.contains(".claiming"), "{note}");
+    assert!(pane(&env).contains("claiming without the hints"), "{}", pane(&env));
+    drop(jam);
+    works(&env, &mut mate, "again");
+}

@@ -7,10 +7,13 @@
 
 use std::path::PathBuf;
 
-use crate::error::{Error, Result};
+#[cfg(not(test))]
+use crate::error::Error;
+use crate::error::Result;
 use crate::store::fsio;
 
 /// The directory, created 0700 if missing.
+#[cfg(not(test))]
 pub fn dir() -> Result<PathBuf> {
     let from_env = |k: &str| {
         std::env::var_os(k)
@@ -24,6 +27,18 @@ pub fn dir() -> Result<PathBuf> {
             Error::usage("cannot find swarm's private state: neither XDG_STATE_HOME nor HOME is set")
         })?;
     let dir = state.join("swarm");
+    fsio::ensure_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Unit tests never touch the user's state directory.
+#[cfg(test)]
+pub fn dir() -> Result<PathBuf> {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = DIR
+        .get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
+        .join("swarm");
     fsio::ensure_dir(&dir)?;
     Ok(dir)
 }

@@ -35,7 +35,10 @@ pub(crate) fn run(ctx: &Context, args: TrustArgs) -> Result<()> {
             return output::json(&serde_json::json!({"dir": dir, "removed": removed}));
         }
         return output::line(if removed {
-            format!("{} is no longer trusted", visible(&dir.display().to_string()))
+            format!(
+                "{} is no longer trusted",
+                visible(&dir.display().to_string())
+            )
         } else {
             format!(
                 "{} was not trusted with `swarm trust` (see `swarm trust --list`)",

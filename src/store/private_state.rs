@@ -24,7 +24,9 @@ pub fn dir() -> Result<PathBuf> {
         .filter(|p| p.is_absolute())
         .or_else(|| from_env("HOME").map(|h| h.join(".local/state")))
         .ok_or_else(|| {
-            Error::usage("cannot find swarm's private state: neither XDG_STATE_HOME nor HOME is set")
+            Error::usage(
+                "cannot find swarm's private state: neither XDG_STATE_HOME nor HOME is set",
+            )
         })?;
     let dir = state.join("swarm");
     fsio::ensure_dir(&dir)?;

@@ -258,7 +258,10 @@ fn configured(event: HookEvent, project_dir: &Path) -> Result<Configured, String
 /// The one line that says which project hooks were skipped in `project_dir` and how to trust
 /// it, or `None` when this process said it already (once per directory: a runtime would
 /// otherwise repeat it at every turn).
-fn skipped_note(project_dir: &Path, skipped: &[(PathBuf, Result<Vec<String>, String>)]) -> Option<String> {
+fn skipped_note(
+    project_dir: &Path,
+    skipped: &[(PathBuf, Result<Vec<String>, String>)],
+) -> Option<String> {
     static SAID: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
     if skipped.is_empty() {
         return None;

@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 pub(crate) use adapter::Adapter;
 
 use crate::error::{Error, Result};
-use crate::store::{fsio, notes};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
+use crate::store::{fsio, notes};
 
 /// An argument containing this gets the member's conversation id in its place.
 pub(crate) const SESSION_PLACEHOLDER: &str = "{session}";
@@ -84,7 +84,12 @@ impl Session {
             Err(e @ (Error::NotARegularFile { .. } | Error::HardLinked { .. })) => {
                 let found = e.to_string();
                 fsio::quarantine(&file, &found)?;
-                let _ = notes::record(store, team, name, &format!("{found}; moved it aside and began a new conversation"));
+                let _ = notes::record(
+                    store,
+                    team,
+                    name,
+                    &format!("{found}; moved it aside and began a new conversation"),
+                );
                 None
             }
             Err(e) => return Err(e),

@@ -131,8 +131,16 @@ fn task_show_and_task_list_show_a_hostile_owner_and_description_visibly() {
         let out = env.swarm(args).ok();
         let what = format!("swarm {}", args.join(" "));
         assert_no_controls(&what, &out.stdout);
-        assert!(out.stdout.contains(&format!("@{shown}")), "{what}: {}", out.stdout);
-        assert!(out.stdout.contains(&format!("s{shown}")), "{what}: {}", out.stdout);
+        assert!(
+            out.stdout.contains(&format!("@{shown}")),
+            "{what}: {}",
+            out.stdout
+        );
+        assert!(
+            out.stdout.contains(&format!("s{shown}")),
+            "{what}: {}",
+            out.stdout
+        );
     }
     let show = env.swarm(["task", "show", "1"]).ok().stdout;
     assert!(show.contains(&format!("line one\n{shown}")), "{show}");

@@ -303,7 +303,10 @@ fn project_hooks_run_only_in_a_trusted_directory() {
         with_settings(&env, env.swarm(["task", "create", subject])).current_dir(&proj)
     };
     let out = create("one").ok();
-    assert!(!proj.join("ran").exists(), "an untrusted project's hook ran");
+    assert!(
+        !proj.join("ran").exists(),
+        "an untrusted project's hook ran"
+    );
     out.stderr_has(&format!(
         "project hooks not run, because {} is not a trusted directory: {} (TaskCreated `touch",
         proj.display(),
@@ -345,7 +348,10 @@ fn project_hooks_run_only_in_a_trusted_directory() {
     std::fs::remove_file(proj.join("ran")).unwrap();
     env.swarm(["trust".as_ref(), "--remove".as_ref(), proj.as_os_str()])
         .ok();
-    assert_eq!(env.swarm(["--json", "trust", "--list"]).ok().json(), json!([]));
+    assert_eq!(
+        env.swarm(["--json", "trust", "--list"]).ok().json(),
+        json!([])
+    );
     create("four").ok().stderr_has("not a trusted directory");
     assert!(!proj.join("ran").exists());
 

@@ -410,5 +410,8 @@ fn a_directory_at_the_lead_decisions_file_is_moved_aside_and_the_lead_goes_on() 
         std::fs::read_to_string(env.path(moved).join("kept")).unwrap(),
         "every byte"
     );
-    assert!(status["notes"].to_string().contains("it is a directory"), "{status}");
+    assert!(
+        status["notes"].to_string().contains("it is a directory"),
+        "{status}"
+    );
 }

@@ -105,7 +105,10 @@ pub(super) fn record(
         Err(e @ (Error::NotARegularFile { .. } | Error::HardLinked { .. })) => {
             let why = e.to_string();
             let moved = fsio::quarantine(&path, &why)?;
-            let note = format!("{why}; moved it to {} and began a fresh one", moved.display());
+            let note = format!(
+                "{why}; moved it to {} and began a fresh one",
+                moved.display()
+            );
             let _ = crate::store::notes::record(store, team, &AgentName::lead(), &note);
             Vec::new()
         }

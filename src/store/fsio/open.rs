@@ -129,7 +129,10 @@ pub fn read_foreign(path: &Path, limit: u64) -> std::result::Result<Option<Vec<u
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if bytes.len() as u64 > limit {
-        return Err(format!("{} grew past {limit} bytes; refused", path.display()));
+        return Err(format!(
+            "{} grew past {limit} bytes; refused",
+            path.display()
+        ));
     }
     Ok(Some(bytes))
 }

@@ -220,7 +220,10 @@ fn read_entry(path: &Path) -> Found {
         Err(e) => return Found::Unreadable(Error::io("inspect", path)(e).to_string()),
     }
     let mut printed = Vec::new();
-    if let Err(e) = (&mut file).take(MAX_ENTRY_BYTES + 1).read_to_end(&mut printed) {
+    if let Err(e) = (&mut file)
+        .take(MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut printed)
+    {
         return Found::Unreadable(Error::io("read", path)(e).to_string());
     }
     match fsio::parse_json::<InboxMessage>(&printed) {
@@ -308,8 +311,12 @@ mod tests {
         assert!(!spool.has_entries());
         let first = InboxMessage::new(&AgentName::lead(), "one");
         let second = InboxMessage::new(&agent("coder"), "two");
-        let p1 = spool.drop_entry(&print_entry(&first).unwrap(), "coder").unwrap();
-        spool.drop_entry(&print_entry(&second).unwrap(), "coder").unwrap();
+        let p1 = spool
+            .drop_entry(&print_entry(&first).unwrap(), "coder")
+            .unwrap();
+        spool
+            .drop_entry(&print_entry(&second).unwrap(), "coder")
+            .unwrap();
         assert_eq!(
             fs::metadata(&p1).unwrap().permissions().mode() & 0o777,
             0o600

@@ -147,7 +147,10 @@ mod tests {
             panic!("free")
         };
         assert!(matches!(b.try_take(3).unwrap(), Taken::Busy), "held by a");
-        assert!(matches!(b.try_take(4).unwrap(), Taken::Mine(_)), "another id is free");
+        assert!(
+            matches!(b.try_take(4).unwrap(), Taken::Mine(_)),
+            "another id is free"
+        );
         drop(held);
         assert!(matches!(b.try_take(3).unwrap(), Taken::Mine(_)), "released");
     }

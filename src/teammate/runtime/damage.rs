@@ -37,7 +37,8 @@ impl Runtime {
         if self.last_damage.as_deref() != Some(text.as_str()) {
             self.pane.say(format!("⚠ {text}"));
             if let Err(e) = notes::record(&self.cfg.store, &self.cfg.team, &self.cfg.name, &text) {
-                self.pane.say(format!("(could not note it for swarm status: {e})"));
+                self.pane
+                    .say(format!("(could not note it for swarm status: {e})"));
             }
             self.last_damage = Some(text);
         }
@@ -61,9 +62,14 @@ impl Runtime {
         let records = [
             store.inboxes_dir(team),
             store.tasks_dir(team),
-            store.session_path(team, &self.cfg.name).parent()?.to_path_buf(),
+            store
+                .session_path(team, &self.cfg.name)
+                .parent()?
+                .to_path_buf(),
         ];
-        let is_record = path.parent().is_some_and(|p| records.iter().any(|r| r == p))
+        let is_record = path
+            .parent()
+            .is_some_and(|p| records.iter().any(|r| r == p))
             && path.extension().is_some_and(|x| x == "json");
         if !is_record || !is_there(path) {
             return None;

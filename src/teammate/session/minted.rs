@@ -62,8 +62,7 @@ pub(super) fn bound(
     adapter: &str,
     id: &str,
 ) -> Bound {
-    let record = record_path(store, team, name)
-        .and_then(|path| fsio::read_json::<Record>(&path));
+    let record = record_path(store, team, name).and_then(|path| fsio::read_json::<Record>(&path));
     match record {
         Ok(Some(r)) if r.adapter == adapter && r.session_id == id => Bound::Yes,
         Ok(_) => Bound::No,

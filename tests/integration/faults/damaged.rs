@@ -323,7 +323,11 @@ fn an_entry_with_invalid_utf8_is_quarantined_alone() {
     let moved = files_named(&env.path("teams/t/inboxes"), "coder.json.corrupt-");
     assert_eq!(moved.len(), 1);
     let kept = std::fs::read(&moved[0]).unwrap();
-    assert_eq!(kept, [&b"[\n  "[..], &bad, b"\n]\n"].concat(), "every byte of it");
+    assert_eq!(
+        kept,
+        [&b"[\n  "[..], &bad, b"\n]\n"].concat(),
+        "every byte of it"
+    );
 }
 
 /// Issue 22 item 7: an inbox past the size limit (here 4096 bytes through
@@ -355,7 +359,11 @@ fn an_inbox_past_the_size_limit_is_refused_to_senders_and_moved_aside_by_its_rea
     assert_eq!(moved.len(), 1);
     assert_eq!(std::fs::read(&moved[0]).unwrap(), before, "every byte kept");
     let status = env.swarm(["--json", "status"]).ok().json();
-    let rel = moved[0].strip_prefix(env.root()).unwrap().display().to_string();
+    let rel = moved[0]
+        .strip_prefix(env.root())
+        .unwrap()
+        .display()
+        .to_string();
     assert_eq!(status["quarantined"], serde_json::json!([rel]));
     limited(&["send", "--to", "coder", "hi"]).ok();
     assert_eq!(texts(&inbox), ["hi"]);

@@ -294,9 +294,7 @@ fn a_sender_past_the_spool_limit_is_refused_at_once() {
         .swarm(["send", "--to", "coder", "one more"])
         .run_within(Duration::from_secs(10));
     assert_eq!(out.code, 1, "{out:?}");
-    out.stderr_has(
-        "the spool of coder holds 1000 waiting messages (",
-    );
+    out.stderr_has("the spool of coder holds 1000 waiting messages (");
     out.stderr_has("past the limit of 1000 or 16777216 bytes, so the message was not delivered");
     Snapshot::of(&dir).assert_unchanged_since(&before, "the spool");
     drop(holder);

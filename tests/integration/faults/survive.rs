@@ -8,8 +8,6 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::files_named;
 use crate::support::*;
 
@@ -58,8 +56,14 @@ fn alive(mate: &mut KillOnDrop, env: &Env, after: &str) {
 
 /// The task `subject`, run by the shell agent, leaves `proj/<marker>`: proof the runtime works.
 fn works(env: &Env, mate: &mut KillOnDrop, marker: &str) {
-    env.swarm(["task", "create", marker, "--description", &format!("touch {marker}")])
-        .ok();
+    env.swarm([
+        "task",
+        "create",
+        marker,
+        "--description",
+        &format!("touch {marker}"),
+    ])
+    .ok();
     eventually(LONG, &format!("the teammate to run {marker}"), || {
         if mate.0.try_wait().unwrap().is_some() {
             panic!("the runtime exited:\n{}", pane(env));
@@ -106,8 +110,11 @@ fn a_runtime_moves_aside_a_linked_inbox_or_task_file_and_goes_on() {
 
     // A symlink at the inbox.
     let elsewhere = env.path("elsewhere.json");
-    std::fs::write(&elsewhere, r#"[{"from": "team-lead", "text": "planted", "timestamp": "t"}]"#)
-        .unwrap();
+    std::fs::write(
+        &elsewhere,
+        r#"[{"from": "team-lead", "text": "planted", "timestamp": "t"}]"#,
+    )
+    .unwrap();
     let elsewhere_bytes = std::fs::read(&elsewhere).unwrap();
     std::fs::remove_file(&inbox).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &inbox).unwrap();
@@ -142,7 +149,10 @@ fn a_runtime_moves_aside_a_linked_inbox_or_task_file_and_goes_on() {
     works(&env, &mut mate, "fourth");
     wait_note(&env, &mut mate, &format!("{id}.json"));
     assert_eq!(std::fs::read(&copy).unwrap(), copy_bytes);
-    assert_eq!(moved_aside(&env.path("tasks/t"), &format!("{id}.json")).len(), 1);
+    assert_eq!(
+        moved_aside(&env.path("tasks/t"), &format!("{id}.json")).len(),
+        1
+    );
     let text = env.swarm(["status"]).ok().stdout;
     assert!(text.contains("notes (damage met and gone past):"), "{text}");
     alive(&mut mate, &env, "a symlinked task file");
@@ -161,7 +171,9 @@ fn a_runtime_waits_out_a_lead_inbox_lock_kept_fresh() {
     eventually(LONG, "the first report to reach the lead", || {
         let inbox = read_json(&env.path("teams/t/inboxes/team-lead.json"));
         let idle = inbox.as_array()?.iter().any(|m| {
-            m["text"].as_str().is_some_and(|t| t.contains("idle_notification"))
+            m["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("idle_notification"))
         });
         (idle && std::fs::create_dir(&lock).is_ok()).then_some(())
     });
@@ -207,12 +219,19 @@ fn a_record_lock_on_the_claim_hints_does_not_stop_claims() {
     let mut lock: libc::flock = unsafe { std::mem::zeroed() };
     lock.l_type = libc::F_WRLCK as libc::c_short;
     lock.l_whence = libc::SEEK_SET as libc::c_short;
-    assert_eq!(unsafe { libc::fcntl(jam.as_raw_fd(), libc::F_OFD_SETLK, &lock) }, 0);
+    assert_eq!(
+        unsafe { libc::fcntl(jam.as_raw_fd(), libc::F_OFD_SETLK, &lock) },
+        0
+    );
     let mut mate = shell_teammate(&env);
     works(&env, &mut mate, "claimed");
     let note = wait_note(&env, &mut mate, "holds a record lock no claimer takes");
     assert!(note.contains(".claiming"), "{note}");
-    assert!(pane(&env).contains("claiming without the hints"), "{}", pane(&env));
+    assert!(
+        pane(&env).contains("claiming without the hints"),
+        "{}",
+        pane(&env)
+    );
     drop(jam);
     works(&env, &mut mate, "again");
 }

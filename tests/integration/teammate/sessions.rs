@@ -170,5 +170,8 @@ fn only_a_conversation_swarm_gave_the_member_is_resumed() {
     turn(&env, 3, "third");
     let status = env.swarm(["--json", "status"]).ok().json();
     let quarantined = status["quarantined"].to_string();
-    assert!(quarantined.contains("sessions/a.json.corrupt-"), "{quarantined}");
+    assert!(
+        quarantined.contains("sessions/a.json.corrupt-"),
+        "{quarantined}"
+    );
 }

@@ -8,11 +8,11 @@
 //! shown (with its control characters made visible), never acted on: any member can write
 //! these files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -46,6 +46,26 @@ pub fn record(store: &Store, team: &TeamName, who: &AgentName, text: &str) -> Re
     notes.drain(..drop);
     fsio::ensure_dir(path.parent().expect("a notes path has a directory"))?;
     fsio::write_json(&path, &notes)
+}
+
+/// Renames aside a file of the wrong kind (a symlink, a hard link, a directory, a FIFO) that
+/// `error` is about, when it sits at the place of a JSON record in one of `record_dirs` (an
+/// inbox, a task, a session). The rename keeps every byte (a link's target is not touched), and
+/// `swarm status` lists what was moved. `None` when `error` is not about such a file.
+pub fn move_aside_misplaced(error: &Error, record_dirs: &[PathBuf]) -> Option<PathBuf> {
+    let (path, why) = match error {
+        Error::NotARegularFile { path, found } => (path, format!("it is a {found}")),
+        Error::HardLinked { path, links } => (path, format!("it has {links} hard links")),
+        _ => return None,
+    };
+    let is_record = path
+        .parent()
+        .is_some_and(|p| record_dirs.iter().any(|r| r == p))
+        && path.extension().is_some_and(|x| x == "json");
+    if !is_record || std::fs::symlink_metadata(path).is_err() {
+        return None;
+    }
+    fsio::quarantine(path, &why).ok()
 }
 
 /// Every process's notes, oldest first by process name; unreadable files are left out.

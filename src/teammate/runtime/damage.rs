@@ -9,13 +9,12 @@
 //! met once in its log and in `swarm status` (`store::notes`), waits a moment and tries again.
 //! Only the loss of its own event channel, which no retry can mend, still ends it.
 
-use std::path::Path;
 use std::time::Duration;
 
 use super::Runtime;
 use crate::error::Error;
 use crate::process::signals::Signals;
-use crate::store::{fsio, notes};
+use crate::store::notes;
 
 /// How long a failed pass waits before the next.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -48,16 +47,9 @@ impl Runtime {
         }
     }
 
-    /// Renames aside a file of the wrong kind (a symlink, a hard link, a directory, a FIFO) at
-    /// the place of one of the records this runtime reads: an inbox, a task, a session. The
-    /// rename keeps every byte (a link's target is not touched). `None` when `error` is not
-    /// about such a file.
+    /// Moves aside a file of the wrong kind at one of the records this runtime reads: its
+    /// inbox, a task, its session (see `notes::move_aside_misplaced`).
     fn move_aside(&self, error: &Error) -> Option<std::path::PathBuf> {
-        let (path, why) = match error {
-            Error::NotARegularFile { path, found } => (path, format!("it is a {found}")),
-            Error::HardLinked { path, links } => (path, format!("it has {links} hard links")),
-            _ => return None,
-        };
         let (store, team) = (&self.cfg.store, &self.cfg.team);
         let records = [
             store.inboxes_dir(team),
@@ -67,17 +59,6 @@ impl Runtime {
                 .parent()?
                 .to_path_buf(),
         ];
-        let is_record = path
-            .parent()
-            .is_some_and(|p| records.iter().any(|r| r == p))
-            && path.extension().is_some_and(|x| x == "json");
-        if !is_record || !is_there(path) {
-            return None;
-        }
-        fsio::quarantine(path, &why).ok()
+        notes::move_aside_misplaced(error, &records)
     }
-}
-
-fn is_there(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok()
 }

@@ -235,3 +235,38 @@ fn a_record_lock_on_the_claim_hints_does_not_stop_claims() {
     drop(jam);
     works(&env, &mut mate, "again");
 }
+
+/// The lead console whose inbox is swapped for a symlink (or hard-linked) moves it aside, says
+/// so once, notes it in `swarm status`, and goes on showing what teammates send; it used to
+/// exit with the error.
+#[test]
+fn the_lead_console_moves_aside_a_linked_inbox_and_goes_on() {
+    let env = Env::with_team(&["coder"]);
+    let mut lead = env.swarm(["lead"]).live();
+    lead.expect("lead console for team t");
+    let inbox = env.path("teams/t/inboxes/team-lead.json");
+    let elsewhere = env.path("elsewhere.json");
+    std::fs::write(&elsewhere, "[]").unwrap();
+    std::fs::remove_file(&inbox).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &inbox).unwrap();
+    lead.expect("it is a symlink");
+    lead.expect("and went on");
+    let moved = moved_aside(&env.path("teams/t/inboxes"), "team-lead.json");
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), b"[]");
+    env.swarm([
+        "send",
+        "--from",
+        "coder",
+        "--to",
+        "team-lead",
+        "still here?",
+    ])
+    .ok();
+    lead.expect("still here?");
+    let status = env.swarm(["--json", "status"]).ok().json();
+    assert!(
+        status["notes"].to_string().contains("it is a symlink"),
+        "{status}"
+    );
+}

@@ -414,3 +414,57 @@ fn a_fifo_or_directory_at_a_settings_file_is_refused_without_blocking() {
     let list = env.swarm(["--json", "task", "list"]).ok().json();
     assert_eq!(list.as_array().unwrap().len(), 3);
 }
+
+/// Issue 22 item 6, in the runtime: a teammate whose cwd holds an untrusted project's hooks
+/// runs none of them (a `TaskCompleted` hook that would block, a `TeammateIdle` hook that would
+/// leave a mark) and says so once in its log, however many tasks it completes.
+#[test]
+fn a_teammate_in_an_untrusted_directory_skips_its_hooks_and_says_so_once() {
+    let env = Env::with_team(&["a"]);
+    let dir = env.path("untrusted");
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    let settings = json!({"hooks": {
+        "TaskCompleted": [{"hooks": [{"type": "command", "command": "echo no >&2; exit 2"}]}],
+        "TeammateIdle": [{"hooks": [{"type": "command",
+            "command": "touch \"$CLAUDE_PROJECT_DIR/idle-ran\""}]}]}});
+    std::fs::write(dir.join(".claude/settings.json"), settings.to_string()).unwrap();
+    std::fs::create_dir_all(env.path("user-claude")).unwrap();
+    for n in 1..=2 {
+        with_settings(
+            &env,
+            env.swarm([
+                "task",
+                "create",
+                &format!("t{n}"),
+                "--description",
+                &format!("touch done{n}"),
+            ]),
+        )
+        .current_dir(env.root())
+        .ok();
+    }
+    let mate = start(&env, "a", &dir, &["--agent", "shell"]);
+    eventually(LONG, "both tasks completed", || {
+        let list = env.swarm(["--json", "task", "list"]).ok().json();
+        list.as_array()?
+            .iter()
+            .all(|t| t["status"] == "completed")
+            .then_some(())
+    });
+    assert!(dir.join("done1").exists() && dir.join("done2").exists());
+    assert!(
+        !dir.join("idle-ran").exists(),
+        "an untrusted TeammateIdle hook ran"
+    );
+    let pane = mate.pane();
+    assert_eq!(
+        pane.matches("project hooks not run, because").count(),
+        1,
+        "said once:\n{pane}"
+    );
+    assert!(
+        pane.contains("TaskCompleted `echo no >&2; exit 2`"),
+        "{pane}"
+    );
+    assert!(pane.contains("TeammateIdle `touch"), "{pane}");
+}

@@ -24,6 +24,7 @@ mod team;
 mod teammate;
 mod timeline;
 mod top;
+mod trust;
 mod up;
 mod usage;
 
@@ -145,6 +146,7 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
         Command::Attach { name } => ops::attach(ctx, name).map(|()| 0),
         Command::Shutdown(args) => ops::shutdown(ctx, args),
         Command::Kill { name } => ops::kill(ctx, &name).map(|()| 0),
+        Command::Trust(args) => trust::run(ctx, args).map(|()| 0),
         Command::Logs { name, follow } => logs::logs(ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
         Command::SandboxExec(args) => crate::launch::sandbox::exec(args),

@@ -90,6 +90,22 @@ pub enum Error {
     #[error("message is {size} bytes, over the {limit} byte limit; put large content in a file and send its path")]
     MessageTooLarge { size: usize, limit: usize },
 
+    #[error("the inbox {path} is {size} bytes, past the limit of {limit} bytes (SWARM_INBOX_MAX_BYTES), so the message was not delivered; its reader must catch up first (`swarm inbox NAME` moves an inbox this large aside, and `swarm status` lists it)")]
+    InboxFull {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+
+    #[error("the spool of {to} holds {entries} waiting messages ({bytes} bytes), past the limit of {max_entries} or {max_bytes} bytes, so the message was not delivered; wait until its inbox's writers catch up, then send again")]
+    SpoolFull {
+        to: String,
+        entries: usize,
+        bytes: u64,
+        max_entries: usize,
+        max_bytes: u64,
+    },
+
     #[error("refusing to use {path}: it is a {found} where a regular file or directory belongs; move it away and retry")]
     NotARegularFile { path: PathBuf, found: &'static str },
 

@@ -22,7 +22,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::error::{Error, Result};
 use crate::process::signals::Signals;
-use crate::store::names::TeamName;
+use crate::store::names::{AgentName, TeamName};
+use crate::store::notes;
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::watcher::{rescan_interval, Subscription};
@@ -80,17 +81,25 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
     let mut said = None;
     loop {
         let done = match console.pass() {
-            // A roster damaged (or caught mid-write by a writer that does not lock) is looked at
-            // again on the next pass; it never ends the console.
-            Err(e @ Error::InvalidRoster { .. }) => {
-                let text = format!("! {e}; looking again");
+            // A roster damaged (or caught mid-write by a writer that does not lock), a link
+            // or a directory planted at the lead's inbox, a lock kept fresh: looked at again
+            // on the next pass (a misplaced file moved aside first, its bytes kept), said once
+            // here and in `swarm status`; it never ends the console.
+            Err(e @ Error::NoSuchTeam { .. }) => return Err(e),
+            Err(e) => {
+                let records = [console.store.inboxes_dir(console.team)];
+                let text = match notes::move_aside_misplaced(&e, &records) {
+                    Some(moved) => format!("{e}; moved it to {} and went on", moved.display()),
+                    None => format!("{e}; looking again"),
+                };
                 if said.as_ref() != Some(&text) {
-                    console.say(&text);
+                    console.say(&format!("! {text}"));
+                    let _ = notes::record(console.store, console.team, &AgentName::lead(), &text);
                     said = Some(text);
                 }
                 false
             }
-            other => other?,
+            Ok(done) => done,
         };
         if done {
             console.drain_inbox()?; // the retirement notices just written

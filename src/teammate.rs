@@ -26,6 +26,7 @@ pub(crate) mod process;
 mod runtime;
 pub(crate) mod session;
 mod shell_agent;
+pub(crate) mod trust;
 pub(crate) mod turn;
 pub(crate) mod work;
 

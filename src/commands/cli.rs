@@ -18,6 +18,7 @@ mod memory;
 mod relay;
 mod store;
 mod timeline;
+mod trust;
 mod view;
 
 pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
@@ -31,6 +32,7 @@ pub(crate) use store::{
     DepAction, InboxArgs, PermissionCommand, Recipient, SendArgs, TaskCommand, TeamCommand,
 };
 pub(crate) use timeline::TimelineArgs;
+pub(crate) use trust::TrustArgs;
 pub(crate) use view::{CompletionsArgs, ManArgs};
 
 const AFTER_HELP: &str = "\
@@ -201,6 +203,16 @@ pub(crate) enum Command {
         /// The teammate to kill.
         name: AgentName,
     },
+
+    /// Let a directory's project hooks (`.claude/settings*.json`) run in teammates and in
+    /// `swarm task create`: swarm runs them only in a directory trusted here or in Claude
+    /// Code's trust dialog, and in the folders below it. The list is kept in swarm's private
+    /// state ($XDG_STATE_HOME/swarm/trusted-dirs.json), never in a team's files.
+    ///
+    /// Example: swarm trust ~/src/parser
+    ///
+    /// Example: swarm trust --list
+    Trust(TrustArgs),
 
     /// Print a teammate's output: the log of an in-process teammate, the pane of a tmux one.
     ///

@@ -23,6 +23,7 @@ use crate::launch::supervisor::{Event, SuperviseOptions};
 use crate::launch::verify::{self, NotUp};
 use crate::launch::{self, AgentKind, LaunchOptions, LaunchPlan, TaskPlan, TaskRef, TeammatePlan};
 use crate::lifecycle::{self, ShutdownOptions};
+use crate::output::terminal::visible;
 use crate::store::fsio;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -346,10 +347,11 @@ fn watch_until_done(
 }
 
 fn transition(t: &Task) -> Option<String> {
-    let owner = t.owner.as_deref().unwrap_or("?");
+    let owner = visible(t.owner.as_deref().unwrap_or("?"));
+    let subject = visible(&t.subject);
     match t.status {
-        TaskStatus::InProgress => Some(format!("  #{} {:<14} started by {owner}", t.id, t.subject)),
-        TaskStatus::Completed => Some(format!("  #{} {:<14} done ({owner})", t.id, t.subject)),
+        TaskStatus::InProgress => Some(format!("  #{} {subject:<14} started by {owner}", t.id)),
+        TaskStatus::Completed => Some(format!("  #{} {subject:<14} done ({owner})", t.id)),
         TaskStatus::Pending => None,
     }
 }

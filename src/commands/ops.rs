@@ -73,6 +73,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         .into_iter()
         .partition(|r| r.kind() == Kind::Permission);
     let quarantined = quarantined(&ctx.store, &team);
+    let notes = crate::store::notes::all(&ctx.store, &team);
     // A memory that cannot be read is said, not a reason to fail the whole status.
     let memory = TeamMemory::of_team(&ctx.store, &config).map(|m| {
         let figures = m.figures().map_err(|e| e.to_string());
@@ -90,6 +91,7 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "pendingPermissions": pending,
             "pendingPlans": plans,
             "quarantined": quarantined,
+            "notes": notes,
             "memory": memory.as_ref().map(|(m, f)| match f {
                 Ok(f) => json!({"dir": m.dir(), "topics": f.topics,
                     "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
@@ -200,6 +202,17 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         output::line("quarantined (could not be parsed, or not a file; moved aside):")?;
         for q in &quarantined {
             output::line(format!("  {}", visible(q)))?;
+        }
+    }
+    if !notes.is_empty() {
+        output::line("notes (damage met and gone past):")?;
+        for n in &notes {
+            output::line(format!(
+                "  {} {}: {}",
+                visible(&n.at),
+                visible(&n.who),
+                visible(&n.text)
+            ))?;
         }
     }
     Ok(())

@@ -10,7 +10,7 @@ use super::{json_arg, Context};
 use crate::commands::cli::{DepAction, TaskCommand};
 use crate::error::{Error, Result};
 use crate::output;
-use crate::output::terminal::visible;
+use crate::output::terminal::{visible, visible_lines};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::roster::Roster;
 use crate::store::tasks::{NewTask, Task, TaskIndex, TaskList, TaskPatch, TaskStatus};
@@ -75,7 +75,7 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             }
             output::line(row(&task))?;
             if !task.description.is_empty() {
-                output::line(format!("\n{}\n", task.description))?;
+                output::line(format!("\n{}\n", visible_lines(&task.description)))?;
             }
             if !task.blocks.is_empty() {
                 output::line(format!("blocks: {}", ids(&task.blocks)))?;
@@ -202,7 +202,7 @@ fn row(t: &Task) -> String {
     let owner = t
         .owner
         .as_deref()
-        .map(|o| format!(" @{o}"))
+        .map(|o| format!(" @{}", visible(o)))
         .unwrap_or_default();
     let blocked = if t.blocked_by.is_empty() {
         String::new()

@@ -11,7 +11,7 @@
 
 mod open;
 
-pub use open::{create_new, open_append, open_or_create, open_read};
+pub use open::{create_new, open_append, open_or_create, open_read, read_foreign};
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};

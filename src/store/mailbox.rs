@@ -224,6 +224,7 @@ impl<'a> Mailbox<'a> {
         check_size(&message)?;
         self.sign_if_lead(to, &mut message)?;
         let path = self.prepare(to)?;
+        check_room(&path, &message)?;
         self.commit_message(to, &path, message)
     }
 
@@ -232,6 +233,7 @@ impl<'a> Mailbox<'a> {
     /// broadcast again later are a new message.
     fn append_once(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
         let path = self.prepare(to)?;
+        check_room(&path, &message)?;
         let mut message = Some(message);
         self.commit_with_lock(to, &path, &mut |messages| {
             let Some(mut message) = message.take() else {
@@ -279,7 +281,12 @@ impl<'a> Mailbox<'a> {
     pub fn read(&self, agent: &AgentName, unread_only: bool) -> Result<Vec<InboxMessage>> {
         let path = self.store.inbox_path(self.team, agent);
         move_aside_if_special(&path)?;
-        let messages = match fsio::read_file(&path)? {
+        // Past the size limit it is moved aside unread, under the lock (see `load_locked`).
+        let bytes = match file::oversize(&path)? {
+            Some(_) => Some(Vec::new()),
+            None => fsio::read_file(&path)?,
+        };
+        let messages = match bytes {
             None => vec![],
             Some(bytes) => match fsio::parse_json::<Vec<InboxMessage>>(&bytes) {
                 Ok(messages) => messages,
@@ -415,6 +422,22 @@ fn copy_id(broadcast: u128, to: &AgentName) -> String {
         h = (h ^ u128::from(b)).wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
     }
     uuid::Uuid::from_u128(h).to_string()
+}
+
+/// Refuses a message to an inbox already past the size limit, or that it would take past it:
+/// the sender gets a clear error, and the inbox is never read whole.
+fn check_room(path: &Path, message: &InboxMessage) -> Result<()> {
+    let size = std::fs::symlink_metadata(path).map_or(0, |m| m.len());
+    let adding = (message.text.len() + message.summary.as_deref().map_or(0, str::len)) as u64;
+    let limit = file::inbox_limit();
+    if size.saturating_add(adding) > limit {
+        return Err(Error::InboxFull {
+            path: path.to_path_buf(),
+            size,
+            limit,
+        });
+    }
+    Ok(())
 }
 
 fn check_size(message: &InboxMessage) -> Result<()> {

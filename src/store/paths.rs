@@ -155,6 +155,13 @@ impl Store {
             .join("usage")
             .join(format!("{agent}.jsonl"))
     }
+    /// swarm-only: what a long-running process (a runtime, the lead console) met and went on
+    /// past, for `swarm status` (`store::notes`).
+    pub fn notes_path(&self, team: &TeamName, who: &AgentName) -> PathBuf {
+        self.team_dir(team)
+            .join("notes")
+            .join(format!("{who}.json"))
+    }
     /// swarm-only: the conversation a member's agent CLI keeps across turns (`teammate::session`).
     pub fn session_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.team_dir(team)

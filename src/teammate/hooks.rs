@@ -5,7 +5,10 @@
 //! The hooks come from the files Claude Code reads, in its order: the user's
 //! `settings.json` (under `$CLAUDE_CONFIG_DIR`, else `~/.claude`), then the project's
 //! `.claude/settings.json` and `.claude/settings.local.json`, with every source's hooks run
-//! (identical commands once). The format is Claude Code's:
+//! (identical commands once). The project's files count only in a directory the user trusted
+//! (`trust`): a teammate's cwd or worktree may hold settings nobody chose, and their hooks are
+//! then skipped with one note saying which and how to trust the directory. Settings files are
+//! read without blocking and must be regular files (a FIFO there is refused, not waited on). The format is Claude Code's:
 //! `{"hooks": {"TaskCompleted": [{"hooks": [{"type": "command", "command": "...", "timeout": 60}]}]}}`.
 //! These three events take no matcher in Claude Code (2.1.328 gives them no matcher values), so
 //! a `matcher` is accepted and ignored, as there. Each command gets the event's JSON on stdin
@@ -28,8 +31,10 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::process::child::{spawn_in_group, wait_exit_keep_zombie};
 use crate::process::group::terminate_group;
+use crate::store::fsio;
 use crate::store::names::TeamName;
 use crate::store::tasks::{Task, TaskList};
+use crate::teammate::trust;
 
 /// Claude Code's default timeout for a command hook.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -117,7 +122,12 @@ impl HookContext {
     /// blocks decides. `say` gets one line per hook that failed without blocking.
     pub(crate) fn run(&self, event: HookEvent, task: Option<&Task>, say: &dyn Fn(&str)) -> Verdict {
         let hooks = match configured(event, &self.project_dir) {
-            Ok(hooks) => hooks,
+            Ok(configured) => {
+                if let Some(note) = skipped_note(&self.project_dir, &configured.skipped) {
+                    say(&note);
+                }
+                configured.hooks
+            }
             Err(why) => {
                 say(&format!("{} hooks not run: {why}", event.name()));
                 return Verdict::Proceed;
@@ -153,41 +163,127 @@ impl HookContext {
     }
 }
 
-/// The settings files Claude Code reads, user first.
-fn settings_files(project_dir: &Path) -> Vec<PathBuf> {
-    let user = std::env::var_os("CLAUDE_CONFIG_DIR")
+/// The largest settings file read.
+const SETTINGS_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// The user's settings file (under `$CLAUDE_CONFIG_DIR`, else `~/.claude`): always trusted.
+fn user_settings() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")));
-    let mut files: Vec<PathBuf> = user.into_iter().map(|d| d.join("settings.json")).collect();
-    let project = project_dir.join(".claude");
-    files.push(project.join("settings.json"));
-    files.push(project.join("settings.local.json"));
-    files
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+        .map(|d| d.join("settings.json"))
 }
 
-/// The command hooks configured for `event`, in settings order, each command once. A
-/// `disableAllHooks: true` in any file turns them all off, as in Claude Code.
-fn configured(event: HookEvent, project_dir: &Path) -> Result<Vec<HookCommand>, String> {
-    let mut hooks: Vec<HookCommand> = Vec::new();
-    for file in settings_files(project_dir) {
-        let bytes = match std::fs::read(&file) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+/// The project's settings files, in Claude Code's order.
+fn project_settings(project_dir: &Path) -> [PathBuf; 2] {
+    let project = project_dir.join(".claude");
+    [
+        project.join("settings.json"),
+        project.join("settings.local.json"),
+    ]
+}
+
+/// A settings document, read without blocking (a FIFO or a device there is refused, never
+/// waited on); `None` when the file does not exist.
+fn read_settings(file: &Path) -> Result<Option<Value>, String> {
+    let Some(bytes) = fsio::read_foreign(file, SETTINGS_LIMIT)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| format!("{} is not valid JSON: {e}", file.display()))
+}
+
+/// The hooks configured for `event`, and the project hooks that were not run because their
+/// directory is not trusted.
+#[derive(Debug, Default)]
+struct Configured {
+    hooks: Vec<HookCommand>,
+    /// Untrusted project settings files and the commands they hold (for any event), or why
+    /// they could not be read.
+    skipped: Vec<(PathBuf, Result<Vec<String>, String>)>,
+}
+
+/// The command hooks configured for `event`, in settings order, each command once: the user's
+/// settings always, the project's only in a trusted directory (see `trust`). A
+/// `disableAllHooks: true` in any file read turns them all off, as in Claude Code.
+fn configured(event: HookEvent, project_dir: &Path) -> Result<Configured, String> {
+    let mut out = Configured::default();
+    let trusted = trust::trusted(project_dir).is_some();
+    let mut files: Vec<PathBuf> = user_settings().into_iter().collect();
+    if trusted {
+        files.extend(project_settings(project_dir));
+    } else {
+        for file in project_settings(project_dir) {
+            let commands = read_settings(&file).map(|settings| {
+                let all = [
+                    HookEvent::TaskCreated,
+                    HookEvent::TaskCompleted,
+                    HookEvent::TeammateIdle,
+                ];
+                settings
+                    .iter()
+                    .flat_map(|s| all.map(|e| (e, parse(s, e))))
+                    .flat_map(|(e, hooks)| {
+                        hooks
+                            .into_iter()
+                            .map(move |h| format!("{} `{}`", e.name(), h.command))
+                    })
+                    .collect::<Vec<_>>()
+            });
+            if commands.as_ref().is_ok_and(Vec::is_empty) {
+                continue;
+            }
+            out.skipped.push((file, commands));
+        }
+    }
+    for file in files {
+        let Some(settings) = read_settings(&file)? else {
+            continue;
         };
-        let settings: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{} is not valid JSON: {e}", file.display()))?;
         if settings.get("disableAllHooks") == Some(&Value::Bool(true)) {
-            return Ok(vec![]);
+            out.hooks.clear();
+            return Ok(out);
         }
         for hook in parse(&settings, event) {
-            if !hooks.contains(&hook) {
-                hooks.push(hook);
+            if !out.hooks.contains(&hook) {
+                out.hooks.push(hook);
             }
         }
     }
-    Ok(hooks)
+    Ok(out)
+}
+
+/// The one line that says which project hooks were skipped in `project_dir` and how to trust
+/// it, or `None` when this process said it already (once per directory: a runtime would
+/// otherwise repeat it at every turn).
+fn skipped_note(
+    project_dir: &Path,
+    skipped: &[(PathBuf, Result<Vec<String>, String>)],
+) -> Option<String> {
+    static SAID: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    if skipped.is_empty() {
+        return None;
+    }
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.iter().any(|d| d == project_dir) {
+        return None;
+    }
+    said.push(project_dir.to_path_buf());
+    let files: Vec<String> = skipped
+        .iter()
+        .map(|(file, commands)| match commands {
+            Ok(commands) => format!("{} ({})", file.display(), commands.join(", ")),
+            Err(why) => format!("{} ({why})", file.display()),
+        })
+        .collect();
+    Some(format!(
+        "project hooks not run, because {} is not a trusted directory: {}; {}",
+        project_dir.display(),
+        files.join("; "),
+        trust::how_to_trust(project_dir)
+    ))
 }
 
 /// The command hooks for `event` in one settings document; other hook types (prompt, agent,

@@ -14,6 +14,7 @@
 
 mod acted;
 mod claim;
+mod damage;
 mod home_claim;
 mod inbox;
 mod membership;
@@ -173,6 +174,8 @@ struct Runtime {
     acted: acted::Acted,
     /// Said once at start when the acted file was damaged.
     acted_note: Option<String>,
+    /// The last damage said (`damage`), so the same one is said once, not at every retry.
+    last_damage: Option<String>,
 }
 
 impl Runtime {
@@ -205,6 +208,7 @@ impl Runtime {
             session: None,
             feedback: None,
             held_completion: None,
+            last_damage: None,
         }
     }
 
@@ -239,31 +243,50 @@ impl Runtime {
         // again when nothing woke it for a while.
         let rescan = rescan_interval();
         loop {
-            if let Some(why) = self.left_team()? {
-                return self.leave(&why).await;
-            }
-            let ordinary = match self.read_inbox()? {
-                Unread::Shutdown(request) => return self.shutdown(request).await,
-                Unread::Ordinary(messages) => messages,
+            // A damaged file costs a note and a retry, never the runtime (`damage`).
+            let stopped = match self.pass(signals, rescan).await {
+                Err(e) if !damage::fatal(&e) => self.survive(e, signals).await,
+                other => other?,
             };
-            if self.current.is_none() && self.next_turn(ordinary)? {
-                continue;
-            }
-            tokio::select! {
-                event = self.rx.recv() => {
-                    let event = event.ok_or_else(|| {
-                        Error::Backend("the runtime's event channel closed".into())
-                    })?;
-                    self.on_event(event)?;
-                    // Wakes that piled up during a turn are one re-read, not one each.
-                    while let Ok(event) = self.rx.try_recv() {
-                        self.on_event(event)?;
-                    }
-                }
-                caught = signals.recv() => return self.interrupted(caught).await,
-                () = tokio::time::sleep(rescan) => {}
+            if let Some(code) = stopped {
+                return Ok(code);
             }
         }
+    }
+
+    /// One pass of the loop: look at the roster and the inbox, start a turn or wait for a
+    /// wake. `Some(code)` when the runtime is done.
+    async fn pass(
+        &mut self,
+        signals: &mut Signals,
+        rescan: std::time::Duration,
+    ) -> Result<Option<i32>> {
+        if let Some(why) = self.left_team()? {
+            return self.leave(&why).await.map(Some);
+        }
+        let ordinary = match self.read_inbox()? {
+            Unread::Shutdown(request) => return self.shutdown(request).await.map(Some),
+            Unread::Ordinary(messages) => messages,
+        };
+        if self.current.is_none() && self.next_turn(ordinary)? {
+            return Ok(None);
+        }
+        tokio::select! {
+            event = self.rx.recv() => {
+                let event = event.ok_or_else(|| {
+                    Error::Backend("the runtime's event channel closed".into())
+                })?;
+                self.on_event(event)?;
+                // Wakes that piled up during a turn are one re-read, not one each.
+                while let Ok(event) = self.rx.try_recv() {
+                    self.on_event(event)?;
+                }
+            }
+            caught = signals.recv() => return self.interrupted(caught).await.map(Some),
+            () = tokio::time::sleep(rescan) => {}
+        }
+        self.last_damage = None;
+        Ok(None)
     }
 
     fn on_event(&mut self, event: Event) -> Result<()> {

@@ -7,9 +7,12 @@
 //! conversation id lives in `teams/<team>/sessions/<name>.json`, so a runtime started again
 //! carries on the same conversation. Where swarm names the conversation the id is made before
 //! the first turn; where the CLI names it (codex) the id is empty until a turn's output says it
-//! ([`Session::after_turn`]), and until then every turn starts afresh.
+//! ([`Session::after_turn`]), and until then every turn starts afresh. Only an id swarm gave
+//! the member is resumed (`minted`): any teammate can write the session files. A session file
+//! that is not a regular file is moved aside and a new conversation begun.
 
 mod adapter;
+mod minted;
 
 use std::path::{Path, PathBuf};
 
@@ -17,10 +20,10 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use adapter::Adapter;
 
-use crate::error::Result;
-use crate::store::fsio;
+use crate::error::{Error, Result};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
+use crate::store::{fsio, notes};
 
 /// An argument containing this gets the member's conversation id in its place.
 pub(crate) const SESSION_PLACEHOLDER: &str = "{session}";
@@ -51,6 +54,7 @@ impl Session {
         match adapter.read_back(stdout, stderr) {
             Some(id) if id != self.id => {
                 self.id = id;
+                minted::record(store, team, name, &self.adapter, &self.id);
                 self.save(&path(store, team, name))
             }
             _ => Ok(()),
@@ -74,11 +78,50 @@ impl Session {
     ) -> Result<Session> {
         let file = path(store, team, name);
         let kind = format!("{adapter:?}").to_lowercase();
-        if let Some(bytes) = fsio::read_file(&file)? {
+        let bytes = match fsio::read_file(&file) {
+            Ok(bytes) => bytes,
+            // A directory, a FIFO, a link there: moved aside, a new conversation begun.
+            Err(e @ (Error::NotARegularFile { .. } | Error::HardLinked { .. })) => {
+                let found = e.to_string();
+                fsio::quarantine(&file, &found)?;
+                let _ = notes::record(
+                    store,
+                    team,
+                    name,
+                    &format!("{found}; moved it aside and began a new conversation"),
+                );
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(bytes) = bytes {
             if let Ok(session) = serde_json::from_slice::<Session>(&bytes) {
                 let known = uuid::Uuid::parse_str(&session.id).is_ok();
-                if session.adapter == kind && (known || !adapter.names_it()) {
-                    return Ok(session);
+                let usable = session.adapter == kind && (known || !adapter.names_it());
+                let bound = || minted::bound(store, team, name, &kind, &session.id);
+                match usable.then(bound) {
+                    // Not named yet (codex before its first turn): nothing to resume.
+                    Some(_) if session.id.is_empty() => return Ok(session),
+                    Some(minted::Bound::Yes) => return Ok(session),
+                    Some(minted::Bound::Unknown(why)) => {
+                        eprintln!(
+                            "swarm: warning: cannot check that swarm gave {name} conversation {} \
+                             ({why}); resuming it as the session file says",
+                            session.id
+                        );
+                        return Ok(session);
+                    }
+                    Some(minted::Bound::No) => {
+                        let text = format!(
+                            "{} names conversation {}, which swarm did not give {name}; not \
+                             resuming it, a new conversation begins",
+                            file.display(),
+                            session.id
+                        );
+                        eprintln!("swarm: warning: {text}");
+                        let _ = notes::record(store, team, name, &text);
+                    }
+                    None => {}
                 }
             }
         }
@@ -91,6 +134,9 @@ impl Session {
             },
             turns: 0,
         };
+        if !session.id.is_empty() {
+            minted::record(store, team, name, &session.adapter, &session.id);
+        }
         session.save(&file)?;
         Ok(session)
     }

@@ -110,3 +110,40 @@ fn inbox_shows_escapes_visibly() {
         out.stdout
     );
 }
+
+/// Issue 22 item 7: a teammate edits a task file so its owner and description carry an OSC 52
+/// clipboard write, a retitle and a bell; `task show` and `task list` print them as escapes,
+/// `--json` keeps the real bytes.
+#[test]
+fn task_show_and_task_list_show_a_hostile_owner_and_description_visibly() {
+    const OSC52: &str = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\r\x1b[2Kok";
+    let env = Env::with_team(&["coder"]);
+    env.swarm(["task", "create", "one", "--description", "plain"])
+        .ok();
+    let file = env.path("tasks/t/1.json");
+    let mut task = read_json(&file);
+    task["owner"] = Value::from(OSC52);
+    task["description"] = Value::from(format!("line one\n{OSC52}"));
+    task["subject"] = Value::from(format!("s{OSC52}"));
+    std::fs::write(&file, serde_json::to_vec_pretty(&task).unwrap()).unwrap();
+    let shown = "\\e]52;c;cm0gLXJmIH4=\\x07\\e]0;pwned\\x07\\r\\e[2Kok";
+    for args in [&["task", "show", "1"][..], &["task", "list"]] {
+        let out = env.swarm(args).ok();
+        let what = format!("swarm {}", args.join(" "));
+        assert_no_controls(&what, &out.stdout);
+        assert!(
+            out.stdout.contains(&format!("@{shown}")),
+            "{what}: {}",
+            out.stdout
+        );
+        assert!(
+            out.stdout.contains(&format!("s{shown}")),
+            "{what}: {}",
+            out.stdout
+        );
+    }
+    let show = env.swarm(["task", "show", "1"]).ok().stdout;
+    assert!(show.contains(&format!("line one\n{shown}")), "{show}");
+    let json = env.swarm(["--json", "task", "show", "1"]).ok().json();
+    assert_eq!(json["owner"], OSC52);
+}

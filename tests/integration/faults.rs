@@ -17,6 +17,7 @@ mod hostile;
 mod permissions;
 mod spool;
 mod stale_locks;
+mod survive;
 mod watcher;
 mod writers;
 

@@ -26,6 +26,7 @@ fn project(env: &Env, event: &str, command: &str) -> PathBuf {
     )
     .unwrap();
     std::fs::create_dir_all(env.path("user-claude")).unwrap();
+    env.swarm(["trust".as_ref(), dir.as_os_str()]).ok();
     dir
 }
 
@@ -272,4 +273,198 @@ fn a_task_completed_hook_that_exits_2_refuses_swarm_task_update() {
     update().ok();
     let task = env.swarm(["--json", "task", "show", "1"]).ok().json();
     assert_eq!(task["status"], "completed");
+}
+
+/// An untrusted project whose `TaskCreated` hook would leave a mark.
+fn untrusted_project(env: &Env) -> PathBuf {
+    let dir = env.path("untrusted");
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    let settings = json!({"hooks": {"TaskCreated": [{"hooks": [
+        {"type": "command", "command": "touch \"$CLAUDE_PROJECT_DIR/ran\""}]}]}});
+    std::fs::write(
+        dir.join(".claude/settings.json"),
+        serde_json::to_vec_pretty(&settings).unwrap(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.path("user-claude")).unwrap();
+    dir
+}
+
+/// Issue 22 item 6: a project's hooks run only where the user trusted the directory, through
+/// `swarm trust` (listed, removable) or Claude Code's own trust record; elsewhere they are
+/// skipped with a note naming them and the command that trusts the directory. The user's own
+/// settings stay trusted everywhere.
+#[test]
+fn project_hooks_run_only_in_a_trusted_directory() {
+    let env = Env::with_team(&[]);
+    let proj = untrusted_project(&env);
+    let real = proj.canonicalize().unwrap();
+    let create = |subject: &str| {
+        with_settings(&env, env.swarm(["task", "create", subject])).current_dir(&proj)
+    };
+    let out = create("one").ok();
+    assert!(
+        !proj.join("ran").exists(),
+        "an untrusted project's hook ran"
+    );
+    out.stderr_has(&format!(
+        "project hooks not run, because {} is not a trusted directory: {} (TaskCreated `touch",
+        proj.display(),
+        proj.join(".claude/settings.json").display()
+    ));
+    out.stderr_has(&format!("run `swarm trust {}`", real.display()));
+
+    // The user's own hooks are trusted anywhere.
+    std::fs::write(
+        env.path("user-claude/settings.json"),
+        json!({"hooks": {"TaskCreated": [{"hooks": [{"type": "command",
+            "command": "touch \"$CLAUDE_PROJECT_DIR/user-ran\""}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    create("two").ok();
+    assert!(proj.join("user-ran").exists(), "the user's own hook ran");
+    assert!(!proj.join("ran").exists());
+    std::fs::remove_file(env.path("user-claude/settings.json")).unwrap();
+
+    // swarm trust: the hook runs; listed; a teammate's shell cannot trust.
+    env.swarm(["trust".as_ref(), proj.as_os_str()])
+        .env("SWARM_AGENT_NAME", "coder")
+        .refused("only the user may trust a directory");
+    env.swarm(["trust".as_ref(), proj.as_os_str()])
+        .ok()
+        .stdout
+        .contains("trusted");
+    let list = env.swarm(["--json", "trust", "--list"]).ok().json();
+    assert_eq!(list, json!([real.display().to_string()]));
+    let trusted_file = env.path("state/swarm/trusted-dirs.json");
+    assert!(trusted_file.is_file(), "kept in swarm's private state");
+    assert!(!env.path("teams/t").join("trusted-dirs.json").exists());
+    let out = create("three").ok();
+    assert!(proj.join("ran").exists(), "the trusted project's hook ran");
+    assert!(!out.stderr.contains("not a trusted directory"), "{out:?}");
+
+    // --remove: skipped again.
+    std::fs::remove_file(proj.join("ran")).unwrap();
+    env.swarm(["trust".as_ref(), "--remove".as_ref(), proj.as_os_str()])
+        .ok();
+    assert_eq!(
+        env.swarm(["--json", "trust", "--list"]).ok().json(),
+        json!([])
+    );
+    create("four").ok().stderr_has("not a trusted directory");
+    assert!(!proj.join("ran").exists());
+
+    // Claude Code's own trust record, for a folder above the project, counts too.
+    let parent = real.parent().unwrap().display().to_string();
+    std::fs::write(
+        env.path("user-claude/.claude.json"),
+        json!({"projects": {parent: {"hasTrustDialogAccepted": true}}}).to_string(),
+    )
+    .unwrap();
+    create("five").ok();
+    assert!(proj.join("ran").exists(), "trusted by Claude Code's record");
+}
+
+/// Issue 22 item 6: a FIFO (or a symlink to one, or a directory) where a settings file belongs
+/// used to hang `swarm task create` in the read; it is refused at once, with a warning, and the
+/// task is created.
+#[test]
+fn a_fifo_or_directory_at_a_settings_file_is_refused_without_blocking() {
+    let env = Env::with_team(&[]);
+    let proj = project(&env, "TaskCreated", "true");
+    let settings = proj.join(".claude/settings.json");
+    let fifo = env.path("a-fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let rows: [(&str, &dyn Fn()); 3] = [
+        ("FIFO", &|| std::fs::rename(&fifo, &settings).unwrap()),
+        ("FIFO", &|| {
+            let linked = env.path("linked-fifo");
+            assert_eq!(
+                unsafe {
+                    libc::mkfifo(
+                        std::ffi::CString::new(linked.as_os_str().as_encoded_bytes())
+                            .unwrap()
+                            .as_ptr(),
+                        0o600,
+                    )
+                },
+                0
+            );
+            std::os::unix::fs::symlink(&linked, &settings).unwrap();
+        }),
+        ("directory", &|| std::fs::create_dir(&settings).unwrap()),
+    ];
+    for (i, (kind, plant)) in rows.iter().enumerate() {
+        let _ = std::fs::remove_file(&settings);
+        plant();
+        let out = with_settings(&env, env.swarm(["task", "create", &format!("t{i}")]))
+            .current_dir(&proj)
+            .run_within(REFUSAL_LIMIT);
+        assert_eq!(out.code, 0, "{kind}: {out:?}");
+        out.stderr_has(&format!(
+            "{} is a {kind}, not a regular file; refused",
+            settings.display()
+        ));
+        if settings.is_dir() {
+            std::fs::remove_dir(&settings).unwrap();
+        }
+    }
+    let list = env.swarm(["--json", "task", "list"]).ok().json();
+    assert_eq!(list.as_array().unwrap().len(), 3);
+}
+
+/// Issue 22 item 6, in the runtime: a teammate whose cwd holds an untrusted project's hooks
+/// runs none of them (a `TaskCompleted` hook that would block, a `TeammateIdle` hook that would
+/// leave a mark) and says so once in its log, however many tasks it completes.
+#[test]
+fn a_teammate_in_an_untrusted_directory_skips_its_hooks_and_says_so_once() {
+    let env = Env::with_team(&["a"]);
+    let dir = env.path("untrusted");
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    let settings = json!({"hooks": {
+        "TaskCompleted": [{"hooks": [{"type": "command", "command": "echo no >&2; exit 2"}]}],
+        "TeammateIdle": [{"hooks": [{"type": "command",
+            "command": "touch \"$CLAUDE_PROJECT_DIR/idle-ran\""}]}]}});
+    std::fs::write(dir.join(".claude/settings.json"), settings.to_string()).unwrap();
+    std::fs::create_dir_all(env.path("user-claude")).unwrap();
+    for n in 1..=2 {
+        with_settings(
+            &env,
+            env.swarm([
+                "task",
+                "create",
+                &format!("t{n}"),
+                "--description",
+                &format!("touch done{n}"),
+            ]),
+        )
+        .current_dir(env.root())
+        .ok();
+    }
+    let mate = start(&env, "a", &dir, &["--agent", "shell"]);
+    eventually(LONG, "both tasks completed", || {
+        let list = env.swarm(["--json", "task", "list"]).ok().json();
+        list.as_array()?
+            .iter()
+            .all(|t| t["status"] == "completed")
+            .then_some(())
+    });
+    assert!(dir.join("done1").exists() && dir.join("done2").exists());
+    assert!(
+        !dir.join("idle-ran").exists(),
+        "an untrusted TeammateIdle hook ran"
+    );
+    let pane = mate.pane();
+    assert_eq!(
+        pane.matches("project hooks not run, because").count(),
+        1,
+        "said once:\n{pane}"
+    );
+    assert!(
+        pane.contains("TaskCompleted `echo no >&2; exit 2`"),
+        "{pane}"
+    );
+    assert!(pane.contains("TeammateIdle `touch"), "{pane}");
 }

@@ -375,3 +375,43 @@ fn a_request_with_an_id_that_is_no_file_name_is_ignored_and_the_console_goes_on(
     lead.expect(&format!("answer y to approve {id}"));
     assert_eq!(lead.wait(Duration::from_millis(200)), None, "still running");
 }
+
+/// Issue 22 item 7: a directory a teammate made at `lead/decisions.jsonl` used to end the lead
+/// agent at its first decision. It is moved aside (its contents kept), noted in `swarm status`,
+/// the decision recorded in a fresh file, and the lead agent goes on deciding.
+#[test]
+fn a_directory_at_the_lead_decisions_file_is_moved_aside_and_the_lead_goes_on() {
+    let env = Env::with_team(&["coder"]);
+    set_member(&env, "coder", json!({"mode": "acceptEdits"}));
+    let planted = env.path("teams/t/lead/decisions.jsonl");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::write(planted.join("kept"), "every byte").unwrap();
+    let mut lead = lead_agent(&env);
+    let plan = submit_plan(&env, "coder", 1);
+    lead.expect("the lead agent approved coder's plan");
+    let second = submit_plan(&env, "coder", 2);
+    lead.expect(&format!("answer y to approve {second}"));
+    eventually(Duration::from_secs(60), "both decisions recorded", || {
+        let text = std::fs::read_to_string(&planted).ok()?;
+        (text.contains(&plan) && text.contains(&second)).then_some(())
+    });
+    let status = env.swarm(["--json", "status"]).ok().json();
+    let quarantined: Vec<String> = status["quarantined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q.as_str().unwrap().to_string())
+        .collect();
+    let moved = quarantined
+        .iter()
+        .find(|q| q.starts_with("teams/t/lead/decisions.jsonl.corrupt-"))
+        .unwrap_or_else(|| panic!("{quarantined:?}"));
+    assert_eq!(
+        std::fs::read_to_string(env.path(moved).join("kept")).unwrap(),
+        "every byte"
+    );
+    assert!(
+        status["notes"].to_string().contains("it is a directory"),
+        "{status}"
+    );
+}

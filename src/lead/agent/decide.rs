@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::lead_key::{LeadKey, DECISION_RECORD};
-use crate::store::names::TeamName;
+use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::timestamp_now;
 use crate::store::requests::{self, Decider, Request, Verdict};
@@ -89,7 +89,9 @@ pub(super) fn apply(
     }
 }
 
-/// Appends a decision to `lead/decisions.jsonl`.
+/// Appends a decision to `lead/decisions.jsonl`. Something that is not a regular file there (a
+/// directory a teammate made, a link) is moved aside, noted for `swarm status`, and a fresh
+/// file begun: one planted path must not end the lead agent.
 pub(super) fn record(
     store: &Store,
     team: &TeamName,
@@ -99,7 +101,20 @@ pub(super) fn record(
     by: &str,
 ) -> Result<()> {
     let path = store.decisions_path(team);
-    let mut text = fsio::read_file(&path)?.unwrap_or_default();
+    let mut text = match fsio::read_file(&path) {
+        Ok(text) => text.unwrap_or_default(),
+        Err(e @ (Error::NotARegularFile { .. } | Error::HardLinked { .. })) => {
+            let why = e.to_string();
+            let moved = fsio::quarantine(&path, &why)?;
+            let note = format!(
+                "{why}; moved it to {} and began a fresh one",
+                moved.display()
+            );
+            let _ = crate::store::notes::record(store, team, &AgentName::lead(), &note);
+            Vec::new()
+        }
+        Err(e) => return Err(e),
+    };
     let mut line = json!({"requestId": request.id(), "kind": request.kind().as_str(),
                           "approved": approve, "feedback": feedback, "by": by,
                           "timestamp": timestamp_now()});

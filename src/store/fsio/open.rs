@@ -8,7 +8,8 @@
 //! regular file, ours, with one link (see [`guard`]), so writing it cannot change a file
 //! elsewhere. A file [`create_new`] makes needs no check: `O_EXCL` means it is a new file of
 //! ours. Nothing else in the store builds an `OpenOptions`, so no open can forget a flag or the
-//! check.
+//! check. Files that are not the store's (settings, Claude Code's config) are read by
+//! [`read_foreign`], which follows symlinks but never blocks and reads regular files only.
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
@@ -88,4 +89,50 @@ pub fn open_append(path: &Path) -> Result<File> {
         .map_err(Error::io("open", path))?;
     check_opened(&file, path)?;
     Ok(file)
+}
+
+/// Reads a file that is not the store's (a settings file, Claude Code's own config) without
+/// ever blocking: symlinks are followed, as their owner meant, but the open is `O_NONBLOCK` and
+/// what it reached must be a regular file (a FIFO, a directory or a device is refused, so a
+/// FIFO planted at `.claude/settings.json` cannot hang the reader). At most `limit` bytes are
+/// read; a larger file is refused. `None` when it does not exist.
+pub fn read_foreign(path: &Path, limit: u64) -> std::result::Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot open {}: {e}", path.display())),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot inspect {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{} is a {}, not a regular file; refused",
+            path.display(),
+            kind_of(&meta)
+        ));
+    }
+    if meta.len() > limit {
+        return Err(format!(
+            "{} is {} bytes, more than the {limit} read; refused",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "{} grew past {limit} bytes; refused",
+            path.display()
+        ));
+    }
+    Ok(Some(bytes))
 }

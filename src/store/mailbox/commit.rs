@@ -60,7 +60,7 @@ impl Mailbox<'_> {
             return done.map(drop);
         }
         let printed = print_entry(&message)?;
-        let mine = self.spool(to).drop_entry(&printed)?;
+        let mine = self.spool(to).drop_entry(&printed, to.as_str())?;
         let start = Instant::now();
         let mut said_waiting = false;
         loop {
@@ -212,6 +212,9 @@ impl Mailbox<'_> {
         noted: &Sidecar,
         new: &[&[u8]],
     ) -> Result<Option<Vec<u8>>> {
+        if super::file::oversize(path)?.is_some() {
+            return Ok(None);
+        }
         let Some(bytes) = fsio::read_file(path)? else {
             return Ok(None);
         };
@@ -322,7 +325,7 @@ mod tests {
         fn spool(&self, m: &InboxMessage) {
             self.mailbox()
                 .spool(&self.coder)
-                .drop_entry(&print_entry(m).unwrap())
+                .drop_entry(&print_entry(m).unwrap(), "coder")
                 .unwrap();
         }
         fn spooled(&self) -> bool {

@@ -66,10 +66,15 @@ pub(super) enum Repaired {
 }
 
 /// Reads an inbox under its lock, repairing what does not parse. Entries of an array that fail
-/// the schema (a wrong type, nesting deeper than the parser allows) are moved to a quarantine
-/// file, byte for byte, and the good ones kept; a file with nothing to keep (not an array, not
-/// UTF-8, no good entry) is quarantined whole.
+/// the schema (a wrong type, nesting deeper than the parser allows, invalid UTF-8) are moved to
+/// a quarantine file, byte for byte, and the good ones kept; a file with nothing to keep (not
+/// an array, no good entry) is quarantined whole, and so is a file past the inbox size limit,
+/// which is never read into memory.
 pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> {
+    if let Some(size) = oversize(path)? {
+        fsio::quarantine(path, &past_limit(size))?;
+        return Ok((vec![], Repaired::Yes));
+    }
     let Some(bytes) = fsio::read_file(path)? else {
         return Ok((vec![], Repaired::No));
     };
@@ -77,13 +82,12 @@ pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> 
         Ok(messages) => return Ok((messages, Repaired::No)),
         Err(why) => why,
     };
-    let entries = std::str::from_utf8(&bytes)
-        .ok()
-        .filter(|_| !bytes.starts_with(&[0xEF, 0xBB, 0xBF]))
+    let entries = Some(bytes.as_slice())
+        .filter(|b| !b.starts_with(&[0xEF, 0xBB, 0xBF]))
         .and_then(split_array);
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     for entry in entries.unwrap_or_default() {
-        match fsio::parse_json::<InboxMessage>(entry.as_bytes()) {
+        match fsio::parse_json::<InboxMessage>(entry) {
             Ok(m) => good.push(m),
             Err(_) => bad.push(entry),
         }
@@ -94,7 +98,7 @@ pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> 
     }
     let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());
     let mut kept = b"[\n  ".to_vec();
-    kept.extend_from_slice(bad.join(",\n  ").as_bytes());
+    kept.extend_from_slice(&bad.join(&b",\n  "[..]));
     kept.extend_from_slice(b"\n]\n");
     fsio::write_atomic(Path::new(&target), &kept)?;
     eprintln!(
@@ -105,15 +109,43 @@ pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> 
     Ok((good, Repaired::Yes))
 }
 
-/// The raw text of each element of a top-level JSON array, found by tracking brackets and
-/// strings only, so an element nested deeper than the parser allows is still one element.
-/// `None` if `text` is not an array whose elements and brackets balance.
-fn split_array(text: &str) -> Option<Vec<&str>> {
-    let body = text.trim().strip_prefix('[')?.strip_suffix(']')?;
-    let bytes = body.as_bytes();
+/// The largest inbox file swarm reads or adds to: 16 MiB, or `SWARM_INBOX_MAX_BYTES`.
+pub(super) fn inbox_limit() -> u64 {
+    std::env::var("SWARM_INBOX_MAX_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &u64| n > 0)
+        .unwrap_or(16 * 1024 * 1024)
+}
+
+/// The size of the file at `path` when it is past [`inbox_limit`] (from its metadata: the file
+/// is not read).
+pub(super) fn oversize(path: &Path) -> Result<Option<u64>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() > inbox_limit() => Ok(Some(meta.len())),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("inspect", path)(e)),
+    }
+}
+
+/// Why an inbox of `size` bytes was moved aside unread.
+fn past_limit(size: u64) -> String {
+    format!(
+        "it is {size} bytes, past the inbox limit of {} bytes (SWARM_INBOX_MAX_BYTES)",
+        inbox_limit()
+    )
+}
+
+/// The raw bytes of each element of a top-level JSON array, found by tracking brackets and
+/// strings only (all ASCII, so any bytes between them, valid UTF-8 or not, stay inside their
+/// element), so an element nested deeper than the parser allows, or holding invalid UTF-8, is
+/// still one element. `None` if `text` is not an array whose elements and brackets balance.
+fn split_array(text: &[u8]) -> Option<Vec<&[u8]>> {
+    let body = text.trim_ascii().strip_prefix(b"[")?.strip_suffix(b"]")?;
     let (mut entries, mut depth, mut start) = (Vec::new(), 0usize, 0);
     let (mut in_string, mut escaped) = (false, false);
-    for (i, &b) in bytes.iter().enumerate() {
+    for (i, &b) in body.iter().enumerate() {
         if in_string {
             match b {
                 _ if escaped => escaped = false,
@@ -128,7 +160,7 @@ fn split_array(text: &str) -> Option<Vec<&str>> {
             b'[' | b'{' => depth += 1,
             b']' | b'}' => depth = depth.checked_sub(1)?,
             b',' if depth == 0 => {
-                entries.push(body[start..i].trim());
+                entries.push(body[start..i].trim_ascii());
                 start = i + 1;
             }
             _ => {}
@@ -137,7 +169,7 @@ fn split_array(text: &str) -> Option<Vec<&str>> {
     if in_string || depth != 0 {
         return None;
     }
-    let last = body[start..].trim();
+    let last = body[start..].trim_ascii();
     if !last.is_empty() {
         entries.push(last);
     } else if !entries.is_empty() {
@@ -249,12 +281,16 @@ mod tests {
         let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
         let text = format!(r#"[{{"a": "x,]\"}}"}}, {deep} , 3]"#);
         assert_eq!(
-            split_array(&text).unwrap(),
-            [r#"{"a": "x,]\"}"}"#, deep.as_str(), "3"]
+            split_array(text.as_bytes()).unwrap(),
+            [r#"{"a": "x,]\"}"}"#.as_bytes(), deep.as_bytes(), b"3"]
         );
-        assert_eq!(split_array("[ ]").unwrap(), Vec::<&str>::new());
+        assert_eq!(split_array(b"[ ]").unwrap(), Vec::<&[u8]>::new());
+        assert_eq!(
+            split_array(b"[\"\xff,\", 1]").unwrap(),
+            [&b"\"\xff,\""[..], b"1"]
+        );
         for bad in ["[1,]", "[[1]", "[\"]", "{}", "[1]]"] {
-            assert!(split_array(bad).is_none(), "{bad}");
+            assert!(split_array(bad.as_bytes()).is_none(), "{bad}");
         }
     }
 }

@@ -33,6 +33,15 @@ use crate::error::{Error, Result};
 use crate::store::fsio;
 
 const ENTRY_SUFFIX: &str = ".entry";
+/// Entries that may wait for one inbox. A spool entry names its sender only by a pid anyone
+/// can write, so the caps count everything waiting for the recipient: past them a sender is
+/// refused with a clear error instead of a committer reading gigabytes.
+pub(super) const MAX_ENTRIES: usize = 1000;
+/// Bytes that may wait for one inbox.
+pub(super) const MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest file read as one entry: a message at the size limit, printed with every
+/// character escaped (`\u00XX`, six bytes each), and room for the other fields.
+const MAX_ENTRY_BYTES: u64 = super::MAX_MESSAGE_BYTES as u64 * 6 + 64 * 1024;
 
 /// One recipient's spool directory.
 pub(super) struct Spool {
@@ -53,8 +62,18 @@ impl Spool {
     }
 
     /// Drops `printed` into the spool; returns the file, whose disappearance is the ack.
-    pub(super) fn drop_entry(&self, printed: &[u8]) -> Result<PathBuf> {
+    pub(super) fn drop_entry(&self, printed: &[u8], to: &str) -> Result<PathBuf> {
         fsio::ensure_dir(&self.dir)?;
+        let (entries, bytes) = self.waiting();
+        if entries >= MAX_ENTRIES || bytes + printed.len() as u64 > MAX_BYTES {
+            return Err(Error::SpoolFull {
+                to: to.to_string(),
+                entries,
+                bytes,
+                max_entries: MAX_ENTRIES,
+                max_bytes: MAX_BYTES,
+            });
+        }
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -84,6 +103,19 @@ impl Spool {
         fs::read_dir(&self.dir).is_ok_and(|mut entries| {
             entries.any(|e| e.is_ok_and(|e| is_entry(&e.file_name().to_string_lossy())))
         })
+    }
+
+    /// How many entries wait in the spool, and their bytes (from their metadata).
+    fn waiting(&self) -> (usize, u64) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return (0, 0);
+        };
+        entries
+            .filter_map(|e| e.ok())
+            .filter(|e| is_entry(&e.file_name().to_string_lossy()))
+            .fold((0, 0), |(n, bytes), e| {
+                (n + 1, bytes + e.metadata().map_or(0, |m| m.len()))
+            })
     }
 
     /// How many entries wait in the spool.
@@ -117,11 +149,20 @@ impl Spool {
             .filter(|n| is_entry(n))
             .collect();
         names.sort();
+        // At most the caps' worth is read per commit; the rest waits for the next one.
+        names.truncate(MAX_ENTRIES);
         let mut out = Vec::with_capacity(names.len());
+        let mut read: u64 = 0;
         for name in names {
+            if read >= MAX_BYTES {
+                break;
+            }
             let path = self.dir.join(&name);
             match read_entry(&path) {
-                Found::Entry(spooled) => out.push(*spooled),
+                Found::Entry(spooled) => {
+                    read += spooled.printed.len() as u64;
+                    out.push(*spooled)
+                }
                 Found::Gone => {}
                 Found::Unreadable(why) => eprintln!(
                     "swarm: warning: could not read spool entry {} ({why}); left it for the next \
@@ -168,8 +209,21 @@ fn read_entry(path: &Path) -> Found {
         Err(e) if is_io_fault(&e) => return Found::Unreadable(e.to_string()),
         Err(e) => return Found::NotAnEntry(e.to_string()),
     };
+    match file.metadata() {
+        Ok(meta) if meta.len() > MAX_ENTRY_BYTES => {
+            return Found::NotAnEntry(format!(
+                "it is {} bytes, more than one message can be",
+                meta.len()
+            ))
+        }
+        Ok(_) => {}
+        Err(e) => return Found::Unreadable(Error::io("inspect", path)(e).to_string()),
+    }
     let mut printed = Vec::new();
-    if let Err(e) = file.read_to_end(&mut printed) {
+    if let Err(e) = (&mut file)
+        .take(MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut printed)
+    {
         return Found::Unreadable(Error::io("read", path)(e).to_string());
     }
     match fsio::parse_json::<InboxMessage>(&printed) {
@@ -257,8 +311,12 @@ mod tests {
         assert!(!spool.has_entries());
         let first = InboxMessage::new(&AgentName::lead(), "one");
         let second = InboxMessage::new(&agent("coder"), "two");
-        let p1 = spool.drop_entry(&print_entry(&first).unwrap()).unwrap();
-        spool.drop_entry(&print_entry(&second).unwrap()).unwrap();
+        let p1 = spool
+            .drop_entry(&print_entry(&first).unwrap(), "coder")
+            .unwrap();
+        spool
+            .drop_entry(&print_entry(&second).unwrap(), "coder")
+            .unwrap();
         assert_eq!(
             fs::metadata(&p1).unwrap().permissions().mode() & 0o777,
             0o600

@@ -28,11 +28,12 @@ use std::time::Instant;
 
 use super::durable::{self, Unsynced};
 use super::events::{task_number, Drained, Events};
-use super::hints::Hints;
+use super::hints::{Hints, Taken};
 use super::{Task, TaskList, TaskStatus};
 use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::notes;
 use crate::store::paths::Store;
 use crate::store::watcher::rescan_interval;
 
@@ -76,6 +77,8 @@ pub struct TaskIndex {
     store: Store,
     team: TeamName,
     hints: Hints,
+    /// Whether this index said that someone jams the hints (once is enough).
+    said_jammed: bool,
     /// A completion whose rename waits for the next directory sync.
     unsynced: Unsynced,
     state: State,
@@ -120,6 +123,7 @@ impl TaskIndex {
         let events = Events::watch(&dir);
         Ok(TaskIndex {
             hints: Hints::new(&dir.join(".claiming")),
+            said_jammed: false,
             store: store.clone(),
             team: team.clone(),
             unsynced: Unsynced::default(),
@@ -212,8 +216,17 @@ impl TaskIndex {
                 false => state.available().collect(),
             };
             for number in candidates {
-                let Some(_hint) = self.hints.try_take(number)? else {
-                    continue; // another claimer is on it: try the next one
+                let _hint = match self.hints.try_take(number)? {
+                    Taken::Mine(hint) => Some(hint),
+                    Taken::Busy => continue, // another claimer is on it: try the next one
+                    Taken::Jammed(why) => {
+                        if !self.said_jammed {
+                            self.said_jammed = true;
+                            eprintln!("swarm: warning: {why}");
+                            let _ = notes::record(&self.store, &self.team, agent, &why);
+                        }
+                        None
+                    }
                 };
                 let id = TaskId::new(number);
                 let _lock = list.task_lock(&id)?;
@@ -469,7 +482,9 @@ mod tests {
         tl.delete(&a).unwrap();
         let e = tl.create(new("e", &[])).unwrap().id;
         let rival = TaskIndex::open(&store, &team).unwrap();
-        let hint = rival.hints.try_take(b.number()).unwrap().unwrap();
+        let Taken::Mine(hint) = rival.hints.try_take(b.number()).unwrap() else {
+            panic!("free")
+        };
         assert_eq!(index.claim_next(&other, true).unwrap().unwrap().id, e);
         drop(hint);
         let done = TaskPatch {

@@ -293,3 +293,78 @@ fn archive_duplicates_left_by_a_killed_committer_are_neither_added_nor_shown() {
     let text = env.swarm(["inbox", "coder", "--all"]).ok().stdout;
     assert_eq!(text.matches(": m1\n").count(), 1, "{text}");
 }
+
+/// Issue 22 item 7: an entry holding invalid UTF-8 used to take the whole inbox with it (the
+/// file did not decode, so nothing was kept). It is moved aside alone, byte for byte; the
+/// entries before and after it are kept and read.
+#[test]
+fn an_entry_with_invalid_utf8_is_quarantined_alone() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    let good = |t: &str| format!(r#"{{"from": "team-lead", "text": "{t}", "timestamp": "t"}}"#);
+    let mut bad = br#"{"from": "team-lead", "text": "bad "#.to_vec();
+    bad.extend_from_slice(b"\xff\xfe, ]\\\"} [");
+    bad.extend_from_slice(br#"", "timestamp": "t"}"#);
+    let mut bytes = format!("[{}, ", good("one")).into_bytes();
+    bytes.extend_from_slice(&bad);
+    bytes.extend_from_slice(format!(", {}]", good("two")).as_bytes());
+    std::fs::write(&inbox, &bytes).unwrap();
+    let out = env.swarm(["--json", "inbox", "coder"]).ok();
+    out.stderr_has("had 1 malformed message(s)");
+    let listed: Vec<String> = out
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(listed, ["one", "two"]);
+    assert_eq!(texts(&inbox), ["one", "two"]);
+    let moved = files_named(&env.path("teams/t/inboxes"), "coder.json.corrupt-");
+    assert_eq!(moved.len(), 1);
+    let kept = std::fs::read(&moved[0]).unwrap();
+    assert_eq!(
+        kept,
+        [&b"[\n  "[..], &bad, b"\n]\n"].concat(),
+        "every byte of it"
+    );
+}
+
+/// Issue 22 item 7: an inbox past the size limit (here 4096 bytes through
+/// SWARM_INBOX_MAX_BYTES) is refused to a sender with a clear error and left as it is; a
+/// reader moves it aside unread, every byte kept, `swarm status` lists it, and the next send
+/// starts a fresh inbox.
+#[test]
+fn an_inbox_past_the_size_limit_is_refused_to_senders_and_moved_aside_by_its_reader() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    let entries: Vec<Value> = (0..40)
+        .map(|i| serde_json::json!({"from": "team-lead", "text": format!("{i:0>120}"), "timestamp": "t"}))
+        .collect();
+    std::fs::write(&inbox, serde_json::to_vec_pretty(&entries).unwrap()).unwrap();
+    let before = std::fs::read(&inbox).unwrap();
+    assert!(before.len() > 4096);
+    let limited = |args: &[&str]| env.swarm(args).env("SWARM_INBOX_MAX_BYTES", "4096");
+    let out = limited(&["send", "--to", "coder", "hi"]).code(1);
+    out.stderr_has(&format!(
+        "the inbox {} is {} bytes, past the limit of 4096 bytes (SWARM_INBOX_MAX_BYTES), so the message was not delivered",
+        inbox.display(),
+        before.len()
+    ));
+    assert_eq!(std::fs::read(&inbox).unwrap(), before, "refused, untouched");
+    let out = limited(&["--json", "inbox", "coder"]).ok();
+    out.stderr_has("past the inbox limit of 4096 bytes");
+    assert_eq!(out.json(), serde_json::json!([]));
+    let moved = files_named(&env.path("teams/t/inboxes"), "coder.json.corrupt-");
+    assert_eq!(moved.len(), 1);
+    assert_eq!(std::fs::read(&moved[0]).unwrap(), before, "every byte kept");
+    let status = env.swarm(["--json", "status"]).ok().json();
+    let rel = moved[0]
+        .strip_prefix(env.root())
+        .unwrap()
+        .display()
+        .to_string();
+    assert_eq!(status["quarantined"], serde_json::json!([rel]));
+    limited(&["send", "--to", "coder", "hi"]).ok();
+    assert_eq!(texts(&inbox), ["hi"]);
+}

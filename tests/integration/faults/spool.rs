@@ -268,3 +268,38 @@ fn without_the_lock_the_interleaving_harness_reports_loss() {
         "unlocked writers lost nothing, so the harness cannot see loss: {report:?}"
     );
 }
+
+/// Issue 22 item 7: a spool flooded with 1,000 waiting entries (a teammate can write them
+/// there) refuses the next sender at once with a clear error, instead of letting it wait and a
+/// committer read without bound; the flood is kept byte for byte, and once a holder takes the
+/// entries in, sending works again.
+#[test]
+fn a_sender_past_the_spool_limit_is_refused_at_once() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    let dir = env.path("teams/t/spool/coder");
+    std::fs::create_dir_all(&dir).unwrap();
+    let holder = KillOnDrop(env.hold_lock(&inbox));
+    for i in 0..1000 {
+        let entry = serde_json::json!({"from": "team-lead", "text": format!("flood {i}"),
+            "timestamp": "t", "msg_id": format!("00000000-0000-4000-8000-{i:012}")});
+        std::fs::write(
+            dir.join(format!("{i:020}-1-abcdef012345.entry")),
+            serde_json::to_vec_pretty(&entry).unwrap(),
+        )
+        .unwrap();
+    }
+    let before = Snapshot::of(&dir);
+    let out = env
+        .swarm(["send", "--to", "coder", "one more"])
+        .run_within(Duration::from_secs(10));
+    assert_eq!(out.code, 1, "{out:?}");
+    out.stderr_has("the spool of coder holds 1000 waiting messages (");
+    out.stderr_has("past the limit of 1000 or 16777216 bytes, so the message was not delivered");
+    Snapshot::of(&dir).assert_unchanged_since(&before, "the spool");
+    drop(holder);
+    env.swarm(["send", "--to", "coder", "after"]).ok();
+    let got = texts(&env);
+    assert_eq!(got.len(), 1001, "the flood and the new message");
+    assert_eq!(got.last().map(String::as_str), Some("after"));
+}

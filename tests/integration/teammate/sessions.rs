@@ -130,3 +130,48 @@ fn the_dry_run_names_the_codex_and_gemini_adapters() {
         assert!(conversation.starts_with(says), "{agent}: {conversation}");
     }
 }
+
+/// Issue 22 item 7: a conversation id someone else wrote into a member's session file (any
+/// teammate can) is not resumed: only an id swarm gave the member, as its private state
+/// records, is. A directory at the session file is moved aside and a new conversation begun.
+#[test]
+fn only_a_conversation_swarm_gave_the_member_is_resumed() {
+    let env = Env::with_team(&["a"]);
+    let gemini = fake_gemini(&env);
+    let gemini = gemini.to_str().unwrap();
+    let args = ["--", gemini, "-m", "gemini-2.5-flash", "-p"];
+    let mut mate = Some(start(&env, "a", &args));
+    turn(&env, 1, "first");
+    let minted = session(&env)["sessionId"].as_str().unwrap().to_string();
+    drop(mate.take());
+    let forged = "11111111-2222-4333-8444-555555555555";
+    std::fs::write(
+        env.path("teams/t/sessions/a.json"),
+        serde_json::json!({"adapter": "gemini", "sessionId": forged, "turns": 4}).to_string(),
+    )
+    .unwrap();
+    mate = Some(start(&env, "a", &args));
+    turn(&env, 2, "second");
+    let log = read(&env.path("gemini-state/argv.log"));
+    assert!(!log.contains(forged), "the forged id was resumed: {log}");
+    let fresh = session(&env)["sessionId"].as_str().unwrap().to_string();
+    assert_ne!(fresh, forged);
+    assert_eq!(log, format!("new {minted}\nnew {fresh}\n"));
+    let status = env.swarm(["--json", "status"]).ok().json();
+    let notes = status["notes"].to_string();
+    assert!(notes.contains("which swarm did not give a"), "{notes}");
+
+    // A directory where the session file belongs: moved aside, and the runtime starts.
+    drop(mate.take());
+    let file = env.path("teams/t/sessions/a.json");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let _mate = start(&env, "a", &args);
+    turn(&env, 3, "third");
+    let status = env.swarm(["--json", "status"]).ok().json();
+    let quarantined = status["quarantined"].to_string();
+    assert!(
+        quarantined.contains("sessions/a.json.corrupt-"),
+        "{quarantined}"
+    );
+}

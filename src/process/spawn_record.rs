@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::group::{check_group, Refusal};
 use super::pid::{start_time, PidRecord};
@@ -203,15 +202,10 @@ fn check_private_dir(dir: &Path) -> Result<()> {
     )))
 }
 
-/// `spawns/<hash of the resolved root and the team>` under swarm's private state.
+/// `spawns/<team key>` under swarm's private state.
 fn team_dir(store: &Store, team: &TeamName) -> Result<PathBuf> {
-    let root = crate::store::paths::resolve(store.root());
-    let mut hash = Sha256::new();
-    hash.update(root.as_os_str().as_encoded_bytes());
-    hash.update([0]);
-    hash.update(team.as_str());
-    let name = URL_SAFE_NO_PAD.encode(&hash.finalize()[..18]);
-    Ok(spawns_dir()?.join(name))
+    let name = crate::store::private_state::team_key(store, team, &[]);
+    Ok(crate::store::private_state::join("spawns")?.join(name))
 }
 
 fn record_path(store: &Store, team: &TeamName, name: &str) -> Result<PathBuf> {
@@ -220,35 +214,6 @@ fn record_path(store: &Store, team: &TeamName, name: &str) -> Result<PathBuf> {
         return Err(Error::usage(format!("no spawn record for member {name:?}")));
     }
     Ok(team_dir(store, team)?.join(format!("{name}.json")))
-}
-
-/// `$XDG_STATE_HOME/swarm/spawns`, else `~/.local/state/swarm/spawns`: beside the lead keys.
-#[cfg(not(test))]
-fn spawns_dir() -> Result<PathBuf> {
-    let from_env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let state = from_env("XDG_STATE_HOME")
-        .filter(|p| p.is_absolute())
-        .or_else(|| from_env("HOME").map(|h| h.join(".local/state")))
-        .ok_or_else(|| {
-            Error::usage(
-                "cannot place swarm's spawn records: neither XDG_STATE_HOME nor HOME is set",
-            )
-        })?;
-    Ok(state.join("swarm/spawns"))
-}
-
-/// Unit tests never touch the user's state directory.
-#[cfg(test)]
-fn spawns_dir() -> Result<PathBuf> {
-    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    Ok(DIR
-        .get_or_init(|| tempfile::tempdir().expect("temp dir"))
-        .path()
-        .join("spawns"))
 }
 
 #[cfg(test)]

@@ -31,7 +31,6 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
@@ -252,43 +251,10 @@ pub fn caller_is_lead_side() -> bool {
     }
 }
 
-/// `$XDG_STATE_HOME/swarm/lead-keys`, else `~/.local/state/swarm/lead-keys`.
-#[cfg(not(test))]
-fn keys_dir() -> Result<PathBuf> {
-    let from_env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let state = from_env("XDG_STATE_HOME")
-        .filter(|p| p.is_absolute())
-        .or_else(|| from_env("HOME").map(|h| h.join(".local/state")))
-        .ok_or_else(|| {
-            Error::usage("cannot place the team lead's key: neither XDG_STATE_HOME nor HOME is set")
-        })?;
-    Ok(state.join("swarm/lead-keys"))
-}
-
-/// Unit tests never touch the user's state directory.
-#[cfg(test)]
-fn keys_dir() -> Result<PathBuf> {
-    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    Ok(DIR
-        .get_or_init(|| tempfile::tempdir().expect("temp dir"))
-        .path()
-        .join("lead-keys"))
-}
-
-/// The key file of `team` in `store`: a hash of the resolved root (`paths::resolve`: the same
-/// before and after the root directory exists) and the team name.
+/// The key file of `team` in `store`: `<private state>/lead-keys/<team key>.key`.
 fn key_path(store: &Store, team: &TeamName) -> Result<PathBuf> {
-    let root = crate::store::paths::resolve(store.root());
-    let mut hash = Sha256::new();
-    hash.update(root.as_os_str().as_encoded_bytes());
-    hash.update([0]);
-    hash.update(team.as_str());
-    let name = URL_SAFE_NO_PAD.encode(&hash.finalize()[..18]);
-    Ok(keys_dir()?.join(format!("{name}.key")))
+    let name = crate::store::private_state::team_key(store, team, &[]);
+    Ok(crate::store::private_state::join("lead-keys")?.join(format!("{name}.key")))
 }
 
 fn load_or_create(path: &Path) -> Result<LeadKey> {

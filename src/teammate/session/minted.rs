@@ -12,10 +12,7 @@
 
 use std::path::PathBuf;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::Result;
 use crate::store::names::{AgentName, TeamName};
@@ -41,14 +38,7 @@ struct Record {
 }
 
 fn record_path(store: &Store, team: &TeamName, name: &AgentName) -> Result<PathBuf> {
-    let root = crate::store::paths::resolve(store.root());
-    let mut hash = Sha256::new();
-    hash.update(root.as_os_str().as_encoded_bytes());
-    hash.update([0]);
-    hash.update(team.as_str());
-    hash.update([0]);
-    hash.update(name.as_str());
-    let file = URL_SAFE_NO_PAD.encode(&hash.finalize()[..18]);
+    let file = private_state::team_key(store, team, &[name.as_str()]);
     let dir = private_state::dir()?.join("sessions");
     fsio::ensure_dir(&dir)?;
     Ok(dir.join(format!("{file}.json")))

@@ -372,16 +372,27 @@ fn a_message_that_arrives_mid_wake_is_announced_before_its_turn() {
     let idle = json!({"type": "idle_notification", "from": "b", "timestamp": "t"}).to_string();
     let first = json!([entry("b", &idle, "m1")]);
     let then = json!([entry("b", &idle, "m1"), entry("team-lead", "late", "m2")]);
-    // Written by hand while holding the inbox lock, as a lock holder may.
+    // Written by hand while holding the inbox lock, as a lock holder may; replaced whole, so a
+    // reader never catches it half written (a torn read is re-read under the lock, which this
+    // holder keeps until the runtime acted: a 30 s wait, not the race under test).
     let holder = KillOnDrop(env.hold_lock(&inbox));
-    std::fs::write(&inbox, first.to_string()).unwrap();
-    eventually(LONG, "the runtime to act on the protocol message", || {
-        mate.output()
-            .contains("ignored idle_notification from b")
-            .then_some(())
-    });
+    let replace = |doc: &serde_json::Value| {
+        let tmp = env.path("teams/t/inboxes/.a.json.by-hand");
+        std::fs::write(&tmp, doc.to_string()).unwrap();
+        std::fs::rename(&tmp, &inbox).unwrap();
+    };
+    replace(&first);
+    let acted = std::time::Instant::now();
+    while !mate.output().contains("ignored idle_notification from b") {
+        assert!(
+            acted.elapsed() < LONG,
+            "the runtime did not act on the protocol message; its pane:\n{}",
+            mate.output()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // It now waits for the lock to mark that message delivered.
-    std::fs::write(&inbox, then.to_string()).unwrap();
+    replace(&then);
     drop(holder);
     eventually(LONG, "the turn that carries the late message", || {
         prompts(&prompts_file)

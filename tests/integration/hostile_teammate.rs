@@ -196,18 +196,26 @@ fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
     refused(&said, "session dir", "");
     says(&said, "bob inbox: symlinked");
 
-    // The honest DAG is finished meanwhile, and the lead agent heard of each task.
-    eventually(LONG, "the DAG's three tasks completed", || {
-        [&fetch, &build, &ship]
+    // The honest DAG is finished, and one more task after every attack; the lead agent heard
+    // of each.
+    let after = owned_task(
+        &env,
+        "ann",
+        "after",
+        "echo after >> \"$SWARM_ROOT/dag\"",
+        &[],
+    );
+    eventually(LONG, "the DAG's tasks completed", || {
+        [&fetch, &build, &ship, &after]
             .iter()
             .all(|id| task(&env, id)["status"] == "completed")
             .then_some(())
     });
-    assert_eq!(read(&env.path("dag")), "fetch\nship\n");
+    assert_eq!(read(&env.path("dag")), "fetch\nship\nafter\n");
     assert!(read(&env.path("bob-prompts")).contains("build it"));
     eventually(LONG, "the lead agent told of each finished task", || {
         let prompts = read(&env.path("lead-prompts"));
-        [&fetch, &build, &ship]
+        [&fetch, &build, &ship, &after]
             .iter()
             .all(|id| {
                 prompts.contains(&format!(

@@ -293,3 +293,20 @@ pub fn says(report: &str, line: &str) {
         "{line:?} in the report:\n{report}"
     );
 }
+
+/// Beyond the list: the roster stays writable inside (each runtime writes its own fields), so
+/// the teammate drops `bob` from it, as `swarm team remove bob` would.
+pub const DROP_PEER: Attack = Attack {
+    name: "drop-peer",
+    body: r#"lock "$T/config.json" && jq '.members |= map(select(.name != "bob"))' \
+  "$T/config.json" > "$T/config.json.evil" && mv "$T/config.json.evil" "$T/config.json" \
+  && echo 'roster: bob dropped'; rmdir "$T/config.json.lock""#,
+};
+
+/// Beyond the list: the teammate points `ann`'s recorded pane at the lead's (`%0`).
+pub const REPOINT_PANE: Attack = Attack {
+    name: "repoint-pane",
+    body: r#"lock "$T/config.json" && jq '(.members[] | select(.name == "ann")) |= (.tmuxPaneId = "%0")' \
+  "$T/config.json" > "$T/config.json.evil" && mv "$T/config.json.evil" "$T/config.json" \
+  && echo 'roster: ann repointed'; rmdir "$T/config.json.lock""#,
+};

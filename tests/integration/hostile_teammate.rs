@@ -58,18 +58,6 @@ fn task(env: &Env, id: &str) -> Value {
     env.swarm(["--json", "task", "show", id]).ok().json()
 }
 
-/// The pane pids by title.
-fn panes(tmux: &Tmux) -> Vec<(String, i32)> {
-    let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_pid}"]);
-    out.stdout
-        .lines()
-        .filter_map(|l| {
-            let (title, pid) = l.split_once(' ')?;
-            Some((title.to_string(), pid.parse().ok()?))
-        })
-        .collect()
-}
-
 #[test]
 fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
     let env = Env::new();
@@ -408,15 +396,6 @@ fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
         .current_dir(&proj)
         .ok();
     assert!(proj.join("hook-ran").exists(), "the planted hook was live");
-}
-
-/// The id in a report's `osc task: ID` line.
-fn said_id(report: &str) -> String {
-    report
-        .lines()
-        .find_map(|l| l.strip_prefix("osc task: "))
-        .unwrap_or_else(|| panic!("no osc task in {report}"))
-        .to_string()
 }
 
 /// Attacks that still succeed on main, each kept as the assertion that should hold.

@@ -310,3 +310,24 @@ pub const REPOINT_PANE: Attack = Attack {
   "$T/config.json" > "$T/config.json.evil" && mv "$T/config.json.evil" "$T/config.json" \
   && echo 'roster: ann repointed'; rmdir "$T/config.json.lock""#,
 };
+
+/// The pane pids by title.
+pub fn panes(tmux: &Tmux) -> Vec<(String, i32)> {
+    let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_pid}"]);
+    out.stdout
+        .lines()
+        .filter_map(|l| {
+            let (title, pid) = l.split_once(' ')?;
+            Some((title.to_string(), pid.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The id in a report's `osc task: ID` line.
+pub fn said_id(report: &str) -> String {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix("osc task: "))
+        .unwrap_or_else(|| panic!("no osc task in {report}"))
+        .to_string()
+}

@@ -136,7 +136,7 @@ fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
     // 3. No tmux: TMUX unset, the socket unreachable from inside, reachable from outside.
     let said = report(&proj, "tmux");
     says(&said, "TMUX=unset");
-    assert!(!said.contains("tmux: exit 0"), "{said}");
+    refused(&said, "tmux", "error connecting to");
     let socket = socket_of(&tmux).display().to_string();
     assert_eq!(tmux.cmd(["-S", &socket, "list-sessions"]).code, 0);
 
@@ -181,7 +181,7 @@ fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
     says(&said, "bad utf8: written");
     says(&said, "after bad utf8: exit 0 ");
     refused(&said, "session write", "Read-only file system");
-    refused(&said, "session dir", "");
+    refused(&said, "session dir", "Device or resource busy");
     says(&said, "bob inbox: symlinked");
 
     // The honest DAG is finished, and one more task after every attack; the lead agent heard

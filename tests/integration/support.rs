@@ -19,6 +19,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 mod environment;
+pub mod hostile;
 mod processes;
 pub use environment::*;
 pub use processes::*;

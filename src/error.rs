@@ -73,6 +73,11 @@ pub enum Error {
     #[error("no permission or plan request {0:?} is waiting for the lead; `swarm permission list` shows the open ones")]
     NoSuchRequest(String),
 
+    /// The pending record changed between being shown and being decided: what was signed must be
+    /// what the lead read.
+    #[error("{id} changed after it was shown: its pending record no longer says what was read (someone rewrote it); nothing was decided, look at it again with `swarm permission list`")]
+    RequestChanged { id: String },
+
     /// A second decision on a request: `verdict` and `by` are the first one's.
     #[error("{id} was already decided: {verdict} by {by}; nothing changed (`swarm permission list --all` shows every decision)")]
     AlreadyDecided {
@@ -213,6 +218,7 @@ impl Error {
             | Error::InvalidRoster { .. }
             | Error::DependencyCycle { .. }
             | Error::AlreadyDecided { .. }
+            | Error::RequestChanged { .. }
             | Error::MessageTooLarge { .. }
             | Error::UnsafeMemoryName { .. }
             | Error::NotARegularFile { .. }

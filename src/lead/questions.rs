@@ -124,7 +124,9 @@ impl<'a> Questions<'a> {
             Err(Error::AlreadyDecided { id, verdict, by }) => {
                 say(&format!("{id} was {verdict} by {} elsewhere", visible(&by)))
             }
-            Err(e @ Error::NoSuchRequest(_)) => say(&format!("! {e}")),
+            Err(e @ (Error::NoSuchRequest(_) | Error::RequestChanged { .. })) => {
+                say(&format!("! {e}"))
+            }
             Err(e) => return Err(e),
         }
         Ok(())

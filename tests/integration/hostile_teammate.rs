@@ -398,74 +398,73 @@ fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
     assert!(proj.join("hook-ran").exists(), "the planted hook was live");
 }
 
+/// The requester rewrites its pending record after the lead agent was shown it: the
+/// approval is refused, and the lead agent says so and goes on (the refusal used to be an
+/// error it passed up, which ended the lead pane, agent and console).
+#[test]
+fn a_pending_record_rewritten_after_the_lead_agent_saw_it_is_refused_and_the_lead_goes_on() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let proj = env.path("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let lead = lead_script(&env, &proj);
+    let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
+        "teammates": [{"name": "evil"}, {"name": "ann"}],
+        "lead": {"agent": ["sh", lead], "goal": "decide", "approvals": "lead"}});
+    let file = env.path("team.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    env.swarm(["launch", file.to_str().unwrap()])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    let fill = [
+        ("ROOT", env.root().display().to_string()),
+        ("TEAM", TEAM.to_string()),
+        ("PROJ", proj.display().to_string()),
+        ("BIN", BIN.to_string()),
+    ];
+    owned_task(&env, "evil", REWRITE.name, &REWRITE.script(&fill), &[]);
+    let said = report(&proj, REWRITE.name);
+    says(&said, "pending: rewritten");
+    assert_ne!(
+        said.lines().find(|l| l.starts_with("wait: exit")),
+        Some("wait: exit 0"),
+        "{said}"
+    );
+    let resolved = env.path(&format!("teams/{TEAM}/permissions/resolved"));
+    let approved_rewrite = std::fs::read_dir(&resolved).unwrap().flatten().any(|e| {
+        let text = read(&e.path());
+        text.contains("evil-rewritten") && text.contains("\"approved\"")
+    });
+    assert!(!approved_rewrite, "the rewritten input was approved");
+    // The lead goes on: its agent hears of the next task done, its pane alive.
+    let after = owned_task(&env, "ann", "after", "true", &[]);
+    let told = format!("<task-notification task_id=\"{after}\" status=\"completed\"");
+    let lead_lived = eventually(
+        LONG,
+        "the lead told of the next task, or its pane dead",
+        || {
+            let panes = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
+            if panes.stdout.lines().any(|l| l == "team-lead 1") {
+                return Some(false);
+            }
+            read(&env.path("lead-prompts"))
+                .contains(&told)
+                .then_some(true)
+        },
+    );
+    assert!(
+        lead_lived,
+        "the lead pane died:\n{}",
+        tmux.cmd(["capture-pane", "-p", "-J", "-S", "-", "-t", "{top-left}"])
+            .stdout
+    );
+    env.swarm(["down"]).ok();
+}
+
 /// Attacks that still succeed on main, each kept as the assertion that should hold.
 mod known_gaps {
     use super::*;
-    use crate::support::hostile::{CLAUDE_TRUST, REWRITE};
-
-    /// The requester rewrites its pending record after the lead agent was shown it: the
-    /// approval is refused (good), but the refusal is an error the lead agent does not survive
-    /// (`lead::agent::decide::apply` passes it up), so the lead pane, console and agent, ends.
-    #[test]
-    #[ignore = "issue 22: a pending record rewritten after the lead agent saw it ends the lead pane (agent and console) with `changed after it was shown`"]
-    fn a_pending_record_rewritten_after_the_lead_agent_saw_it_is_refused_and_the_lead_goes_on() {
-        let env = Env::new();
-        let tmux = Tmux::new();
-        let proj = env.path("proj");
-        std::fs::create_dir_all(&proj).unwrap();
-        let lead = lead_script(&env, &proj);
-        let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
-            "teammates": [{"name": "evil"}, {"name": "ann"}],
-            "lead": {"agent": ["sh", lead], "goal": "decide", "approvals": "lead"}});
-        let file = env.path("team.json");
-        std::fs::write(&file, doc.to_string()).unwrap();
-        env.swarm(["launch", file.to_str().unwrap()])
-            .env("SWARM_TMUX_SOCKET", &tmux.socket)
-            .ok();
-        let fill = [
-            ("ROOT", env.root().display().to_string()),
-            ("TEAM", TEAM.to_string()),
-            ("PROJ", proj.display().to_string()),
-            ("BIN", BIN.to_string()),
-        ];
-        owned_task(&env, "evil", REWRITE.name, &REWRITE.script(&fill), &[]);
-        let said = report(&proj, REWRITE.name);
-        says(&said, "pending: rewritten");
-        assert_ne!(
-            said.lines().find(|l| l.starts_with("wait: exit")),
-            Some("wait: exit 0"),
-            "{said}"
-        );
-        let resolved = env.path(&format!("teams/{TEAM}/permissions/resolved"));
-        let approved_rewrite = std::fs::read_dir(&resolved).unwrap().flatten().any(|e| {
-            let text = read(&e.path());
-            text.contains("evil-rewritten") && text.contains("\"approved\"")
-        });
-        assert!(!approved_rewrite, "the rewritten input was approved");
-        // The lead goes on: its agent hears of the next task done, its pane alive.
-        let after = owned_task(&env, "ann", "after", "true", &[]);
-        let told = format!("<task-notification task_id=\"{after}\" status=\"completed\"");
-        let lead_lived = eventually(
-            LONG,
-            "the lead told of the next task, or its pane dead",
-            || {
-                let panes = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_dead}"]);
-                if panes.stdout.lines().any(|l| l == "team-lead 1") {
-                    return Some(false);
-                }
-                read(&env.path("lead-prompts"))
-                    .contains(&told)
-                    .then_some(true)
-            },
-        );
-        assert!(
-            lead_lived,
-            "the lead pane died:\n{}",
-            tmux.cmd(["capture-pane", "-p", "-J", "-S", "-", "-t", "{top-left}"])
-                .stdout
-        );
-        env.swarm(["down"]).ok();
-    }
+    use crate::support::hostile::CLAUDE_TRUST;
 
     /// A contained teammate writes the user's `~/.claude.json` (its home is not hidden: the
     /// agent's own config must work), marking the project trusted as Claude Code's trust

@@ -85,6 +85,8 @@ pub(super) fn apply(
             Ok(format!("{id} was already {verdict} by {by}"))
         }
         Err(Error::NoSuchRequest(id)) => Ok(format!("{id} is no longer waiting")),
+        // Rewritten by its requester since the agent was shown it: refused, and the lead goes on.
+        Err(e @ Error::RequestChanged { .. }) => Ok(format!("! {e}")),
         Err(e) => Err(e),
     }
 }

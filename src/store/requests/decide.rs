@@ -126,10 +126,9 @@ fn refuse_if_changed(shown: &PermissionRecord, now: &PermissionRecord) -> Result
     if same {
         return Ok(());
     }
-    Err(Error::usage(format!(
-        "{} changed after it was shown: its pending record no longer says what was read          (someone rewrote it); nothing was decided, look at it again with `swarm permission list`",
-        shown.id
-    )))
+    Err(Error::RequestChanged {
+        id: shown.id.clone(),
+    })
 }
 
 fn plan(
@@ -317,10 +316,7 @@ mod tests {
         let request = Request::Permission(Box::new(shown.clone()));
         let verdict = Verdict::new(true, None);
         let err = decide(&store, &team, &request, verdict, &Decider::Lead).unwrap_err();
-        assert!(
-            err.to_string().contains("changed after it was shown"),
-            "{err}"
-        );
+        assert!(matches!(err, Error::RequestChanged { .. }), "{err}");
         assert!(perms.decision(&shown.id).unwrap().is_none());
         assert!(answers(&store, &team, "coder").is_empty());
         // Decided on what is there now, the record binds that input.

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod names;
 pub mod notes;
 pub mod paths;
+pub mod process_id;
 pub mod private_state;
 pub mod protocol;
 pub(crate) mod requests;

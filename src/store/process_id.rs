@@ -98,4 +98,3 @@ fn is_zombie(pid: u32) -> bool {
 fn is_zombie(_pid: u32) -> bool {
     false
 }
-

@@ -64,7 +64,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock_dir = dir.path().join("inbox.json.lock");
         std::fs::create_dir(&lock_dir).unwrap();
-        assert_eq!(owner(&lock_dir).unwrap(), Owner::None, "Claude Code's: no flock");
+        assert_eq!(
+            owner(&lock_dir).unwrap(),
+            Owner::None,
+            "Claude Code's: no flock"
+        );
         let held = hold(&lock_dir).expect("Linux flocks directories");
         assert_eq!(owner(&lock_dir).unwrap(), Owner::Alive);
         drop(held);

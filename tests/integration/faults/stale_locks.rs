@@ -118,7 +118,10 @@ fn a_deleted_gate_never_lets_a_second_writer_in_beside_a_live_holder() {
         assert!(holder.0.try_wait().unwrap().is_none(), "the holder died");
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(read_json_array(&inbox).is_empty(), "nothing was written yet");
+    assert!(
+        read_json_array(&inbox).is_empty(),
+        "nothing was written yet"
+    );
     holder.0.kill().unwrap();
     holder.0.wait().unwrap();
     let killed_at = std::time::Instant::now();
@@ -126,6 +129,10 @@ fn a_deleted_gate_never_lets_a_second_writer_in_beside_a_live_holder() {
         send.0.try_wait().unwrap()
     });
     assert!(status.success(), "{status:?}");
-    assert!(killed_at.elapsed() < Duration::from_secs(3), "{:?}", killed_at.elapsed());
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        killed_at.elapsed()
+    );
     assert_eq!(read_json_array(&inbox).len(), 1);
 }

@@ -97,12 +97,11 @@ impl AliveLock {
             record,
             events: None,
         };
-        lock.write_holder()?;
+        // Not synced: after a reboot the record names an earlier boot, which proves nothing.
         fsio::ensure_dir(lock.record.parent().expect("a member dir"))?;
-        fsio::write_atomic(
-            &lock.record,
-            format!("{}\n", Holder::this().to_line()).as_bytes(),
-        )?;
+        let line = format!("{}\n", Holder::this().to_line());
+        fsio::replace_volatile(&lock.record, line.as_bytes())?;
+        lock.write_holder()?;
         Ok(lock)
     }
 

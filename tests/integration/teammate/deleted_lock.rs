@@ -14,6 +14,10 @@ fn a_deleted_liveness_lock_is_taken_again_and_no_second_runtime_starts() {
     let key = env.lead_verify_key();
     let args = ["--agent", "shell", "--lead-verify-key", key.as_str()];
     let mate = start(&env, "a", &args);
+    // Up, so past its start (where it records itself), before it is stopped.
+    eventually(Duration::from_secs(30), "the runtime to be up", || {
+        mate.output().contains("a of team t is up").then_some(())
+    });
     // Stopped, so it cannot take the lock again before the second runtime looks.
     assert_eq!(unsafe { libc::kill(mate.pid(), libc::SIGSTOP) }, 0);
     std::fs::remove_file(env.path("teams/t/alive/a.lock")).unwrap();

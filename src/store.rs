@@ -23,6 +23,7 @@ pub mod names;
 pub mod notes;
 pub mod paths;
 pub mod private_state;
+pub mod process_id;
 pub mod protocol;
 pub(crate) mod requests;
 pub mod roster;

@@ -3,11 +3,21 @@
 //! A teammate runtime holds an `fs4` (flock) lock on `teams/<team>/alive/<name>.lock` for its
 //! whole life. The kernel drops the lock when the process dies however it dies, so anyone who
 //! can take the lock knows the holder is gone: no pid reuse, no heartbeat files, no clocks.
-//! The file says who holds it (pid, host and boot id): a lock file another machine's
-//! runtime wrote is not judged here, since this machine's kernel knows nothing of its flock.
+//! The file says who holds it (pid, start time, host and boot id): a lock file another
+//! machine's runtime wrote is not judged here, since this machine's kernel knows nothing of its
+//! flock.
+//!
+//! A lock file can be deleted under its runtime (issue 21 item 4). Its flock then sits on an
+//! unlinked inode: the next `swarm status` finds no file and the next runtime for the member
+//! makes a new one and takes it, beside the live one. So the holder is also recorded in
+//! `members/<name>/runtime.json`, and a starting runtime refuses while the process recorded
+//! there is alive (same pid, same start time, this machine); and a runtime checks on a timer
+//! that its path still names the file it holds ([`AliveLock::keep`]) and takes it again if not.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 
 use fs4::fs_std::FileExt;
 
@@ -16,12 +26,30 @@ use crate::store::fsio;
 use crate::store::machine::{self, Machine, Whose};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
+use crate::store::process_id::{start_time, PidRecord};
 
 /// Held by a live teammate; dropping it (or dying) releases it.
 #[derive(Debug)]
 pub struct AliveLock {
     file: File,
-    path: std::path::PathBuf,
+    path: PathBuf,
+    /// Where the holder is recorded as well (`members/<name>/runtime.json`).
+    record: PathBuf,
+    /// The held file's device and inode, to tell it from a file made at its path later.
+    id: (u64, u64),
+    /// What [`AliveLock::record_events`] last wrote, written again when the lock is retaken.
+    events: Option<String>,
+}
+
+/// What [`AliveLock::keep`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// The path still names the file we hold.
+    Held,
+    /// It was deleted or replaced, and we hold the file now there.
+    Retaken,
+    /// It was replaced by a file another process holds (tried again on the next check).
+    Busy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -41,29 +69,105 @@ impl AliveLock {
     pub fn hold(store: &Store, team: &TeamName, agent: &AgentName) -> Result<AliveLock> {
         fsio::ensure_dir(&store.alive_dir(team))?;
         let path = store.alive_path(team, agent);
-        let mut file = fsio::open_or_create(&path)?;
+        let file = fsio::open_or_create(&path)?;
         if !take_exclusive(&file, &path)? {
             return Err(Error::usage(format!(
                 "{agent} is already running in team {team} (another process holds {})",
                 path.display()
             )));
         }
-        file.set_len(0).map_err(Error::io("truncate", &path))?;
-        let _ = writeln!(file, "{}", Holder::this().to_line());
-        Ok(AliveLock { file, path })
+        let record = store
+            .team_dir(team)
+            .join("members")
+            .join(agent.as_str())
+            .join("runtime.json");
+        if let Some(other) = live_recorded_holder(&record) {
+            return Err(Error::usage(format!(
+                "{agent} is already running in team {team} (swarm process {}, recorded in {}, \
+                 whose lock file {} was deleted; it takes it again within seconds)",
+                other.pid,
+                record.display(),
+                path.display()
+            )));
+        }
+        let lock = AliveLock {
+            id: file_id(&file, &path)?,
+            file,
+            path,
+            record,
+            events: None,
+        };
+        // Not synced: after a reboot the record names an earlier boot, which proves nothing.
+        fsio::ensure_dir(lock.record.parent().expect("a member dir"))?;
+        let line = format!("{}\n", Holder::this().to_line());
+        fsio::replace_volatile(&lock.record, line.as_bytes())?;
+        lock.write_holder()?;
+        Ok(lock)
     }
 
-    /// Records, after the holder, how the runtime learns of changes (`inotify`, `polling`, `off`:
-    /// see `store::watcher::Mode`), which `swarm status` shows as the member's `events`.
-    pub fn record_events(&self, events: &str) -> Result<()> {
+    /// Checks that the lock file's path still names the file we hold; if it was deleted or
+    /// replaced, takes the file now there (made if missing). Cheap (two `stat`s), for a timer.
+    pub fn keep(&mut self) -> Result<Kept> {
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(meta) if (meta.dev(), meta.ino()) == self.id => return Ok(Kept::Held),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("inspect", &self.path)(e)),
+        }
+        fsio::ensure_dir(self.path.parent().expect("an alive dir"))?;
+        let file = fsio::open_or_create(&self.path)?;
+        if !FileExt::try_lock_exclusive(&file).map_err(Error::io("lock", &self.path))? {
+            return Ok(Kept::Busy);
+        }
+        self.id = file_id(&file, &self.path)?;
+        self.file = file;
+        self.write_holder()?;
+        Ok(Kept::Retaken)
+    }
+
+    /// Writes the holder line (and the events line, once recorded) over the file's contents.
+    fn write_holder(&self) -> Result<()> {
         use std::os::unix::fs::FileExt as _;
-        let text = format!("{}\nevents {events}\n", Holder::this().to_line());
+        let mut text = format!("{}\n", Holder::this().to_line());
+        if let Some(events) = &self.events {
+            text.push_str(&format!("events {events}\n"));
+        }
         // Never shorter than the holder line alone, so a probe never sees the file empty.
         self.file
             .write_all_at(text.as_bytes(), 0)
             .and_then(|()| self.file.set_len(text.len() as u64))
             .map_err(Error::io("write", &self.path))
     }
+
+    /// Records, after the holder, how the runtime learns of changes (`inotify`, `polling`, `off`:
+    /// see `store::watcher::Mode`), which `swarm status` shows as the member's `events`.
+    pub fn record_events(&mut self, events: &str) -> Result<()> {
+        self.events = Some(events.to_string());
+        self.write_holder()
+    }
+}
+
+fn file_id(file: &File, path: &std::path::Path) -> Result<(u64, u64)> {
+    let meta = file.metadata().map_err(Error::io("inspect", path))?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// The holder `record` names if it is a live process on this machine other than us: known by
+/// pid and start time both (a record without a start time proves nothing once its pid is
+/// recycled, so it never refuses a start).
+fn live_recorded_holder(record: &std::path::Path) -> Option<Holder> {
+    let bytes = fsio::read_file(record).ok()??;
+    let holder = Holder::parse(std::str::from_utf8(&bytes).ok()?)?;
+    let me = Holder::this();
+    let start = holder.start?;
+    let live = machine::whose(holder.machine.as_ref()) == Whose::Here
+        && (holder.pid, holder.start) != (me.pid, me.start)
+        && PidRecord {
+            pid: holder.pid,
+            start: Some(start),
+        }
+        .alive();
+    live.then_some(holder)
 }
 
 /// What a live runtime recorded with [`AliveLock::record_events`]; `None` when nothing was.
@@ -79,6 +183,10 @@ pub fn recorded_events(store: &Store, team: &TeamName, agent: &AgentName) -> Opt
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Holder {
     pid: u32,
+    /// The process's start time (`store::process_id`); missing in records of older swarms and
+    /// where it cannot be read (a contained runtime cannot see its outside pid's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    start: Option<u64>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     machine: Option<Machine>,
 }
@@ -92,8 +200,10 @@ impl Holder {
         let outside = std::env::var(SANDBOX_PID_ENV)
             .ok()
             .and_then(|p| p.parse().ok());
+        let pid = outside.unwrap_or_else(std::process::id);
         Holder {
-            pid: outside.unwrap_or_else(std::process::id),
+            pid,
+            start: start_time(pid),
             machine: Some(Machine::this().clone()),
         }
     }
@@ -106,9 +216,13 @@ impl Holder {
     fn parse(text: &str) -> Option<Holder> {
         // The first line; an `events` line may follow (`record_events`).
         let text = text.lines().next().unwrap_or_default().trim();
-        serde_json::from_str(text)
-            .ok()
-            .or_else(|| text.parse().ok().map(|pid| Holder { pid, machine: None }))
+        serde_json::from_str(text).ok().or_else(|| {
+            text.parse().ok().map(|pid| Holder {
+                pid,
+                start: None,
+                machine: None,
+            })
+        })
     }
 }
 
@@ -212,7 +326,7 @@ mod tests {
         fsio::ensure_dir(&store.alive_dir(&team)).unwrap();
         std::fs::write(store.alive_path(&team, &coder), "").unwrap();
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Unknown);
-        let held = AliveLock::hold(&store, &team, &coder).unwrap();
+        let mut held = AliveLock::hold(&store, &team, &coder).unwrap();
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);
         assert_eq!(recorded_events(&store, &team, &coder), None);
         held.record_events("polling").unwrap();
@@ -224,6 +338,53 @@ mod tests {
         assert!(AliveLock::hold(&store, &team, &coder).is_err());
         drop(held);
         assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Dead);
+    }
+
+    /// A deleted lock file: the holder takes it again on `keep`; a runtime starting before it
+    /// has is refused while the process `runtime.json` names lives (pid and start time).
+    #[test]
+    fn a_deleted_lock_file_is_retaken_and_its_recorded_holder_refuses_a_second_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let coder: AgentName = "coder".parse().unwrap();
+        let path = store.alive_path(&team, &coder);
+        let mut held = AliveLock::hold(&store, &team, &coder).unwrap();
+        held.record_events("polling").unwrap();
+        assert_eq!(held.keep().unwrap(), Kept::Held);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Unknown);
+        assert_eq!(held.keep().unwrap(), Kept::Retaken);
+        assert_eq!(probe(&store, &team, &coder).unwrap(), Liveness::Alive);
+        assert_eq!(
+            recorded_events(&store, &team, &coder).as_deref(),
+            Some("polling")
+        );
+        assert_eq!(held.keep().unwrap(), Kept::Held);
+        drop(held);
+        // Another live process recorded as the holder, its lock file gone.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let record = dir.path().join("teams/t/members/coder/runtime.json");
+        let line = Holder {
+            pid: other.id(),
+            start: start_time(other.id()),
+            machine: Some(Machine::this().clone()),
+        }
+        .to_line();
+        std::fs::write(&record, line).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let err = AliveLock::hold(&store, &team, &coder).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("swarm process {}", other.id())),
+            "{err}"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
+        AliveLock::hold(&store, &team, &coder).unwrap();
     }
 
     #[test]
@@ -239,6 +400,7 @@ mod tests {
         assert_eq!(mine.machine.as_ref(), Some(Machine::this()));
         let elsewhere = Holder {
             pid: mine.pid,
+            start: None,
             machine: Some(Machine {
                 host: format!("{}-elsewhere", Machine::this().host),
                 boot: String::new(),

@@ -17,6 +17,13 @@
 //! (mkdir, rename, rmdir) where an owner file inside the directory took seven, and there is no
 //! instant at which a dead swarm holder's directory looks like Claude Code's.
 //!
+//! A gate can be deleted while its lock is held; the next contender then makes a new, empty one
+//! and finds a directory no record names. So the holder also flocks the lock directory itself
+//! (`dir_flock`), and a directory is broken only when that flock is free: a directory whose
+//! flock is held has a live swarm owner and is never broken, whatever its age; one seen held
+//! and then free lost its owner and is broken at once; only one never held falls under Claude
+//! Code's 10 s rule.
+//!
 //! The gate is opened without `O_CREAT` (it exists after the first lock), which keeps the
 //! directory's inode lock out of the common path. A waiter for the gate has a deadline and, when
 //! it gives up (a stopped holder), names the pid from the record.
@@ -28,6 +35,7 @@
 
 use std::fs::{self, File};
 use std::io::ErrorKind;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,9 +48,11 @@ use crate::store::fsio;
 use crate::store::guard;
 use crate::store::machine::{self, Whose};
 
+mod dir_flock;
 mod record;
 
-use record::{dir_id, names_elsewhere, read_record, write_record, OwnerRecord};
+use dir_flock::Owner;
+use record::{dir_id, names_elsewhere, read_record, write_record, DirId, OwnerRecord};
 
 /// Claude Code's staleness rule for a lock directory no swarm record names.
 const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -58,6 +68,8 @@ static BREAK_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub struct FileLock {
     lock_dir: PathBuf,
     gate: File,
+    /// Our flock on the lock directory (`dir_flock`), let go after the directory is removed.
+    _dir_flock: Option<OwnedFd>,
 }
 
 impl FileLock {
@@ -190,18 +202,24 @@ fn take_dir(
     // before our own record replaces that one: killed in between, we would otherwise leave a
     // dead holder's directory that no record names.
     let dead = read_record(&gate);
+    // The directory last seen flocked by a live swarm holder (`dir_flock`).
+    let mut seen_held = None;
     if let Some(foreign) = dead.as_ref().filter(|r| names_elsewhere(r, &lock_dir)) {
         wait_for_foreign(foreign, &lock_dir, start, give_up_after)?;
     } else if dead.is_some() {
-        break_if_dead_or_stale(dead.as_ref(), &lock_dir)?;
+        break_if_dead_or_stale(dead.as_ref(), &lock_dir, &mut seen_held)?;
     }
     let mut backoff = Duration::from_millis(5);
     let mut said_waiting = false;
     loop {
-        if try_place_dir(&gate, &lock_dir)? {
-            return Ok(FileLock { lock_dir, gate });
+        if let Some(dir_flock) = try_place_dir(&gate, &lock_dir)? {
+            return Ok(FileLock {
+                lock_dir,
+                gate,
+                _dir_flock: dir_flock,
+            });
         }
-        if break_if_dead_or_stale(dead.as_ref(), &lock_dir)? {
+        if break_if_dead_or_stale(dead.as_ref(), &lock_dir, &mut seen_held)? {
             continue;
         }
         let waited = start.elapsed();
@@ -221,15 +239,18 @@ fn take_dir(
     }
 }
 
-/// Builds the lock directory under a temp name, records it in the gate and renames it into
-/// place if nothing is there. `Ok(false)` if a lock directory exists. Where the file system
-/// cannot rename without replacing, falls back to `mkdir` and recording after it.
-fn try_place_dir(gate: &File, lock_dir: &Path) -> Result<bool> {
+/// Builds the lock directory under a temp name, flocks it, records it in the gate and renames
+/// it into place if nothing is there: `Ok(Some(flock))` when placed, `Ok(None)` if a lock
+/// directory exists. Flocked before it is in place, so no contender ever sees our directory
+/// unflocked while we live. Where the file system cannot rename without replacing, falls back
+/// to `mkdir` and recording after it.
+fn try_place_dir(gate: &File, lock_dir: &Path) -> Result<Option<Option<OwnedFd>>> {
     let staged = sibling(lock_dir, "new");
     fs::DirBuilder::new()
         .mode(0o700)
         .create(&staged)
         .map_err(Error::io("create lock directory", &staged))?;
+    let flock = dir_flock::hold(&staged);
     let recorded = dir_id(&staged).and_then(|id| write_record(gate, id));
     if let Err(e) = recorded {
         let _ = fs::remove_dir(&staged);
@@ -245,11 +266,11 @@ fn try_place_dir(gate: &File, lock_dir: &Path) -> Result<bool> {
         rustix::fs::RenameFlags::NOREPLACE,
     );
     match placed {
-        Ok(()) => Ok(true),
+        Ok(()) => Ok(Some(flock)),
         Err(e) => {
             let _ = fs::remove_dir(&staged);
             match e {
-                rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => Ok(false),
+                rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => Ok(None),
                 rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS => {
                     try_mkdir_dir(gate, lock_dir)
                 }
@@ -261,15 +282,16 @@ fn try_place_dir(gate: &File, lock_dir: &Path) -> Result<bool> {
 
 /// The `mkdir` way, for file systems without `RENAME_NOREPLACE`: a kill between the `mkdir` and
 /// the record leaves a directory that is honoured as Claude Code's for 10 s.
-fn try_mkdir_dir(gate: &File, lock_dir: &Path) -> Result<bool> {
+fn try_mkdir_dir(gate: &File, lock_dir: &Path) -> Result<Option<Option<OwnedFd>>> {
     match fs::DirBuilder::new().mode(0o700).create(lock_dir) {
         Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(None),
         Err(e) => return Err(Error::io("create lock directory", lock_dir)(e)),
     }
+    let flock = dir_flock::hold(lock_dir);
     dir_id(lock_dir)
         .and_then(|id| write_record(gate, id))
-        .map(|()| true)
+        .map(|()| Some(flock))
         .map_err(|e| {
             let _ = fs::remove_dir(lock_dir);
             Error::io("record the lock owner in the gate of", lock_dir)(e)
@@ -302,10 +324,16 @@ fn wait_for_foreign(
 }
 
 /// Breaks the lock when its holder is provably dead (`dead`, the record found in the gate when
-/// we took it, names this directory; or a swarm owner file of the older layout is left unlocked
-/// or half installed) or, otherwise, when the directory is older than Claude Code's 10 s.
-/// Returns whether it broke (or the directory went away). Called only while holding the gate.
-fn break_if_dead_or_stale(dead: Option<&OwnerRecord>, lock_dir: &Path) -> Result<bool> {
+/// we took it, names this directory; or we saw this directory flocked and it no longer is; or a
+/// swarm owner file of the older layout is left unlocked or half installed) or, otherwise, when
+/// the directory is older than Claude Code's 10 s. Never while a swarm holder flocks it (a
+/// deleted gate does not make its live holder's directory Claude Code's). Returns whether it
+/// broke (or the directory went away). Called only while holding the gate.
+fn break_if_dead_or_stale(
+    dead: Option<&OwnerRecord>,
+    lock_dir: &Path,
+    seen_held: &mut Option<DirId>,
+) -> Result<bool> {
     let id = match dir_id(lock_dir) {
         Ok(id) => id,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
@@ -318,7 +346,17 @@ fn break_if_dead_or_stale(dead: Option<&OwnerRecord>, lock_dir: &Path) -> Result
     if named.is_some_and(|r| machine::whose(r.machine.as_ref()) == Whose::Elsewhere) {
         return Ok(false);
     }
-    if named.is_some() || older_layout_is_dead(lock_dir)? {
+    // A probe that cannot look (a file planted at the name) leaves the rules below to judge.
+    let owner = match dir_flock::owner(lock_dir) {
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(true),
+        other => other.unwrap_or(Owner::Unknown),
+    };
+    if owner == Owner::Alive {
+        *seen_held = Some(id);
+        return Ok(false);
+    }
+    let owner_died = owner == Owner::None && seen_held.is_some_and(|s| s.same(&id));
+    if named.is_some() || owner_died || older_layout_is_dead(lock_dir)? {
         remove_lock_dir(lock_dir)?;
         return Ok(true);
     }
@@ -385,7 +423,7 @@ fn remove_lock_dir(lock_dir: &Path) -> Result<()> {
 mod tests {
     use std::os::unix::fs::FileExt as _;
 
-    use super::record::{DirId, RECORD_LEN};
+    use super::record::RECORD_LEN;
     use super::*;
     use crate::store::machine::Machine;
 
@@ -451,7 +489,7 @@ mod tests {
         let lock_dir = lock_dir_of(&target);
         let gate = open_gate(&target).unwrap();
         FileExt::lock_exclusive(&gate).unwrap();
-        assert!(try_place_dir(&gate, &lock_dir).unwrap());
+        assert!(try_place_dir(&gate, &lock_dir).unwrap().is_some());
         drop(gate); // the kernel releases a killed holder's flock the same way
         assert!(lock_dir.exists());
         let _l = FileLock::acquire_with(&target, Duration::from_millis(500)).unwrap();
@@ -490,7 +528,7 @@ mod tests {
         let lock_dir = lock_dir_of(&target);
         let gate = open_gate(&target).unwrap();
         FileExt::lock_exclusive(&gate).unwrap();
-        assert!(try_place_dir(&gate, &lock_dir).unwrap());
+        assert!(try_place_dir(&gate, &lock_dir).unwrap().is_some());
         let mut record = read_record(&gate).unwrap();
         record.machine = Some(Machine {
             host: "build-box-7".into(),
@@ -507,6 +545,25 @@ mod tests {
         assert!(lock_dir.exists());
         // Once that host releases it (its directory goes), the lock is ours.
         fs::remove_dir(&lock_dir).unwrap();
+        let _l = FileLock::acquire_with(&target, Duration::from_millis(300)).unwrap();
+    }
+
+    /// A gate deleted under a live holder: its directory, named by no record and made to look
+    /// a minute old, is still never broken, since the holder flocks it.
+    #[test]
+    fn a_live_holders_directory_is_never_broken_when_its_gate_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("inbox.json");
+        let held = FileLock::acquire(&target).unwrap();
+        fs::remove_file(gate_path(&target)).unwrap();
+        let old = SystemTime::now() - Duration::from_secs(60);
+        File::open(lock_dir_of(&target))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let err = FileLock::acquire_with(&target, Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+        drop(held);
         let _l = FileLock::acquire_with(&target, Duration::from_millis(300)).unwrap();
     }
 

@@ -1,6 +1,7 @@
 //! The runtime's state and its event loop.
 //!
-//! It holds the member's liveness lock for its whole life and sleeps until the inbox or the task
+//! It holds the member's liveness lock for its whole life (and takes it again when its file is
+//! deleted: see `keep_alive_lock`) and sleeps until the inbox or the task
 //! list changes (file-system events plus a slow re-scan, never a busy poll), a turn ends or a
 //! signal arrives: one `tokio::select!` on a single-threaded runtime waits for all of them.
 //! Every time it wakes it reads the inbox first, once, then starts the next turn over what it
@@ -38,7 +39,7 @@ use super::work::{Launch, Outcome};
 use crate::error::{Error, Result};
 use crate::process::signals::Signals;
 use crate::store::fsio;
-use crate::store::liveness::AliveLock;
+use crate::store::liveness::{AliveLock, Kept};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::memory::TeamMemory;
 use crate::store::names::TaskId;
@@ -76,7 +77,7 @@ async fn serve(config: Config) -> Result<i32> {
     let mut signals = Signals::catch()?;
     // Its claims and completions are its own in the task history, however it was started.
     crate::store::tasks::history::act_as(&config.name);
-    let alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
+    let mut alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.
     let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
@@ -113,7 +114,7 @@ async fn serve(config: Config) -> Result<i32> {
     let index = TaskIndex::open(&config.store, &config.team)?;
     // Every wait is in place: `swarm status` shows whether they are watched or polled.
     alive.record_events(crate::store::watcher::mode().as_str())?;
-    let mut runtime = Runtime::new(config, membership, index, tx, rx);
+    let mut runtime = Runtime::new(config, alive, membership, index, tx, rx);
     if let Some(session) = &session {
         let id = if session.id.is_empty() {
             "not named yet (the agent names it on its first turn)"
@@ -139,8 +140,14 @@ async fn serve(config: Config) -> Result<i32> {
     result
 }
 
+/// How often the runtime checks that its liveness lock file is still the one it holds.
+const ALIVE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 struct Runtime {
     cfg: Config,
+    /// The member's liveness lock, and the timer that checks its file is still there.
+    alive: AliveLock,
+    alive_check: tokio::time::Interval,
     /// The team and member this runtime started for.
     membership: Membership,
     pane: Pane,
@@ -181,13 +188,18 @@ struct Runtime {
 impl Runtime {
     fn new(
         cfg: Config,
+        alive: AliveLock,
         membership: Membership,
         index: TaskIndex,
         tx: UnboundedSender<Event>,
         rx: UnboundedReceiver<Event>,
     ) -> Runtime {
         let (acted, acted_note) = acted::Acted::load(&cfg.store, &cfg.team, &cfg.name);
+        let mut alive_check = tokio::time::interval(ALIVE_CHECK);
+        alive_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Runtime {
+            alive,
+            alive_check,
             acted,
             acted_note,
             membership,
@@ -271,22 +283,42 @@ impl Runtime {
         if self.current.is_none() && self.next_turn(ordinary)? {
             return Ok(None);
         }
-        tokio::select! {
-            event = self.rx.recv() => {
-                let event = event.ok_or_else(|| {
-                    Error::Backend("the runtime's event channel closed".into())
-                })?;
-                self.on_event(event)?;
-                // Wakes that piled up during a turn are one re-read, not one each.
-                while let Ok(event) = self.rx.try_recv() {
+        let rescan_at = tokio::time::Instant::now() + rescan;
+        loop {
+            tokio::select! {
+                event = self.rx.recv() => {
+                    let event = event.ok_or_else(|| {
+                        Error::Backend("the runtime's event channel closed".into())
+                    })?;
                     self.on_event(event)?;
+                    // Wakes that piled up during a turn are one re-read, not one each.
+                    while let Ok(event) = self.rx.try_recv() {
+                        self.on_event(event)?;
+                    }
+                    break;
                 }
+                caught = signals.recv() => return self.interrupted(caught).await.map(Some),
+                () = tokio::time::sleep_until(rescan_at) => break,
+                _ = self.alive_check.tick() => self.keep_alive_lock()?,
             }
-            caught = signals.recv() => return self.interrupted(caught).await.map(Some),
-            () = tokio::time::sleep(rescan) => {}
         }
         self.last_damage = None;
         Ok(None)
+    }
+
+    /// Takes the liveness lock again if its file was deleted or replaced (else `swarm status`
+    /// calls us dead and a second runtime could start), saying so in the pane.
+    fn keep_alive_lock(&mut self) -> Result<()> {
+        if self.alive.keep()? == Kept::Retaken {
+            self.pane.say(format!(
+                "my liveness lock {} was deleted or replaced; took it again",
+                self.cfg
+                    .store
+                    .alive_path(&self.cfg.team, &self.cfg.name)
+                    .display()
+            ));
+        }
+        Ok(())
     }
 
     fn on_event(&mut self, event: Event) -> Result<()> {

@@ -4,6 +4,7 @@
 //! status` reports it, and readers for inboxes, tasks and recorded prompts.
 
 mod damaged;
+mod deleted_lock;
 mod escaping;
 mod forgery;
 mod lifecycle;

@@ -95,3 +95,44 @@ fn killed_lock_holders_never_leave_an_unnamed_lock_directory() {
     assert_eq!(distinct.len(), texts.len(), "a message stored twice");
     assert_eq!(texts.last().map(String::as_str), Some("last"));
 }
+
+/// A gate deleted while a live swarm process holds the lock (issue 21 item 5): the next writer
+/// finds a lock directory no record names, which used to be taken for Claude Code's and broken
+/// once 10 s old, so a second writer got in beside the live holder. It must wait while the holder
+/// lives and get in as soon as the holder dies.
+#[test]
+fn a_deleted_gate_never_lets_a_second_writer_in_beside_a_live_holder() {
+    let env = Env::with_team(&["coder"]);
+    let inbox = env.path("teams/t/inboxes/coder.json");
+    let mut holder = KillOnDrop(env.hold_lock(&inbox));
+    let locked_at = std::time::Instant::now();
+    std::fs::remove_file(env.path("teams/t/inboxes/.coder.json.gate")).unwrap();
+    let mut send = KillOnDrop(env.swarm(["send", "--to", "coder", "after"]).spawn());
+    // Past Claude Code's 10 s staleness (with margin), the holder alive throughout.
+    while locked_at.elapsed() < Duration::from_secs(13) {
+        assert!(
+            send.0.try_wait().unwrap().is_none(),
+            "the send got in beside a live holder after {:?}",
+            locked_at.elapsed()
+        );
+        assert!(holder.0.try_wait().unwrap().is_none(), "the holder died");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        read_json_array(&inbox).is_empty(),
+        "nothing was written yet"
+    );
+    holder.0.kill().unwrap();
+    holder.0.wait().unwrap();
+    let killed_at = std::time::Instant::now();
+    let status = eventually(Duration::from_secs(5), "the send to finish", || {
+        send.0.try_wait().unwrap()
+    });
+    assert!(status.success(), "{status:?}");
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        killed_at.elapsed()
+    );
+    assert_eq!(read_json_array(&inbox).len(), 1);
+}

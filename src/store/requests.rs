@@ -17,6 +17,7 @@ mod decide;
 mod kind;
 mod permission;
 mod plan;
+mod records;
 mod request;
 mod signed;
 mod verdict;

@@ -10,10 +10,8 @@
 //! ([`Permissions::file_from_inbox`], [`Permissions::adopt`]), so every command works on them
 //! without a lead console running.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -144,38 +142,6 @@ fn valid_id(id: &str) -> Result<()> {
             "{id} names a plan, not a permission request"
         ))),
     }
-}
-
-/// The records in `dir` whose file names `keep` accepts, oldest first; a damaged one is skipped
-/// with a warning (one bad file must not hide the others).
-pub(crate) fn read_records<T: DeserializeOwned>(
-    dir: &Path,
-    keep: impl Fn(&str) -> bool,
-    created_at: impl Fn(&T) -> (u64, String),
-) -> Result<Vec<T>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(Error::io("list", dir)(e)),
-    };
-    let mut records = Vec::new();
-    for entry in entries.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".json") else {
-            continue;
-        };
-        if name.starts_with('.') || !keep(stem) {
-            continue;
-        }
-        match fsio::read_json::<T>(&path) {
-            Ok(Some(r)) => records.push(r),
-            Ok(None) => {}
-            Err(e) => eprintln!("swarm: warning: skipping {}: {e}", path.display()),
-        }
-    }
-    records.sort_by_key(|r| created_at(r));
-    Ok(records)
 }
 
 pub(crate) struct Permissions<'a> {
@@ -357,7 +323,7 @@ impl<'a> Permissions<'a> {
 
     /// The permission records in `dir`; plan records, which share `resolved/`, are not read.
     fn read_dir(&self, dir: &Path) -> Result<Vec<PermissionRecord>> {
-        read_records(
+        super::records::read_records(
             dir,
             |id| Kind::of(id).ok() == Some(Kind::Permission),
             |r: &PermissionRecord| (r.created_at, r.id.clone()),

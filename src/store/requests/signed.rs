@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::permission::read_records;
+use super::records::read_records;
 use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::lead_key::{self, note_ignored, LeadKey};

@@ -1,8 +1,9 @@
 //! Whether a member runs ([`Runs`]): its liveness lock and its pane or process, taken together
 //! into one verdict, with how its run ended or why nobody can tell.
 //!
-//! A member is judged dead when its liveness lock can be taken (the runtime holding it is gone)
-//! or its pane is dead; either alone can lag (a pane kept by remain-on-exit, a lock not yet
+//! A member is judged dead when its liveness lock can be taken (the runtime holding it is gone;
+//! unless the lock's record names another process than the live pane runs: a runtime starting
+//! there) or its pane is dead; either alone can lag (a pane kept by remain-on-exit, a lock not yet
 //! released), so `swarm status`, `swarm shutdown` and the lead console all ask here. It is alive
 //! when its runtime holds its lock or its pane or recorded process runs, and otherwise
 //! unknown: a pane on a tmux server nobody recorded (a Claude Code lead's rosters never say)
@@ -125,6 +126,9 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
     // A member on another host: what its host's link last heard, with its local pane.
     let (liveness, pane) =
         crate::remote::member::judge(store, team, member, pane).unwrap_or((liveness, pane));
+    let in_tmux = backend
+        .as_ref()
+        .is_some_and(|b| b.kind() == BackendKind::Tmux);
     let runs = match (pane, liveness) {
         (PaneState::Dead { code, signal }, _) => Runs::No(match (code, signal) {
             (Some(code), _) => Ended::Exit(code),
@@ -133,6 +137,19 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
         }),
         (PaneState::Gone, _) => Runs::No(Ended::PaneGone),
         (PaneState::InsideLead, _) => Runs::Unknown(Unsure::InsideLead),
+        // A free lock whose record names another process than the one a tmux pane runs is an
+        // earlier runtime's: the pane's own runtime (the same pid, swarm execs into it) is
+        // starting, started again by `up` or slow on a loaded machine, and takes the lock in
+        // a moment. Judged dead, the lead console would retire it and close its pane. (Only
+        // for a pane tmux reports: an in-process member's pid comes from the roster, which a
+        // teammate can forge.)
+        (PaneState::Alive { pid: Some(pid) }, Liveness::Dead)
+            if in_tmux
+                && liveness::recorded_holder(store, team, &member.name)
+                    .is_some_and(|h| h != pid) =>
+        {
+            Runs::Yes
+        }
         (_, Liveness::Dead) => Runs::No(Ended::RuntimeGone),
         (PaneState::Alive { .. }, _) | (_, Liveness::Alive) => Runs::Yes,
         (PaneState::Unknown, Liveness::Unknown) => Runs::Unknown(unsure(backend.as_ref())),

@@ -294,6 +294,14 @@ pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Livene
     })
 }
 
+/// The pid the lock file's record names (its last holder, alive or not), if it names one.
+pub fn recorded_holder(store: &Store, team: &TeamName, agent: &AgentName) -> Option<u32> {
+    let file = fsio::open_read(&store.alive_path(team, agent)).ok()??;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut (&file), &mut text).ok()?;
+    Holder::parse(&text).map(|h| h.pid)
+}
+
 /// Whether a lock is held on `file`, by a shared lock taken and let go at once (which a
 /// starting runtime waits out, see [`take_exclusive`]).
 fn held(file: &File) -> std::io::Result<bool> {

@@ -192,3 +192,37 @@ fn a_closed_pane_reads_the_same_word_in_status_watch_and_top() {
         "{listed}"
     );
 }
+
+/// A runtime starting in a live pane is not dead: its lock file still holds the record of the
+/// runtime before it (free, naming another process) until it takes the lock. It was judged dead
+/// in that moment, and the lead console retired such a teammate and closed its pane (seen after
+/// `up` of a killed launch on a loaded machine: the trial's team "not yet whole", panes gone).
+#[test]
+fn a_pane_running_another_process_than_its_locks_last_holder_is_not_judged_dead() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let file = shell_file(&env, "t", &["w"], json!([]));
+    on(
+        &env,
+        &tmux,
+        ["launch", "--no-lead-pane", file.to_str().unwrap()],
+    )
+    .ok();
+    let doc = wait_running(&env, &tmux, "t", &["w"]);
+    let pane = member(&doc, "w")["paneId"].as_str().unwrap().to_string();
+    let runtime = member(&doc, "w")["pane"]["pid"].as_u64().unwrap() as i32;
+    // The runtime goes (its lock free, its record left) and the pane runs another process, as
+    // in the moment a runtime started again there has not taken its lock yet.
+    tmux.cmd(["respawn-pane", "-k", "-t", &pane, "sleep 1000"]);
+    eventually(
+        std::time::Duration::from_secs(30),
+        "the old runtime gone",
+        || gone(runtime).then_some(()),
+    );
+    let doc = status(&env, &tmux, "t");
+    let w = member(&doc, "w");
+    assert_eq!(w["liveness"], "dead", "the lock is free: {doc}");
+    assert_eq!(w["pane"]["state"], "alive", "{doc}");
+    assert_eq!(w["state"], "idle", "judged by its live pane: {doc}");
+    // (The tmux server goes with the test: the pane runs no runtime to answer a shutdown.)
+}

@@ -39,6 +39,25 @@ fn swarm_file(env: &Env, proj: &Path, lead: &Path) -> PathBuf {
     file
 }
 
+/// Launches `doc` (a swarm file for team [`TEAM`]) on `tmux`.
+fn launch(env: &Env, tmux: &Tmux, doc: &Value) {
+    let file = env.path("team.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    env.swarm(["launch", file.to_str().unwrap()])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+}
+
+/// What an attack script's `@PLACEHOLDER@`s stand for.
+fn fill(env: &Env, proj: &Path) -> [(&'static str, String); 4] {
+    [
+        ("ROOT", env.root().display().to_string()),
+        ("TEAM", TEAM.to_string()),
+        ("PROJ", proj.display().to_string()),
+        ("BIN", BIN.to_string()),
+    ]
+}
+
 fn inbox(env: &Env, name: &str) -> Vec<Value> {
     let path = env.path(&format!("teams/{TEAM}/inboxes/{name}.json"));
     std::fs::read(&path)
@@ -411,17 +430,8 @@ fn a_pending_record_rewritten_after_the_lead_agent_saw_it_is_refused_and_the_lea
     let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
         "teammates": [{"name": "evil"}, {"name": "ann"}],
         "lead": {"agent": ["sh", lead], "goal": "decide", "approvals": "lead"}});
-    let file = env.path("team.json");
-    std::fs::write(&file, doc.to_string()).unwrap();
-    env.swarm(["launch", file.to_str().unwrap()])
-        .env("SWARM_TMUX_SOCKET", &tmux.socket)
-        .ok();
-    let fill = [
-        ("ROOT", env.root().display().to_string()),
-        ("TEAM", TEAM.to_string()),
-        ("PROJ", proj.display().to_string()),
-        ("BIN", BIN.to_string()),
-    ];
+    launch(&env, &tmux, &doc);
+    let fill = fill(&env, &proj);
     owned_task(&env, "evil", REWRITE.name, &REWRITE.script(&fill), &[]);
     let said = report(&proj, REWRITE.name);
     says(&said, "pending: rewritten");
@@ -479,17 +489,8 @@ mod known_gaps {
         std::fs::create_dir_all(env.path("state/home")).unwrap();
         let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
             "teammates": [{"name": "evil"}]});
-        let file = env.path("team.json");
-        std::fs::write(&file, doc.to_string()).unwrap();
-        env.swarm(["launch", file.to_str().unwrap()])
-            .env("SWARM_TMUX_SOCKET", &tmux.socket)
-            .ok();
-        let fill = [
-            ("ROOT", env.root().display().to_string()),
-            ("TEAM", TEAM.to_string()),
-            ("PROJ", proj.display().to_string()),
-            ("BIN", BIN.to_string()),
-        ];
+        launch(&env, &tmux, &doc);
+        let fill = fill(&env, &proj);
         owned_task(
             &env,
             "evil",
@@ -518,18 +519,9 @@ mod known_gaps {
         std::fs::create_dir_all(&proj).unwrap();
         let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
             "teammates": [{"name": "evil"}, {"name": "ann"}, {"name": "bob"}]});
-        let file = env.path("team.json");
-        std::fs::write(&file, doc.to_string()).unwrap();
-        env.swarm(["launch", file.to_str().unwrap()])
-            .env("SWARM_TMUX_SOCKET", &tmux.socket)
-            .ok();
+        launch(env, tmux, &doc);
         let before = panes(tmux);
-        let fill = [
-            ("ROOT", env.root().display().to_string()),
-            ("TEAM", TEAM.to_string()),
-            ("PROJ", proj.display().to_string()),
-            ("BIN", BIN.to_string()),
-        ];
+        let fill = fill(env, &proj);
         owned_task(env, "evil", attack.name, &attack.script(&fill), &[]);
         (report(&proj, attack.name), before)
     }

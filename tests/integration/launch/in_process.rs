@@ -9,15 +9,18 @@ use serde_json::json;
 use super::{answer_shutdown, fake_agent, wait_for_file, without_forwarded_env};
 use crate::support::*;
 
+/// The fake agent's first line: its pid into `out/<name>.pid`, written aside and renamed, as
+/// the fake agent writes its other files (a reader that sees the file sees the whole pid).
+const WRITES_ITS_PID: &str =
+    r#"echo "$$" > "$out/pid.$name"; mv "$out/pid.$name" "$out/$name.pid""#;
+
 #[test]
 fn in_process_teammates_are_children_and_ctrl_c_shuts_them_down() {
     let env = Env::new();
     let agent = fake_agent(
         &env,
         &format!(
-            // Written aside and renamed, as the fake agent writes its other files: a reader
-            // that sees the file sees the whole pid (a plain `>` shows it empty for a moment).
-            r#"echo "$$" > "$out/pid.$name"; mv "$out/pid.$name" "$out/$name.pid"
+            r#"{WRITES_ITS_PID}
 case "$name" in
   polite) {approve} ;;
   *) trap 'echo got TERM' TERM; while true; do sleep 0.2; done ;;
@@ -173,7 +176,7 @@ fn a_ctrl_c_during_an_in_process_launch_still_shuts_the_teammates_down() {
     let agent = fake_agent(
         &env,
         &format!(
-            r#"echo "$$" > "$out/pid.$name"; mv "$out/pid.$name" "$out/$name.pid"
+            r#"{WRITES_ITS_PID}
 {approve}"#,
             approve = answer_shutdown("approve"),
         ),

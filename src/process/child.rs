@@ -31,8 +31,19 @@ pub(crate) fn spawn_in_group(
     parent_death: Option<Signal>,
 ) -> io::Result<GroupChild> {
     cmd.process_group(0);
-    #[cfg(target_os = "linux")]
     if let Some(signal) = parent_death {
+        die_with_parent(cmd, signal);
+    }
+    let child = cmd.spawn()?;
+    let record = PidRecord::of(child.id());
+    Ok(GroupChild { child, record })
+}
+
+/// Makes the child `cmd` spawns get `signal` when the thread that spawned it ends (Linux
+/// `PR_SET_PDEATHSIG`; nothing elsewhere), and not start at all if that parent is already gone.
+pub(crate) fn die_with_parent(cmd: &mut Command, signal: Signal) {
+    #[cfg(target_os = "linux")]
+    {
         let parent = rustix::process::getpid();
         // SAFETY: the closure only makes the prctl and getppid system calls, both
         // async-signal-safe, and touches no memory but its own stack.
@@ -48,10 +59,7 @@ pub(crate) fn spawn_in_group(
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = parent_death;
-    let child = cmd.spawn()?;
-    let record = PidRecord::of(child.id());
-    Ok(GroupChild { child, record })
+    let _ = (cmd, signal);
 }
 
 /// Blocks until `child` has exited, leaving it waitable: as a zombie it keeps its pid, and so

@@ -21,9 +21,12 @@ pub struct SystemExec;
 
 impl Exec for SystemExec {
     fn run(&self, program: &str, args: &[String]) -> Result<String> {
-        let out = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
+        let mut cmd = Command::new(program);
+        cmd.args(args).stdin(Stdio::null());
+        // A swarm killed during a call takes the call with it: a tmux client left behind would
+        // make a launch's panes after `swarm down` looked for them (issue 21 item 2).
+        super::child::die_with_parent(&mut cmd, rustix::process::Signal::KILL);
+        let out = cmd
             .output()
             .map_err(|e| Error::Command {
                 program: program.to_string(),

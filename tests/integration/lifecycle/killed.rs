@@ -293,3 +293,76 @@ fn a_team_whose_directory_was_deleted_is_closed_by_down_and_by_prune_through_its
     on(&env, &tmux, ["--team", "never", "down"]).not_found("team \"never\" does not exist");
     on(&env, &tmux, ["prune", "never", "--yes"]).not_found("team \"never\" does not exist");
 }
+
+/// A launch SIGKILLed while its tmux call is on its way (the client started, the panes not made
+/// yet) leaves nothing to appear after `down`: the tmux client dies with the launcher. Before,
+/// it went on after the launcher's death and made the panes once `down` had looked, and their
+/// runtimes then held the locks of the teammates `up` started again (CI: five teammates of a
+/// killed launch found retired, their panes gone, after `up`).
+#[test]
+fn a_launch_killed_during_its_tmux_call_leaves_no_pane_to_appear_after_down() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    // A tmux that, for the call that makes panes, says so (its pid) and waits for `go` first.
+    let real = crate::support::clean_command("sh")
+        .args(["-c", "command -v tmux"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+    let bin = env.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let (calling, go, went_on) = (env.path("calling"), env.path("go"), env.path("went-on"));
+    let script = bin.join("tmux");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *pane-exec*)\n  echo $$ > '{calling}'\n  \
+             while [ ! -e '{go}' ]; do sleep 0.05; done\n  touch '{went_on}' ;;\nesac\n\
+             exec '{real}' \"$@\"\n",
+            calling = calling.display(),
+            go = go.display(),
+            went_on = went_on.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+
+    // Through that tmux, untouched, a launch makes its panes (the wrapper passes them on).
+    std::fs::write(&go, "").unwrap();
+    let file = shell_file(&env, "open", &["a", "b"], json!([]));
+    on(&env, &tmux, ["--team", "open", "launch", file.to_str().unwrap()])
+        .env("PATH", &path)
+        .ok();
+    assert!(went_on.exists());
+    assert_eq!(marked_panes(&tmux, "open").len(), 3, "the lead and two");
+    on(&env, &tmux, ["--team", "open", "down", "--timeout", "20"]).ok();
+    for done in [&go, &went_on, &calling] {
+        std::fs::remove_file(done).unwrap();
+    }
+
+    // Killed while its call waits: the call must not go on without it.
+    let file = shell_file(&env, "killed", &["a", "b"], json!([]));
+    let mut launch = on(
+        &env,
+        &tmux,
+        ["--team", "killed", "launch", "--no-wait", file.to_str().unwrap()],
+    )
+    .env("PATH", &path)
+    .spawn();
+    let client: i32 = eventually(Duration::from_secs(30), "the tmux call started", || {
+        std::fs::read_to_string(&calling).ok()?.trim().parse().ok()
+    });
+    assert!(!gone(client), "the call is waiting");
+    launch.kill().unwrap();
+    launch.wait().unwrap();
+    on(&env, &tmux, ["--team", "killed", "down", "--timeout", "20"]).ok();
+    std::fs::write(&go, "").unwrap();
+    eventually(Duration::from_secs(30), "the tmux call over", || {
+        gone(client).then_some(())
+    });
+    assert!(!went_on.exists(), "the tmux call went on after its launcher died");
+    let left = marked_panes(&tmux, "killed");
+    assert!(left.is_empty(), "panes made after down: {left:?}");
+}

@@ -58,11 +58,7 @@ pub(crate) fn run(store: &Store, team: &TeamName, opts: LeadOptions) -> Result<i
 async fn follow(mut console: Console<'_>) -> Result<i32> {
     let mut signals = Signals::catch()?;
     let (wake, mut wakes) = unbounded_channel();
-    let _inboxes = watch(
-        &console.store.inboxes_dir(console.team),
-        &wake,
-        Wake::Changed,
-    )?;
+    let _inbox = watch_lead_inbox(console.store, console.team, &wake)?;
     // A dead runtime's lock release is no file event, so without this the lead would only
     // notice on its slow re-scan; the close of the lock file is one.
     let _alive = watch(&console.store.alive_dir(console.team), &wake, Wake::Exited)?;
@@ -130,6 +126,23 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
             () = tokio::time::sleep(wait) => {}
         }
     }
+}
+
+/// Sends [`Wake::Changed`] into the loop's channel when the lead's own inbox changes: the
+/// other inboxes are the teammates', and with 200 teammates marking and receiving messages
+/// they woke the console for nothing most of the time.
+fn watch_lead_inbox(
+    store: &Store,
+    team: &TeamName,
+    wake: &UnboundedSender<Wake>,
+) -> Result<Subscription> {
+    let dir = store.inboxes_dir(team);
+    crate::store::fsio::ensure_dir(&dir)?;
+    let wake = wake.clone();
+    let inbox = format!("{}.json", AgentName::lead());
+    Subscription::changes_to(&dir, &inbox, move || {
+        let _ = wake.send(Wake::Changed);
+    })
 }
 
 /// Sends `what` into the loop's channel on every relevant change in `dir`.

@@ -22,7 +22,7 @@ pub(crate) mod teardown;
 pub(crate) mod worktree;
 
 pub use census::{census, member_running, Census};
-pub use health::{claude_led_notice, lead_health, member_health, stopped_teammate, Health};
+pub use health::{claude_led_notice, ended, lead_health, member_health, stopped_teammate, Health};
 pub use orphans::reconcile;
 pub use retire::{finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member};
 pub use shutdown::{

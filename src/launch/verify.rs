@@ -26,7 +26,7 @@ use crate::lifecycle::orphans::finish_opening;
 use crate::process::child::exit_of_unreaped;
 use crate::process::pid::PidRecord;
 use crate::store::fsio;
-use crate::store::liveness::Liveness;
+use crate::store::liveness::{self, Liveness};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
@@ -41,6 +41,9 @@ const OUTPUT_LINES: usize = 8;
 /// Between two looks at the teammates still starting: the wait is bounded and short, and a
 /// liveness lock raises no file event to wake on.
 const LOOK_EVERY: Duration = Duration::from_millis(50);
+/// Between two looks at the panes of the teammates still starting, to find the ones that
+/// died on the way.
+const PANES_EVERY: Duration = Duration::from_millis(500);
 
 /// A teammate the launch started that did not come up.
 #[derive(Debug, Clone, Serialize)]
@@ -87,13 +90,18 @@ pub(crate) fn wait_until_up(
     let mut pending: Vec<&Starting> = starting.iter().collect();
     let mut failed: Vec<(String, String)> = Vec::new();
     let mut untold: Vec<(String, Instant)> = Vec::new();
+    let mut panes_seen = None::<Instant>;
     loop {
         let config = Roster::new(store, team).load().ok();
         let before = pending.len();
+        let panes = panes_seen.is_none_or(|at| at.elapsed() >= PANES_EVERY);
+        if panes {
+            panes_seen = Some(Instant::now());
+        }
         pending.retain(|t| {
             let member = config.as_ref().and_then(|c| c.member(&t.name));
             let started = start.elapsed() >= startup;
-            match member.map(|m| state(store, team, m, t.claude, started)) {
+            match member.map(|m| state(store, team, m, t.claude, started, panes)) {
                 Some(Up::Yes) => false,
                 Some(Up::NotYet) => true,
                 Some(Up::GoneUntold) => {
@@ -164,7 +172,24 @@ pub(crate) fn wait_until_up(
 /// take its place: a runtime is up once it holds its liveness lock; a `claude` teammate once
 /// its process has lived past start-up (`started`); either is failed once its pane or process
 /// died with a failure, and up once it finished with status 0.
-fn state(store: &Store, team: &TeamName, member: &Member, claude: bool, started: bool) -> Up {
+fn state(
+    store: &Store,
+    team: &TeamName,
+    member: &Member,
+    claude: bool,
+    started: bool,
+    panes: bool,
+) -> Up {
+    // The lock first: it needs no tmux call, and a pane is looked at only every
+    // [`PANES_EVERY`] (each look is a tmux call per teammate still starting: with 200
+    // starting, 200 tmux processes every 50 ms on two cores, slowing the very start it waited
+    // for).
+    if !claude && liveness::probe(store, team, &member.name).ok() == Some(Liveness::Alive) {
+        return Up::Yes;
+    }
+    if !panes {
+        return Up::NotYet;
+    }
     let Ok(health) = member_health(store, team, member) else {
         return Up::NotYet;
     };

@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::console::{Console, LeadOptions};
-use super::{typed_lines, watch, Wake};
+use super::{typed_lines, watch, watch_lead_inbox, Wake};
 use crate::error::{Error, Result};
 use crate::process::signals::Signals;
 use crate::store::fsio;
@@ -177,7 +177,7 @@ impl<'a> LeadAgent<'a> {
         );
         console.handled = Some(Vec::new());
         let (wake, mut wakes) = unbounded_channel();
-        let _inboxes = watch(&store.inboxes_dir(team), &wake, Wake::Changed)?;
+        let _inbox = watch_lead_inbox(store, team, &wake)?;
         let _alive = watch(&store.alive_dir(team), &wake, Wake::Exited)?;
         let _tasks = watch(&store.tasks_dir(team), &wake, Wake::Changed)?;
         let lead_dir = goal_path(store, team)

@@ -258,10 +258,7 @@ impl<'a> Console<'a> {
             if lifecycle::orphans::being_opened(m) {
                 continue;
             }
-            if !lifecycle::member_health(self.store, self.team, m)?
-                .runs
-                .ended()
-            {
+            if !lifecycle::ended(self.store, self.team, m)? {
                 continue;
             }
             // After seeing this death, not before: its approval is in by now if it sent one.
@@ -270,11 +267,7 @@ impl<'a> Console<'a> {
             let Some(m) = roster.load()?.member(m.name.as_str()).cloned() else {
                 continue;
             };
-            if m.retired()
-                || !lifecycle::member_health(self.store, self.team, &m)?
-                    .runs
-                    .ended()
-            {
+            if m.retired() || !lifecycle::ended(self.store, self.team, &m)? {
                 continue;
             }
             self.say_from(

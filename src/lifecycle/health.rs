@@ -161,6 +161,16 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
     })
 }
 
+/// Whether `member` is known to have stopped running, its liveness lock asked first: a runtime
+/// holding it runs, and that answer needs no tmux call (a pass of `swarm down` or the lead
+/// console over 200 teammates made 200 of them, on every wake).
+pub fn ended(store: &Store, team: &TeamName, member: &Member) -> Result<bool> {
+    if liveness::probe(store, team, &member.name)? == Liveness::Alive {
+        return Ok(false);
+    }
+    Ok(member_health(store, team, member)?.runs.ended())
+}
+
 /// How teammate `member` ended, when it is known not to run: a message to it waits unread
 /// (`swarm send` and the lead console say so). Its liveness lock first: a running runtime holds
 /// it, and that answer needs no tmux call. The lead, and a member nobody can judge (one run by

@@ -13,12 +13,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::health::{identifiable, member_health};
+use super::health::{ended, identifiable};
 use super::retire::{finish_worktree, kill_member, retire_member, Killed};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree;
 use crate::store::fsio;
-use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
@@ -143,15 +142,6 @@ impl Replies {
             .find(|(from, id, _)| from == name.as_str() && id == request_id)
             .map(|(_, _, reply)| reply.clone())
     }
-}
-
-/// Whether `member` has stopped running, its liveness lock first: a runtime holding it runs,
-/// and that answer needs no tmux call (a pass over 200 teammates made 200 of them).
-fn ended(store: &Store, team: &TeamName, member: &Member) -> Result<bool> {
-    if liveness::probe(store, team, &member.name)? == Liveness::Alive {
-        return Ok(false);
-    }
-    Ok(member_health(store, team, member)?.runs.ended())
 }
 
 /// One teammate's way through a shutdown: asked, then settled by its answer, its death or the

@@ -103,6 +103,15 @@ impl Subscription {
         Subscription::new(dir, Interest::Changes, Arc::new(on_change))
     }
 
+    /// Calls `on_change` when the entry `entry` of `dir` may have changed, or `dir` went.
+    pub fn changes_to(
+        dir: &Path,
+        entry: &str,
+        on_change: impl Fn() + Send + Sync + 'static,
+    ) -> Result<Subscription> {
+        Subscription::new(dir, Interest::Entry(entry.into()), Arc::new(on_change))
+    }
+
     /// Calls `on_exit` when a runtime holding a lock in `dir` (`teams/<team>/alive/`) may have
     /// ended (see `hub::Interest::Exits`).
     pub fn exits(dir: &Path, on_exit: impl Fn() + Send + Sync + 'static) -> Result<Subscription> {

@@ -89,18 +89,28 @@ async fn serve(config: Config) -> Result<i32> {
         })?;
     let (tx, rx) = mpsc::unbounded_channel();
     let mut _subscriptions = Vec::new();
-    // The team directory too: `config.json` is replaced there on every roster change, and the
-    // directory goes when the team is deleted (see `membership`).
-    for dir in [
-        config.store.inboxes_dir(&config.team),
-        config.store.tasks_dir(&config.team),
-        config.store.team_dir(&config.team),
+    // Its own inbox among the team's (every other inbox's writes would wake it for nothing:
+    // 200 runtimes, each woken by the others' every message), every task (one may have become
+    // claimable), and the roster, which is replaced on every change; the team directory going
+    // is the team deleted (see `membership`).
+    let own_inbox = format!("{}.json", config.name);
+    for (dir, entry) in [
+        (
+            config.store.inboxes_dir(&config.team),
+            Some(own_inbox.as_str()),
+        ),
+        (config.store.tasks_dir(&config.team), None),
+        (config.store.team_dir(&config.team), Some("config.json")),
     ] {
         fsio::ensure_dir(&dir)?;
         let tx = tx.clone();
-        _subscriptions.push(Subscription::changes(&dir, move || {
+        let wake = move || {
             let _ = tx.send(Event::Wake);
-        })?);
+        };
+        _subscriptions.push(match entry {
+            Some(entry) => Subscription::changes_to(&dir, entry, wake)?,
+            None => Subscription::changes(&dir, wake)?,
+        });
     }
     let session = match config.agent.adapter() {
         Some(adapter) => Some(Session::open(

@@ -421,6 +421,19 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_for_one_entry_wakes_for_that_entry_and_the_directory_alone() {
+        let own = || Interest::Entry("coder.json".into());
+        assert!(wants(own(), Mask::MOVED_TO, "coder.json"));
+        assert!(wants(own(), Mask::MODIFY, "coder.json"));
+        assert!(
+            !wants(own(), Mask::MOVED_TO, "tester.json"),
+            "a peer's inbox"
+        );
+        assert!(!wants(own(), Mask::CLOSE_WRITE, "coder.json"), "a close");
+        assert!(own().wants(Mask::DELETE_SELF, None), "the directory gone");
+    }
+
+    #[test]
     fn an_exit_is_a_close_after_writing_and_a_gone_wait_wants_the_unlink() {
         assert!(wants(Interest::Exits, Mask::CLOSE_WRITE, "coder.lock"));
         assert!(!wants(Interest::Exits, Mask::MODIFY, "coder.lock"));

@@ -3,7 +3,7 @@
 //! the poller asks it of every entry it looks at, so a polled wait wakes for what a watched
 //! one would.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 
 use super::inotify::Mask;
 
@@ -14,6 +14,11 @@ pub(super) enum Interest {
     /// directories, lock gates and temp files (hidden or `*.lock`) are noise, and so are opens
     /// and reads, or every waiter's own re-read would wake it again.
     Changes,
+    /// [`Interest::Changes`] to one entry of the directory alone (and the directory going): a
+    /// runtime's own inbox among the team's, the roster among the team directory's files.
+    /// Woken by every inbox write of the team, each of 200 runtimes re-read the roster and its
+    /// inbox 200 times during a launch of 200.
+    Entry(OsString),
     /// What `swarm timeline --follow` shows: [`Interest::Changes`], and appends to the `.jsonl`
     /// records (the task history is a dot file, so `Changes` alone would hide it).
     Records,
@@ -35,7 +40,7 @@ impl Interest {
     pub(super) fn mask(&self) -> Mask {
         let ended = Mask::DELETE_SELF.or(Mask::MOVE_SELF);
         ended.or(match self {
-            Interest::Changes | Interest::Records => Mask::MODIFY
+            Interest::Changes | Interest::Records | Interest::Entry(_) => Mask::MODIFY
                 .or(Mask::ATTRIB)
                 .or(Mask::CREATE)
                 .or(Mask::DELETE)
@@ -67,7 +72,9 @@ impl Interest {
             return false;
         }
         match self {
-            Interest::Changes | Interest::Records => name.is_none_or(|n| self.shows(n)),
+            Interest::Changes | Interest::Records | Interest::Entry(_) => {
+                name.is_none_or(|n| self.shows(n))
+            }
             Interest::Exits => true,
             Interest::Names => !mask.any(Mask::ISDIR),
             Interest::Gone => true,
@@ -80,6 +87,7 @@ impl Interest {
     pub(super) fn shows(&self, name: &OsStr) -> bool {
         match self {
             Interest::Records => relevant(name) || record(name),
+            Interest::Entry(entry) => name == entry,
             _ => relevant(name),
         }
     }

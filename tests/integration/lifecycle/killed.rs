@@ -347,25 +347,29 @@ fn a_launch_killed_during_its_tmux_call_leaves_no_pane_to_appear_after_down() {
 
     // Killed while its call waits: the call must not go on without it.
     let file = shell_file(&env, "killed", &["a", "b"], json!([]));
-    let mut launch = on(
-        &env,
-        &tmux,
-        [
-            "--team",
-            "killed",
-            "launch",
-            "--no-wait",
-            file.to_str().unwrap(),
-        ],
-    )
-    .env("PATH", &path)
-    .spawn();
+    let mut launch = KillOnDrop(
+        on(
+            &env,
+            &tmux,
+            [
+                "--team",
+                "killed",
+                "launch",
+                "--no-wait",
+                file.to_str().unwrap(),
+            ],
+        )
+        .env("PATH", &path)
+        .spawn(),
+    );
     let client: i32 = eventually(Duration::from_secs(30), "the tmux call started", || {
         std::fs::read_to_string(&calling).ok()?.trim().parse().ok()
     });
+    // (Let go whatever happens: a failed assertion must not leave the call waiting forever.)
+    let _go = GoOnDrop(go.clone());
     assert!(!gone(client), "the call is waiting");
-    launch.kill().unwrap();
-    launch.wait().unwrap();
+    launch.0.kill().unwrap();
+    launch.0.wait().unwrap();
     on(&env, &tmux, ["--team", "killed", "down", "--timeout", "20"]).ok();
     std::fs::write(&go, "").unwrap();
     eventually(Duration::from_secs(30), "the tmux call over", || {
@@ -377,4 +381,13 @@ fn a_launch_killed_during_its_tmux_call_leaves_no_pane_to_appear_after_down() {
     );
     let left = marked_panes(&tmux, "killed");
     assert!(left.is_empty(), "panes made after down: {left:?}");
+}
+
+/// Lets a waiting fake tmux call go on when dropped.
+struct GoOnDrop(std::path::PathBuf);
+
+impl Drop for GoOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, "");
+    }
 }

@@ -173,6 +173,31 @@ impl TmuxBackend {
             .build()])
     }
 
+    /// How to come back after `swarm attach` switched this tmux client (inside tmux) to `pane`,
+    /// from the pane `from` the user ran it in: the last window when the team's window is in
+    /// the user's own session, else the last session. (`Ctrl-b d` would detach the whole
+    /// client.)
+    pub fn way_back(&self, pane: &PaneId, from: &str) -> String {
+        let session = |target: &str| {
+            self.client
+                .tmux(vec![
+                    "display-message".into(),
+                    "-p".into(),
+                    "-t".into(),
+                    target.into(),
+                    "#{session_id}".into(),
+                ])
+                .map(|s| s.trim().to_string())
+                .ok()
+        };
+        match (session(pane.as_str()), session(from)) {
+            (Some(team), Some(mine)) if team == mine => {
+                "to come back: Ctrl-b l (the last window), or `tmux last-window`".into()
+            }
+            _ => "to come back: Ctrl-b L (the last session), or `tmux switch-client -l`".into(),
+        }
+    }
+
     /// argv of `tmux ... attach-session -t PANE` (outside tmux) or `switch-client -t PANE`
     /// (inside), after selecting the pane's window and the pane itself.
     pub fn attach_argv(&self, pane: &PaneId, inside: bool) -> Result<Vec<String>> {

@@ -339,6 +339,13 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
                 )));
             }
             let argv = backend.attach_argv(&pane, inside)?;
+            if let (true, Some(from)) = (inside, env.tmux_pane.as_deref()) {
+                output::line(format!(
+                    "switching to {}'s pane {pane}; {}",
+                    visible(target.name.as_str()),
+                    backend.way_back(&pane, from)
+                ))?;
+            }
             let mut attach = std::process::Command::new(&argv[0]);
             attach.args(&argv[1..]);
             if !inside {

@@ -7,6 +7,7 @@
 mod crash_output;
 mod current_team;
 mod default_roots;
+mod inside_tmux;
 mod install;
 mod prune;
 mod relative_root;

@@ -100,6 +100,12 @@ impl Placement {
                 name,
             });
         }
+        // The team already has a window on this server (its detached session, from a launch
+        // outside tmux, or a window of another session): `up` and a second launch go on
+        // there, not into a new window of this session, which would split the team in two.
+        if let Some(session) = team_session(client, &name) {
+            return Ok(Placement::Window { session, name });
+        }
         let mut args = vec!["display-message".to_string(), "-p".into()];
         if let Some(pane) = &env.tmux_pane {
             args.extend(["-t".into(), pane.clone()]);
@@ -108,6 +114,23 @@ impl Placement {
         let session = client.tmux(args)?.trim().to_string();
         Ok(Placement::Window { session, name })
     }
+}
+
+/// The session (its id) holding a window of the team's name `name` (or one of its further
+/// windows, `name-2`...), on the server `client` talks to; the first one tmux lists.
+fn team_session(client: &Client, name: &str) -> Option<String> {
+    let out = client
+        .tmux(vec![
+            "list-windows".into(),
+            "-a".into(),
+            "-F".into(),
+            "#{session_id}\t#{window_name}".into(),
+        ])
+        .ok()?;
+    out.lines().find_map(|line| {
+        let (session, window) = line.split_once('\t')?;
+        window_number(window, name).map(|_| session.to_string())
+    })
 }
 
 /// Panes in one window unless the swarm file or `--panes-per-window` says otherwise.

@@ -10,6 +10,7 @@ mod done;
 mod down;
 mod identity;
 mod init;
+mod interrupt;
 mod launch;
 mod logs;
 mod man;
@@ -145,6 +146,7 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
         Command::Man(args) => man::run(ctx, &args).map(|()| 0),
         Command::Attach { name } => ops::attach(ctx, name).map(|()| 0),
         Command::Shutdown(args) => ops::shutdown(ctx, args),
+        Command::Interrupt(args) => interrupt::run(ctx, args),
         Command::Kill { name } => ops::kill(ctx, &name).map(|()| 0),
         Command::Trust(args) => trust::run(ctx, args).map(|()| 0),
         Command::Logs { name, follow } => logs::logs(ctx, &name, follow).map(|()| 0),

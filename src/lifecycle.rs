@@ -4,7 +4,8 @@
 //! supervisor and the lead console share (PROTOCOL.md sections 7, 8 and 10): [`health`] judges
 //! whether a member runs, [`state`] turns that, the retired mark and the task list into the one
 //! state every view shows, and [`census`] counts a team by it; [`shutdown`] is the one shutdown
-//! state machine and the command built on it, [`teardown`] closes a team's panes (each keeping
+//! state machine and the command built on it, [`interrupt`] stops one running turn and keeps
+//! the teammate, [`teardown`] closes a team's panes (each keeping
 //! its last lines first: [`kept_output`]), [`orphans`] settles what a killed launch left,
 //! [`retire`]
 //! kills, retires and cleans up, [`worktree`] makes a teammate's git worktree at
@@ -13,6 +14,7 @@
 
 pub(crate) mod census;
 pub(crate) mod health;
+pub(crate) mod interrupt;
 pub(crate) mod kept_output;
 pub(crate) mod orphans;
 pub(crate) mod retire;
@@ -23,6 +25,7 @@ pub(crate) mod worktree;
 
 pub use census::{census, member_running, Census};
 pub use health::{claude_led_notice, ended, lead_health, member_health, stopped_teammate, Health};
+pub use interrupt::{interrupt, InterruptOptions};
 pub use orphans::reconcile;
 pub use retire::{finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member};
 pub use shutdown::{

@@ -105,6 +105,7 @@ async fn run_dashboard(store: &Store, team: &TeamName) -> Result<i32> {
                         ui.notice = Some(actor.decide(&model, &id, approve, feedback));
                     }
                     Action::Shutdown(name) => ui.notice = Some(actor.shutdown(&name)),
+                    Action::Interrupt(name) => ui.notice = Some(actor.interrupt(&name)),
                 }
                 // Only now may the reader take the next key: while `swarm attach` ran, the
                 // terminal's input was the attached client's, not the dashboard's.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::store::names::{AgentName, TeamName};
+use crate::store::names::{AgentName, TaskId, TeamName};
 
 #[cfg(feature = "seams")]
 mod debug;
@@ -196,6 +196,13 @@ pub(crate) enum Command {
     /// Example: swarm shutdown --team refactor --all --timeout 10
     Shutdown(ShutdownArgs),
 
+    /// Stop a teammate's running turn and keep the teammate: its turn's processes are stopped,
+    /// its task goes back to pending (or is parked as failed with --fail), and it waits, idle,
+    /// for the lead (it takes no task from the pool until you message or assign it one).
+    ///
+    /// Example: swarm interrupt coder --task 3 --fail "wrong approach, see the notes"
+    Interrupt(InterruptArgs),
+
     /// Kill a teammate's pane or process now, mark it inactive and return its tasks.
     ///
     /// Example: swarm kill --team refactor coder
@@ -347,6 +354,24 @@ pub(crate) struct ShutdownArgs {
     /// Stop even teammates that reject the request.
     #[arg(long)]
     pub(crate) force: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InterruptArgs {
+    /// The teammate whose turn to stop.
+    pub(crate) name: AgentName,
+    /// Only while its turn works on this task.
+    #[arg(long, value_name = "ID")]
+    pub(crate) task: Option<TaskId>,
+    /// Put the task back to pending for anyone (the default).
+    #[arg(long, conflicts_with = "fail")]
+    pub(crate) release: bool,
+    /// Park the task as failed, with this reason (the lead clears it to retry).
+    #[arg(long, value_name = "REASON")]
+    pub(crate) fail: Option<String>,
+    /// Seconds to wait for the teammate's answer.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub(crate) timeout: u64,
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! What the person types at the lead console: `@name text`, `@* text`, `/status`, `/tasks`,
-//! `/shutdown [name]`, `/wake name`, `/help`, `/quit`, and `y` / `n [feedback]` for the
+//! `/shutdown [name]`, `/interrupt name`, `/wake name`, `/help`, `/quit`, and `y` / `n [feedback]` for the
 //! question on screen. A message to a teammate that is not running is delivered and the console
 //! says so, naming `/wake`, which starts it again through `swarm up` (the binary run again: the
 //! console does not launch).
@@ -19,6 +19,7 @@ const HELP: &str = "\
 @name text  message a teammate     @* text   message everyone
 /status     members and health      /tasks    the task list
 /shutdown [name]  ask one or all teammates to stop
+/interrupt name   stop its running turn, keep it (its task goes back to pending)
 /wake name  start a stopped teammate again (it reads what waited)
 y | n [feedback]  answer the question on screen (named in its prompt line)
 /quit       leave the console (teammates keep running)";
@@ -51,6 +52,7 @@ impl Console<'_> {
             "/status" => self.print_status()?,
             "/tasks" => self.print_tasks()?,
             "/shutdown" => self.request_shutdown(arg)?,
+            "/interrupt" => self.interrupt(arg)?,
             "/wake" => self.wake(arg)?,
             "/quit" | "/exit" => return Ok(false),
             "/help" => HELP.lines().for_each(|l| self.say(l)),
@@ -174,6 +176,22 @@ impl Console<'_> {
                 t.subject
             ));
         }
+        Ok(())
+    }
+
+    /// Sends the interrupt request and goes on: the teammate's answer (an idle notification)
+    /// is printed when it comes, like any other.
+    fn interrupt(&self, who: &str) -> Result<()> {
+        if who.is_empty() {
+            return Err(Error::usage("write /interrupt NAME"));
+        }
+        let member = Roster::new(self.store, self.team).require_member(who)?;
+        let opts = lifecycle::InterruptOptions::default();
+        let sent = lifecycle::interrupt(self.store, self.team, &member, &opts)?;
+        self.say(&format!(
+            "asked {} to interrupt its turn ({})",
+            member.name, sent.request_id
+        ));
         Ok(())
     }
 

@@ -12,7 +12,12 @@ use serde_json::{Map, Value};
 use crate::store::fsio::now_ms;
 use crate::store::names::{AgentName, TeamName};
 
+mod interrupt;
 mod lifecycle;
+pub use interrupt::{
+    interrupt_request_id, interrupt_request_target, AfterInterrupt, InterruptRequest, INTERRUPTED,
+    REQUEST_ID_FIELD,
+};
 pub use lifecycle::{lifecycle_frame, TaskCompleted, TeammateTerminated};
 
 /// A `shutdown_request` id, `shutdown-<ms>@<target>`: the only place one is minted.
@@ -51,6 +56,7 @@ pub enum Protocol {
     TaskAssignment(TaskAssignment),
     TaskCompleted(TaskCompleted),
     TeammateTerminated(TeammateTerminated),
+    InterruptRequest(InterruptRequest),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -297,6 +303,7 @@ impl Protocol {
             Protocol::TaskAssignment(_) => "task_assignment",
             Protocol::TaskCompleted(_) => "task_completed",
             Protocol::TeammateTerminated(_) => "teammate_terminated",
+            Protocol::InterruptRequest(_) => "interrupt_request",
         }
     }
 

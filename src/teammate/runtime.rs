@@ -18,6 +18,7 @@ mod claim;
 mod damage;
 mod home_claim;
 mod inbox;
+mod interrupt;
 mod membership;
 mod memory;
 mod report;
@@ -193,6 +194,11 @@ struct Runtime {
     acted_note: Option<String>,
     /// The last damage said (`damage`), so the same one is said once, not at every retry.
     last_damage: Option<String>,
+    /// The lead's interrupt request read in the inbox, acted on before the next wait.
+    interrupt: Option<crate::store::protocol::InterruptRequest>,
+    /// After an interrupt the teammate takes no task from the pool (it would take the one just
+    /// released straight back) until the lead writes to it or assigns it one.
+    pool_paused: bool,
 }
 
 impl Runtime {
@@ -231,6 +237,8 @@ impl Runtime {
             feedback: None,
             held_completion: None,
             last_damage: None,
+            interrupt: None,
+            pool_paused: false,
         }
     }
 
@@ -290,6 +298,9 @@ impl Runtime {
             Unread::Shutdown(request) => return self.shutdown(request).await.map(Some),
             Unread::Ordinary(messages) => messages,
         };
+        if let Some(request) = self.interrupt.take() {
+            self.interrupt(request).await?;
+        }
         if self.current.is_none() && self.next_turn(ordinary)? {
             return Ok(None);
         }

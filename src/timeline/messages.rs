@@ -264,6 +264,14 @@ fn event_of(to: &str, entry: &Entry, source: Source) -> Option<Event> {
             .request(r.request_id)
             .detail(r.error)
         }
+        Protocol::InterruptRequest(r) => {
+            let mut e = message(Kind::Message)
+                .request(r.request_id)
+                .text("interrupt the running turn".to_string())
+                .detail(r.reason);
+            e.task = r.task_id.and_then(|id| id.parse().ok());
+            e
+        }
         Protocol::TaskAssignment(a) => {
             let mut e = message(Kind::Message).text(format!(
                 "task #{}: {}",

@@ -120,6 +120,21 @@ impl Actor<'_> {
         })())
     }
 
+    /// Sends `name` an interrupt request (`swarm interrupt`); its answer shows in the feed
+    /// like any idle notification.
+    pub(crate) fn interrupt(&self, name: &str) -> String {
+        outcome((|| {
+            self.as_lead("interrupt a teammate's turn")?;
+            let member = Roster::new(self.store, self.team).require_member(name)?;
+            let opts = lifecycle::InterruptOptions::default();
+            let sent = lifecycle::interrupt(self.store, self.team, &member, &opts)?;
+            Ok(format!(
+                "asked {name} to interrupt its turn ({}); its task goes back to pending",
+                sent.request_id
+            ))
+        })())
+    }
+
     /// Runs `swarm attach NAME` on the real screen and comes back when it ends (a tmux client
     /// detached, a log follow interrupted). Inside tmux that is a quick `switch-client`.
     pub(crate) fn attach(&self, screen: &mut Screen, name: &str) -> String {

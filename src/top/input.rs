@@ -10,7 +10,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::model::Model;
 
 pub(crate) const HELP: &str = "tab switch list  j/k move  a attach  m message  y approve  \
-n deny  s shut down  r refresh  q quit";
+n deny  i interrupt  s shut down  r refresh  q quit";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Focus {
@@ -60,6 +60,8 @@ pub(crate) enum Action {
         feedback: Option<String>,
     },
     Shutdown(String),
+    /// Stop the member's running turn, keep the member (`swarm interrupt`).
+    Interrupt(String),
 }
 
 #[derive(Debug, Default)]
@@ -122,6 +124,10 @@ impl Ui {
                 }
                 Action::Redraw
             }
+            KeyCode::Char('i') => match member {
+                Some(name) => Action::Interrupt(name),
+                None => Action::Redraw,
+            },
             KeyCode::Char('s') => {
                 if let Some(name) = member {
                     self.prompt = Some(Prompt::ConfirmShutdown { name });
@@ -272,6 +278,17 @@ mod tests {
         assert_eq!(
             press(&mut ui, &m, KeyCode::Char('y')),
             Action::Shutdown("coder".into())
+        );
+    }
+
+    #[test]
+    fn i_interrupts_the_selected_members_turn() {
+        let m = model(&["coder", "tester"]);
+        let mut ui = Ui::default();
+        press(&mut ui, &m, KeyCode::Down);
+        assert_eq!(
+            press(&mut ui, &m, KeyCode::Char('i')),
+            Action::Interrupt("tester".into())
         );
     }
 

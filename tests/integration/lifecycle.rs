@@ -5,6 +5,7 @@
 
 mod current;
 mod down;
+mod interrupt;
 mod killed;
 mod prune;
 mod readme;

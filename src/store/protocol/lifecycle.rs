@@ -83,6 +83,7 @@ impl IdleNotification {
             _ => match self.idle_reason.as_deref() {
                 Some("failed") => format!("is idle after a failed turn{}", reason()),
                 Some("available") => "is idle after a successful turn".to_string(),
+                Some(super::INTERRUPTED) => "is idle, interrupted by the lead".to_string(),
                 _ => "is idle".to_string(),
             },
         };

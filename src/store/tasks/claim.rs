@@ -124,6 +124,23 @@ impl TaskList<'_> {
         Ok(available_in(&self.list()?).cloned().collect())
     }
 
+    /// Returns `agent`'s task `id` to pending with no owner (the lead interrupted the turn on
+    /// it); `false` when it is not `agent`'s unfinished task any more.
+    pub fn release(&self, id: &TaskId, agent: &AgentName) -> Result<bool> {
+        let result = self.edit(id, |t| {
+            if !t.unfinished_by(agent.as_str()) {
+                return Ok(false);
+            }
+            t.owner = None;
+            t.status = TaskStatus::Pending;
+            Ok(true)
+        });
+        match result {
+            Err(Error::NoSuchTask { .. }) => Ok(false),
+            other => other,
+        }
+    }
+
     /// Returns every unfinished task of `agent` to pending with no owner; gives their ids.
     pub fn release_agent(&self, agent: &str) -> Result<Vec<TaskId>> {
         let mut released = Vec::new();

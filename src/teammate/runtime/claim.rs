@@ -63,6 +63,9 @@ impl Runtime {
                 Err(e) => return Err(e),
             }
         }
+        if self.pool_paused {
+            return Ok(None);
+        }
         // `claim_next` takes the task-list lock; an idle teammate wakes on every re-scan, so it
         // only asks when a claimable task may exist (decided again under the locks).
         if !self.index.any_available()? {

@@ -68,6 +68,7 @@ impl Runtime {
                     let mut m = m;
                     m.unverified =
                         m.from.is_lead() && self.cfg.lead_key.is_some() && !self.lead_signed(&m);
+                    self.pool_paused = false;
                     if self.announced.insert(m.key()) {
                         let later = if self.current.is_some() {
                             " (delivered after this turn)"
@@ -158,6 +159,22 @@ impl Runtime {
                     resp.request_id
                 ));
             }
+            Protocol::InterruptRequest(req) => {
+                let target = crate::store::protocol::interrupt_request_target(&req.request_id);
+                if !from_lead {
+                    self.ignore(m, "interrupt_request", "only the lead may interrupt");
+                } else if req.from != m.from {
+                    self.ignore(
+                        m,
+                        "interrupt_request",
+                        "its sender does not match the envelope",
+                    );
+                } else if target.is_some_and(|t| t != self.cfg.name.as_str()) {
+                    self.ignore(m, "interrupt_request", "it is addressed to someone else");
+                } else {
+                    self.interrupt = Some(req);
+                }
+            }
             Protocol::TaskAssignment(a) => {
                 if !from_lead {
                     self.ignore(m, "task_assignment", "only the lead assigns tasks");
@@ -169,6 +186,7 @@ impl Runtime {
                             if !self.assigned.contains(&id) {
                                 self.assigned.push_back(id);
                             }
+                            self.pool_paused = false;
                         }
                         Err(e) => self.ignore(m, "task_assignment", &e.to_string()),
                     }
@@ -196,6 +214,7 @@ impl Runtime {
                 | Protocol::PlanApprovalResponse(_)
                 | Protocol::PermissionResponse(_)
                 | Protocol::TaskAssignment(_)
+                | Protocol::InterruptRequest(_)
         )
     }
 

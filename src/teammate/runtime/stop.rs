@@ -23,7 +23,7 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 
 impl Runtime {
     /// Stops the running turn, if any: SIGTERM to its group, [`STOP_GRACE`], then SIGKILL.
-    async fn stop_turn(&mut self) {
+    pub(super) async fn stop_turn(&mut self) {
         let Some(current) = self.current.take() else {
             return;
         };

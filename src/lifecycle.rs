@@ -28,7 +28,8 @@ pub use retire::{
     finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member, Killed,
 };
 pub use shutdown::{
-    send_shutdown_request, shutdown, ShutdownOptions, ShutdownOutcome, ShutdownResult, Stopping,
+    send_shutdown_request, shutdown, Replies, ShutdownOptions, ShutdownOutcome, ShutdownResult,
+    Stopping,
 };
 pub use state::{current_task, judge, member_state, MemberState};
 pub use teardown::close_team_panes;

@@ -30,7 +30,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::verify::{self, NotUp, Starting};
 use crate::error::Result;
-use crate::lifecycle::{finish_worktree, retire_member, ShutdownResult, Stopping};
+use crate::lifecycle::{finish_worktree, retire_member, Replies, ShutdownResult, Stopping};
 use crate::process::group::signal_group;
 use crate::process::pid::{record_exit, PidRecord};
 use crate::process::signals::{Early, Signals};
@@ -387,13 +387,14 @@ impl Supervisor<'_> {
         let (store, team, grace) = (self.store, self.team, self.opts.grace);
         let now = Instant::now();
         let force = self.signals > 1 || now >= deadline;
+        let replies = Replies::read(store, team)?;
         for c in self.children.iter_mut().filter(|c| !c.exited) {
             if c.stop_at.is_none() {
                 let stopping = c
                     .stopping
                     .get_or_insert_with(|| Stopping::new(c.name.clone()));
                 let name = c.name.to_string();
-                if stopping.check(store, team, || Ok(false))? {
+                if stopping.check(store, team, &replies, || Ok(false))? {
                     match &stopping.result {
                         Some(ShutdownResult::Rejected { reason }) => {
                             (self.on_event)(Event::Rejected {
@@ -445,7 +446,7 @@ impl Supervisor<'_> {
         }
         // An answer may have landed just before the exit: take it into account.
         if let (Some(stopping), None) = (&mut c.stopping, &c.why) {
-            stopping.check(store, team, || Ok(true))?;
+            stopping.check(store, team, &Replies::default(), || Ok(true))?;
             match &stopping.result {
                 Some(ShutdownResult::Approved) => {
                     (self.on_event)(Event::Approved {

@@ -15,11 +15,11 @@ use super::paint::{shown, Paint};
 use super::questions::Questions;
 use crate::error::{Error, Result};
 use crate::lifecycle;
-use crate::store::liveness::ReapGate;
+use crate::store::liveness::{self, ReapGate};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::protocol::{Payload, Protocol};
+use crate::store::protocol::{Payload, Protocol, ShutdownApproved};
 use crate::store::requests;
 use crate::store::roster::Roster;
 use crate::store::tasks::history::Observer;
@@ -200,8 +200,12 @@ impl<'a> Console<'a> {
                 Protocol::ShutdownApproved(a)
                     if a.from == m.from && self.asked(&m.from, &a.request_id)? =>
                 {
-                    say(" approved shutdown");
-                    self.retire(&m.from, "it approved shutdown")?;
+                    if self.started_since(&m.from, &a) {
+                        say(" approved shutdown of an earlier run; it was started again since");
+                    } else {
+                        say(" approved shutdown");
+                        self.retire(&m.from, "it approved shutdown")?;
+                    }
                 }
                 Protocol::ShutdownRejected(r) if r.from == m.from => {
                     say(&format!(" declined shutdown: {}", r.reason));
@@ -218,6 +222,22 @@ impl<'a> Console<'a> {
             },
         }
         Ok(())
+    }
+
+    /// Whether `name` was started again after the run that sent `approval`: the approval names
+    /// its run, and the member's lock now names another. An approval read late (the console was
+    /// busy or stopped while `restart`, or `down` and `up`, ran) would otherwise close the new
+    /// run's pane and retire it. An approval that names no run (Claude Code's) is the current
+    /// run's.
+    fn started_since(&self, name: &AgentName, approval: &ShutdownApproved) -> bool {
+        let Some(sent_by) = approval
+            .extra
+            .get(liveness::RUN_FIELD)
+            .and_then(|v| v.as_str())
+        else {
+            return false;
+        };
+        liveness::recorded_run(self.store, self.team, name).is_some_and(|now| now != sent_by)
     }
 
     /// Whether a shutdown request with this id was sent to `name` (by this console or by

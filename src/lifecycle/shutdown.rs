@@ -18,11 +18,12 @@ use super::retire::{finish_worktree, kill_member, retire_member, Killed};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree;
 use crate::store::fsio;
+use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{timestamp_now, Payload, Protocol, ShutdownRequest};
-use crate::store::roster::Roster;
+use crate::store::roster::{Member, Roster};
 use crate::store::watcher::DirWatcher;
 
 /// A teammate's answer to a shutdown request.
@@ -103,33 +104,54 @@ pub fn send_shutdown_request(
     Ok(request_id)
 }
 
-/// Looks through every message in the lead's inbox, delivered or not (a lead console may have
-/// marked it), for `name`'s answer to `request_id`.
-pub fn find_shutdown_reply(
-    store: &Store,
-    team: &TeamName,
-    name: &AgentName,
-    request_id: &str,
-) -> Result<Option<ShutdownReply>> {
-    let messages = Mailbox::new(store, team).read(&AgentName::lead(), false)?;
-    for m in messages.iter().filter(|m| m.from == name.as_str()) {
-        if let Payload::Protocol(p) = m.payload() {
-            match *p {
-                Protocol::ShutdownApproved(a)
-                    if a.request_id == request_id && a.from == name.as_str() =>
-                {
-                    return Ok(Some(ShutdownReply::Approved));
-                }
-                Protocol::ShutdownRejected(r)
-                    if r.request_id == request_id && r.from == name.as_str() =>
-                {
-                    return Ok(Some(ShutdownReply::Rejected { reason: r.reason }));
-                }
-                _ => {}
+/// The shutdown answers in the lead's inbox (delivered or not: a lead console may have marked
+/// them) at one moment. A pass over N teammates reads the inbox once into this, where a read
+/// for each teammate parsed it N times a pass (a `swarm down` of 200 teammates spent most of its
+/// two minutes there and in tmux calls).
+#[derive(Debug, Default)]
+pub struct Replies(Vec<(String, String, ShutdownReply)>);
+
+impl Replies {
+    pub fn read(store: &Store, team: &TeamName) -> Result<Replies> {
+        let messages = Mailbox::new(store, team).read(&AgentName::lead(), false)?;
+        let mut found = Vec::new();
+        for m in messages {
+            let Payload::Protocol(p) = m.payload() else {
+                continue;
+            };
+            let (from, request_id, reply) = match *p {
+                Protocol::ShutdownApproved(a) => (a.from, a.request_id, ShutdownReply::Approved),
+                Protocol::ShutdownRejected(r) => (
+                    r.from,
+                    r.request_id,
+                    ShutdownReply::Rejected { reason: r.reason },
+                ),
+                _ => continue,
+            };
+            // The answer counts only from the teammate it names.
+            if from == m.from {
+                found.push((from, request_id, reply));
             }
         }
+        Ok(Replies(found))
     }
-    Ok(None)
+
+    /// `name`'s answer to `request_id`, the first one it sent.
+    fn of(&self, name: &AgentName, request_id: &str) -> Option<ShutdownReply> {
+        self.0
+            .iter()
+            .find(|(from, id, _)| from == name.as_str() && id == request_id)
+            .map(|(_, _, reply)| reply.clone())
+    }
+}
+
+/// Whether `member` has stopped running, its liveness lock first: a runtime holding it runs,
+/// and that answer needs no tmux call (a pass over 200 teammates made 200 of them).
+fn ended(store: &Store, team: &TeamName, member: &Member) -> Result<bool> {
+    if liveness::probe(store, team, &member.name)? == Liveness::Alive {
+        return Ok(false);
+    }
+    Ok(member_health(store, team, member)?.runs.ended())
 }
 
 /// One teammate's way through a shutdown: asked, then settled by its answer, its death or the
@@ -179,22 +201,24 @@ impl Stopping {
         self.result.is_some()
     }
 
-    /// Looks for the answer in the lead's inbox. Without one, asks `gone` whether the process
-    /// has ended; if so, looks once more (it may have answered just before it exited) and else
-    /// settles on [`ShutdownResult::Exited`]. `true` when this call settled it.
+    /// Looks for the answer in `replies` (the lead's inbox as this pass read it). Without one,
+    /// asks `gone` whether the process has ended; if so, reads the inbox once more (it may have
+    /// answered just before it exited) and else settles on [`ShutdownResult::Exited`]. `true`
+    /// when this call settled it.
     pub fn check(
         &mut self,
         store: &Store,
         team: &TeamName,
+        replies: &Replies,
         gone: impl FnOnce() -> Result<bool>,
     ) -> Result<bool> {
         if self.settled() {
             return Ok(false);
         }
-        if let Some(reply) = self.reply(store, team)? {
+        if let Some(reply) = self.reply(replies) {
             self.result = Some(reply.into());
         } else if gone()? {
-            self.result = Some(match self.reply(store, team)? {
+            self.result = Some(match self.reply(&Replies::read(store, team)?) {
                 Some(reply) => reply.into(),
                 None => ShutdownResult::Exited,
             });
@@ -221,11 +245,8 @@ impl Stopping {
             )
     }
 
-    fn reply(&self, store: &Store, team: &TeamName) -> Result<Option<ShutdownReply>> {
-        match &self.request_id {
-            Some(id) => find_shutdown_reply(store, team, &self.name, id),
-            None => Ok(None),
-        }
+    fn reply(&self, replies: &Replies) -> Option<ShutdownReply> {
+        replies.of(&self.name, self.request_id.as_deref()?)
     }
 }
 
@@ -297,10 +318,9 @@ pub fn shutdown(
     // A Claude Code lead's teammates refuse lead messages swarm signs: asking only waits out
     // the timeout.
     let can_ask = !config.led_by_claude();
-    let mut pending = Vec::new();
-    for member in members {
+    let mut pending = side_by_side(members, |member| {
         let name = member.name.clone();
-        let stopping = if member_health(store, team, &member)?.runs.ended() {
+        let stopping = if ended(store, team, &member)? {
             Stopping::not_running(name)
         } else if !can_ask {
             Stopping::not_asked(name)
@@ -309,17 +329,16 @@ pub fn shutdown(
             s.ask(store, team, opts.reason.as_deref())?;
             s
         };
-        pending.push((stopping, member));
-    }
+        Ok((stopping, member))
+    })?;
     let dir = store.inboxes_dir(team);
     fsio::ensure_dir(&dir)?;
     let watcher = DirWatcher::new(&dir)?;
     let deadline = Instant::now() + opts.timeout;
     loop {
+        let replies = Replies::read(store, team)?;
         for (s, member) in pending.iter_mut() {
-            s.check(store, team, || {
-                Ok(member_health(store, team, member)?.runs.ended())
-            })?;
+            s.check(store, team, &replies, || ended(store, team, member))?;
         }
         if pending.iter().all(|(s, _)| s.settled()) || Instant::now() >= deadline {
             break;
@@ -328,62 +347,96 @@ pub fn shutdown(
             deadline.min(Instant::now() + Duration::from_millis(500)),
         ));
     }
-    let mut outcomes = Vec::new();
-    for (mut s, member) in pending {
-        s.time_out();
-        let result = s.result.clone().unwrap_or(ShutdownResult::TimedOut);
-        let mut outcome = ShutdownOutcome {
-            name: s.name.to_string(),
-            outcome: result.clone(),
-            request_id: s.request_id.clone(),
-            killed: false,
-            retired: false,
-            unidentified: false,
-            released: vec![],
-            worktree: None,
-        };
-        if !s.stops(opts.force) {
-            outcomes.push(outcome);
-            continue;
-        }
-        // Nothing says it stopped and swarm cannot reach it: retiring it would return the tasks
-        // of a teammate that may well be working on them.
-        let stopped_itself = matches!(
-            result,
-            ShutdownResult::Approved | ShutdownResult::Exited | ShutdownResult::NotRunning
-        );
-        if !stopped_itself && !identifiable(store, team, &member) {
-            outcome.unidentified = true;
-            outcomes.push(outcome);
-            continue;
-        }
-        let killed = kill_member(store, team, &member)?;
-        if let Some(report) = killed.report(s.name.as_str()) {
-            eprintln!("swarm: warning: {report}");
-        }
-        outcome.killed = matches!(killed, Killed::Stopped { .. });
-        let why = match &result {
-            ShutdownResult::Approved => "shutdown approved".to_string(),
-            ShutdownResult::Rejected { reason } => {
-                format!("shut down by force after rejecting: {reason}")
-            }
-            ShutdownResult::TimedOut => format!(
-                "no answer to the shutdown request within {} s, killed",
-                opts.timeout.as_secs()
-            ),
-            ShutdownResult::Exited => {
-                "its process exited before answering the shutdown request".into()
-            }
-            ShutdownResult::NotRunning => "its process was no longer running".into(),
-            ShutdownResult::NotAsked => "stopped by force".into(),
-        };
-        outcome.released = retire_member(store, team, &s.name, &why)?;
-        outcome.retired = true;
-        let current = roster.require_member(s.name.as_str())?;
-        outcome.worktree = finish_worktree(store, team, &current)?;
-        outcomes.push(outcome);
+    side_by_side(pending, |(s, member)| stop(store, team, opts, s, &member))
+}
+
+/// The end of one teammate's shutdown, once it settled or the wait ended: stopped and retired
+/// unless it rejected the request (and there is no `--force`) or swarm cannot reach it.
+fn stop(
+    store: &Store,
+    team: &TeamName,
+    opts: &ShutdownOptions,
+    mut s: Stopping,
+    member: &Member,
+) -> Result<ShutdownOutcome> {
+    s.time_out();
+    let result = s.result.clone().unwrap_or(ShutdownResult::TimedOut);
+    let mut outcome = ShutdownOutcome {
+        name: s.name.to_string(),
+        outcome: result.clone(),
+        request_id: s.request_id.clone(),
+        killed: false,
+        retired: false,
+        unidentified: false,
+        released: vec![],
+        worktree: None,
+    };
+    if !s.stops(opts.force) {
+        return Ok(outcome);
     }
-    Ok(outcomes)
+    // Nothing says it stopped and swarm cannot reach it: retiring it would return the tasks
+    // of a teammate that may well be working on them.
+    let stopped_itself = matches!(
+        result,
+        ShutdownResult::Approved | ShutdownResult::Exited | ShutdownResult::NotRunning
+    );
+    if !stopped_itself && !identifiable(store, team, member) {
+        outcome.unidentified = true;
+        return Ok(outcome);
+    }
+    let killed = kill_member(store, team, member)?;
+    if let Some(report) = killed.report(s.name.as_str()) {
+        eprintln!("swarm: warning: {report}");
+    }
+    outcome.killed = matches!(killed, Killed::Stopped { .. });
+    let why = match &result {
+        ShutdownResult::Approved => "shutdown approved".to_string(),
+        ShutdownResult::Rejected { reason } => {
+            format!("shut down by force after rejecting: {reason}")
+        }
+        ShutdownResult::TimedOut => format!(
+            "no answer to the shutdown request within {} s, killed",
+            opts.timeout.as_secs()
+        ),
+        ShutdownResult::Exited => "its process exited before answering the shutdown request".into(),
+        ShutdownResult::NotRunning => "its process was no longer running".into(),
+        ShutdownResult::NotAsked => "stopped by force".into(),
+    };
+    outcome.released = retire_member(store, team, &s.name, &why)?;
+    outcome.retired = true;
+    let current = Roster::new(store, team).require_member(s.name.as_str())?;
+    outcome.worktree = finish_worktree(store, team, &current)?;
+    Ok(outcome)
+}
+
+/// How many teammates a shutdown asks, and stops, at once.
+const AT_ONCE: usize = 8;
+
+/// `f` over `items` on up to [`AT_ONCE`] threads, the answers in the items' order; the first
+/// error wins. Each request and each retirement is a durable append (fsyncs, a tmux call or
+/// two): one after the other, 200 of them were most of a minute of `swarm down`.
+fn side_by_side<T: Send, R: Send>(
+    mut items: Vec<T>,
+    f: impl Fn(T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let size = items.len().div_ceil(AT_ONCE).max(1);
+    let mut chunks = Vec::new();
+    while !items.is_empty() {
+        let rest = items.split_off(size.min(items.len()));
+        chunks.push(std::mem::replace(&mut items, rest));
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let running: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Result<Vec<R>>>()))
+            .collect();
+        let mut out = Vec::new();
+        for thread in running {
+            out.extend(thread.join().expect("a shutdown thread does not panic")?);
+        }
+        Ok(out)
+    })
 }
 
 #[cfg(test)]
@@ -411,15 +464,12 @@ mod tests {
         mb.send(&lead, approve("mallory", "coder", &id)).unwrap();
         mb.send(&lead, approve("coder", "coder", "shutdown-1@coder"))
             .unwrap();
-        assert_eq!(
-            find_shutdown_reply(&store, &team, &coder, &id).unwrap(),
-            None
-        );
+        assert_eq!(Replies::read(&store, &team).unwrap().of(&coder, &id), None);
         let mut answer = approve("coder", "coder", &id);
         answer.read = true; // a lead console already delivered it
         mb.send(&lead, answer).unwrap();
         assert_eq!(
-            find_shutdown_reply(&store, &team, &coder, &id).unwrap(),
+            Replies::read(&store, &team).unwrap().of(&coder, &id),
             Some(ShutdownReply::Approved)
         );
     }

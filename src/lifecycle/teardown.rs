@@ -13,11 +13,14 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::backend::tmux::{MarkedPane, PaneOwner, TmuxBackend, TmuxEnv, TmuxServer};
 use crate::backend::SystemExec;
 use crate::error::Result;
+use crate::process::spawn_record;
 use crate::store::names::TeamName;
+use crate::store::names::LEAD;
 use crate::store::paths::Store;
 use crate::store::roster::TeamConfig;
 
@@ -42,7 +45,31 @@ pub fn close_team_panes(store: &Store, team: &TeamName, config: &TeamConfig) -> 
     for socket in servers {
         closed += team_backend(store, team.as_str(), socket).kill_team_panes()?;
     }
+    if config
+        .member(LEAD)
+        .is_some_and(|m| m.tmux_pane_id.starts_with('%'))
+    {
+        wait_for_lead_console(store, team);
+    }
     Ok(closed)
+}
+
+/// How long `down` waits for the lead console to end once its pane is closed.
+const CONSOLE_EXIT: Duration = Duration::from_secs(10);
+
+/// Waits, bounded, until the lead console swarm started for `team` in a tmux pane has exited. Its pane's
+/// SIGHUP ends it only after the pass it is in, and a pass can be seconds of retiring the
+/// teammates whose approvals it is reading: an `up` right after `down` raced it, and the old
+/// console closed the panes of teammates just started again. Only the process swarm's own
+/// record names is waited for ([`spawn_record::signal_target`]).
+fn wait_for_lead_console(store: &Store, team: &TeamName) {
+    let Ok(console) = spawn_record::signal_target(store, team, LEAD) else {
+        return;
+    };
+    let until = Instant::now() + CONSOLE_EXIT;
+    while console.alive() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The servers a launch from this shell would use: the one the environment names, then tmux's

@@ -296,10 +296,38 @@ pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Livene
 
 /// The pid the lock file's record names (its last holder, alive or not), if it names one.
 pub fn recorded_holder(store: &Store, team: &TeamName, agent: &AgentName) -> Option<u32> {
+    recorded(store, team, agent).map(|h| h.pid)
+}
+
+fn recorded(store: &Store, team: &TeamName, agent: &AgentName) -> Option<Holder> {
     let file = fsio::open_read(&store.alive_path(team, agent)).ok()??;
     let mut text = String::new();
     std::io::Read::read_to_string(&mut (&file), &mut text).ok()?;
-    Holder::parse(&text).map(|h| h.pid)
+    Holder::parse(&text)
+}
+
+/// Which run of a member's runtime this is: its pid on the machine and start time, as its lock
+/// file records them. A runtime puts it on its shutdown approval ([`RUN_FIELD`]), so the lead
+/// console can tell an approval from the run that holds (or last held) the lock from one an
+/// earlier run sent before `restart` or `up` started another: pane ids cannot tell them apart,
+/// since tmux numbers panes from `%0` again after its server exits.
+pub fn this_run() -> String {
+    run_id(&Holder::this())
+}
+
+/// The run the member's lock file names (its last holder, alive or not).
+pub fn recorded_run(store: &Store, team: &TeamName, agent: &AgentName) -> Option<String> {
+    recorded(store, team, agent).map(|h| run_id(&h))
+}
+
+/// The field of a shutdown approval that names the run that sent it (swarm only).
+pub const RUN_FIELD: &str = "swarmRun";
+
+fn run_id(holder: &Holder) -> String {
+    match holder.start {
+        Some(start) => format!("{}:{start}", holder.pid),
+        None => holder.pid.to_string(),
+    }
 }
 
 /// Whether a lock is held on `file`, by a shared lock taken and let go at once (which a

@@ -14,6 +14,7 @@ use serde_json::Map;
 use super::{Event, Runtime};
 use crate::error::Result;
 use crate::process::signals::Caught;
+use crate::store::liveness;
 use crate::store::protocol::{timestamp_now, Protocol, ShutdownApproved, ShutdownRequest};
 use crate::teammate::pane::suffix;
 
@@ -76,7 +77,7 @@ impl Runtime {
             timestamp: timestamp_now(),
             pane_id: Some(self.cfg.pane_id.clone()),
             backend_type: Some(self.cfg.backend.clone()),
-            extra: Map::new(),
+            extra: Map::from_iter([(liveness::RUN_FIELD.into(), liveness::this_run().into())]),
         });
         self.to_lead(&approved, None)?;
         self.pane.say("shutdown approved; bye");

@@ -1,6 +1,8 @@
 //! Bringing a team back: relaunching after `shutdown --all`, `swarm up` leaving running
 //! teammates alone, a team whose tmux server died, and `swarm restart`; each task seeded once.
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use super::{is_running, on, shell_file, status, tasks, wait_running};
@@ -203,5 +205,57 @@ fn restart_stops_a_teammate_and_starts_it_again_with_its_inbox_and_tasks() {
     on(&env, &tmux, ["restart", "nobody"])
         .code(1)
         .stderr_has("not a member");
+    on(&env, &tmux, ["down"]).ok();
+}
+
+/// A lead console that reads a shutdown approval late (it was stopped, or busy, while
+/// `restart` or `down` and `up` ran) leaves the teammate's new run alone: the approval names the
+/// pane of the run that approved, and that run is gone. Before, it closed the new run's pane
+/// and retired it (CI: teammates found retired, their panes gone, after `up`). The console runs
+/// in the test's own shell here: tmux resumes a pane's process that is stopped.
+#[test]
+fn a_lead_console_that_reads_an_approval_late_leaves_the_run_started_since_alone() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let file = shell_file(&env, "t", &["worker"], json!([]));
+    on(
+        &env,
+        &tmux,
+        ["launch", "--no-lead-pane", file.to_str().unwrap()],
+    )
+    .ok();
+    wait_running(&env, &tmux, "t", &["worker"]);
+    let first_run = std::fs::read_to_string(env.path("teams/t/alive/worker.lock")).unwrap();
+    let mut console = on(&env, &tmux, ["--team", "t", "lead"]).live();
+    console.expect("lead console for team t");
+    console.expect("worker is idle");
+    // Stopped between passes, not holding the inbox's lock half way through one.
+    eventually(Duration::from_secs(20), "the console's pass over", || {
+        let inbox = read_json(&env.path("teams/t/inboxes/team-lead.json"));
+        let all_read = inbox.as_array()?.iter().all(|m| m["read"] == true);
+        let lock = env.path("teams/t/inboxes/team-lead.json.lock");
+        (all_read && !lock.exists()).then_some(())
+    });
+    let pid = console.child.id().to_string();
+    let signal = |sig: &str| clean_command("kill").args([sig, &pid]).status().unwrap();
+    // The console sleeps through the restart: the approval waits in its inbox.
+    assert!(signal("-STOP").success());
+    let out = on(&env, &tmux, ["restart", "worker"]).run();
+    assert!(signal("-CONT").success());
+    assert_eq!(out.code, 0, "{out:?}");
+    let again = wait_running(&env, &tmux, "t", &["worker"]);
+    let new_pane = member(&again, "worker")["paneId"].clone();
+    // (Maybe in a pane of the same id: the old one was the server's last, so tmux started
+    // again from %0.)
+    let run = || std::fs::read_to_string(env.path("teams/t/alive/worker.lock")).unwrap();
+    assert_ne!(run(), first_run, "another run holds the worker's lock");
+    // The console reads the approval, and the worker's new run still runs, on the team.
+    console.expect("worker approved shutdown");
+    console.expect("left the team");
+    let after = status(&env, &tmux, "t");
+    assert!(is_running(&after, "worker"), "{after}");
+    assert_eq!(member(&after, "worker")["retired"], false, "{after}");
+    assert_eq!(member(&after, "worker")["paneId"], new_pane, "{after}");
+    drop(console);
     on(&env, &tmux, ["down"]).ok();
 }

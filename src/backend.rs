@@ -228,6 +228,17 @@ impl MemberBackend<'_> {
     }
 }
 
+/// For a member no backend runs by the roster's account (`backendType` and `tmuxPaneId` are as
+/// editable as the rest of it): the process group swarm recorded starting for it, if its record
+/// still names a running process (the caller reports one it cannot trust). `true` when
+/// signalled.
+pub(crate) fn stop_recorded_group(store: &Store, team: &TeamName, member: &Member) -> bool {
+    match spawn_record::signal_target(store, team, member.name.as_str()) {
+        Ok(record) => terminate_group(&record, KILL_GRACE).is_ok(),
+        Err(_) => false,
+    }
+}
+
 /// Stops the process group swarm recorded starting for `member`, if its record still names
 /// that process; one swarm cannot trust is reported, never signalled. `hung_up` is the pid of
 /// the member's pane just closed: the recorded process when that is it, which the hangup ends

@@ -97,7 +97,8 @@ impl Killed {
 /// process is taken from swarm's own record of what it started ([`spawn_record`]), never from
 /// the roster: one swarm cannot trust (a live roster pid with no such record, a recorded pid
 /// without the spawn's token) is never signalled, its pane still closed, and the caller reports
-/// it.
+/// it. A member whose roster names no backend (fields any member can clear) still has the
+/// process swarm recorded starting for it stopped.
 pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Killed> {
     let refused =
         match spawn_record::signal_target(store, team, member.name.as_str()) {
@@ -114,15 +115,17 @@ pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Ki
                 why,
             }),
         };
-    let mut signalled = false;
-    if let Some(backend) = for_member(store, team, member) {
-        keep_output(store, team, member, &backend);
-        let mut backend = match refused {
-            Some(_) => backend.without_signals(),
-            None => backend,
-        };
-        signalled = backend.kill()?;
-    }
+    let signalled = match for_member(store, team, member) {
+        Some(backend) => {
+            keep_output(store, team, member, &backend);
+            let mut backend = match refused {
+                Some(_) => backend.without_signals(),
+                None => backend,
+            };
+            backend.kill()?
+        }
+        None => refused.is_none() && crate::backend::stop_recorded_group(store, team, member),
+    };
     // A member on another host: its pane there too. Unreachable now, its host's relay stops it
     // once connected again (the member is retired by then).
     if let Err(e) = crate::remote::member::stop(team, member) {

@@ -1,8 +1,9 @@
 //! Issue 22, beyond its list: the roster stays writable inside a teammate's sandbox (each
 //! runtime writes its own fields in `config.json`), so a contained teammate edits its peers'
 //! entries. Dropping a peer must not make the peer's runtime leave (only the lead's signed
-//! removal, `swarm team remove`, does), and repointing a peer's `tmuxPaneId` must not hide the
-//! peer from `swarm kill` (swarm stops the process it recorded starting for it).
+//! removal, `swarm team remove`, does), and repointing a peer's `tmuxPaneId`, or clearing its
+//! backend fields, must not hide the peer from `swarm kill` (swarm stops the process it
+//! recorded starting for it).
 
 use super::*;
 
@@ -105,6 +106,37 @@ fn a_forged_pane_id_does_not_hide_a_peer_from_swarm_kill() {
     assert!(!gone(lead), "swarm kill ann closed the lead's pane");
     let bob = pane_pid(&before, "bob");
     assert!(!gone(bob), "swarm kill ann stopped bob");
+    env.swarm(["down"]).run();
+    assert!(stopped, "swarm kill left ann running: {out:?}");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("killed ann; marked inactive"),
+        "{out:?}"
+    );
+}
+
+/// With `backendType` and `tmuxPaneId` cleared, the roster names nothing that runs the peer;
+/// `swarm kill` still stops the process swarm started for it.
+#[test]
+fn a_peer_whose_backend_fields_were_cleared_is_still_stopped_by_swarm_kill() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let (said, before) = roster_attack(&env, &tmux, &CLEAR_BACKEND);
+    says(&said, "roster: ann cleared");
+    let ann = pane_pid(&before, "ann");
+    let config = read_json(&env.path(&format!("teams/{TEAM}/config.json")));
+    assert_eq!(member(&config, "ann")["tmuxPaneId"], "", "{config}");
+    assert!(!gone(ann), "ann stopped before the kill");
+    let out = env.swarm(["kill", "ann"]).run();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !gone(ann) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stopped = gone(ann);
+    assert!(
+        !gone(pane_pid(&before, "bob")),
+        "swarm kill ann stopped bob"
+    );
     env.swarm(["down"]).run();
     assert!(stopped, "swarm kill left ann running: {out:?}");
     assert_eq!(out.code, 0, "{out:?}");

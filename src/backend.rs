@@ -181,16 +181,35 @@ impl MemberBackend<'_> {
     }
 
     /// Kills the member's pane and the process group swarm recorded starting for it (in its own
-    /// records, not the roster's); already dead is fine.
-    pub fn kill(&mut self) -> Result<()> {
+    /// records, not the roster's); already dead is fine. `true` when it signalled that process
+    /// group while it still ran (beyond what closing the pane does).
+    pub fn kill(&mut self) -> Result<bool> {
         let pane = self.pane();
+        let mut signalled = false;
         if self.signals {
             if let Runner::Iterm2(_) | Runner::InProcess = self.runner {
-                stop_recorded_process(&self.store, &self.team, self.member);
+                signalled = stop_recorded_process(&self.store, &self.team, self.member, None);
             }
         }
         match &mut self.runner {
-            Runner::Tmux(b) => pane.map_or(Ok(()), |p| b.kill(&p)),
+            Runner::Tmux(b) => {
+                let Some(pane) = pane else {
+                    return Ok(self.signals
+                        && stop_recorded_process(&self.store, &self.team, self.member, None));
+                };
+                // The pane's process, when the pane is the member's (its marks name it): closing
+                // the pane hangs that process up, which is all a kill ever did to it.
+                let hung_up = match b.state(&pane)? {
+                    PaneState::Alive { pid } => pid,
+                    _ => None,
+                };
+                b.kill(&pane)?;
+                // Any member can edit `tmuxPaneId` (pointing it at another's pane, which the
+                // marks then leave alone), so the process swarm started for the member is
+                // stopped too, unless the pane just closed was that very process.
+                Ok(self.signals
+                    && stop_recorded_process(&self.store, &self.team, self.member, hung_up))
+            }
             Runner::Unrecorded(m) => {
                 if !m.kill(Arc::new(SystemExec), &TmuxEnv::from_process())? {
                     if let Some(p) = pane {
@@ -201,35 +220,69 @@ impl MemberBackend<'_> {
                         );
                     }
                 }
-                Ok(())
+                Ok(false)
             }
-            Runner::Iterm2(b) => pane.map_or(Ok(()), |p| b.kill(&p)),
-            Runner::InProcess => Ok(()),
+            Runner::Iterm2(b) => pane.map_or(Ok(()), |p| b.kill(&p)).map(|()| signalled),
+            Runner::InProcess => Ok(signalled),
         }
     }
 }
 
+/// For a member no backend runs by the roster's account (`backendType` and `tmuxPaneId` are as
+/// editable as the rest of it): the process group swarm recorded starting for it, if its record
+/// still names a running process (the caller reports one it cannot trust). `true` when
+/// signalled.
+pub(crate) fn stop_recorded_group(store: &Store, team: &TeamName, member: &Member) -> bool {
+    match spawn_record::signal_target(store, team, member.name.as_str()) {
+        Ok(record) => terminate_group(&record, KILL_GRACE).is_ok(),
+        Err(_) => false,
+    }
+}
+
 /// Stops the process group swarm recorded starting for `member`, if its record still names
-/// that process; one swarm cannot trust is reported, never signalled.
-fn stop_recorded_process(store: &Store, team: &TeamName, member: &Member) {
+/// that process; one swarm cannot trust is reported, never signalled. `hung_up` is the pid of
+/// the member's pane just closed: the recorded process when that is it, which the hangup ends
+/// (waiting here for it to go would cost every kill of a live pane the time it takes to exit).
+/// `true` when it signalled the group.
+fn stop_recorded_process(
+    store: &Store,
+    team: &TeamName,
+    member: &Member,
+    hung_up: Option<u32>,
+) -> bool {
+    // Before any look at the process: one hung up a moment ago is on its way out (its
+    // environment may be gone already, which would read as another process).
+    let recorded = spawn_record::load(store, team, member.name.as_str());
+    if hung_up.is_some() && hung_up == recorded.map(|r| r.pid) {
+        return false;
+    }
     let record = match spawn_record::signal_target(store, team, member.name.as_str()) {
         Ok(record) => record,
-        Err(Untrusted::Group(Refusal::Gone)) => return,
-        Err(Untrusted::NotStarted) if PidRecord::of_member(member).is_none() => return,
+        Err(Untrusted::Group(Refusal::Gone)) => return false,
+        // No record to go by: nothing to stop beyond the pane (closed, if it was the member's).
+        Err(Untrusted::NotStarted)
+            if hung_up.is_some() || PidRecord::of_member(member).is_none() =>
+        {
+            return false
+        }
         Err(why) => {
             eprintln!(
                 "swarm: warning: not signalling any process of {}: {why}",
                 member.name
             );
-            return;
+            return false;
         }
     };
     match terminate_group(&record, KILL_GRACE) {
-        Ok(()) | Err(Refusal::Gone) => {}
-        Err(why) => eprintln!(
-            "swarm: warning: not signalling {}'s process {}: {why}",
-            member.name, record.pid
-        ),
+        Ok(()) => true,
+        Err(Refusal::Gone) => false,
+        Err(why) => {
+            eprintln!(
+                "swarm: warning: not signalling {}'s process {}: {why}",
+                member.name, record.pid
+            );
+            false
+        }
     }
 }
 

@@ -27,7 +27,9 @@ pub use census::{census, member_running, Census};
 pub use health::{claude_led_notice, ended, lead_health, member_health, stopped_teammate, Health};
 pub use interrupt::{interrupt, InterruptOptions};
 pub use orphans::reconcile;
-pub use retire::{finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member};
+pub use retire::{
+    finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member, Killed,
+};
 pub use shutdown::{
     send_shutdown_request, shutdown, Replies, ShutdownOptions, ShutdownOutcome, ShutdownResult,
     Stopping,

@@ -18,7 +18,7 @@ use crate::commands::cli::ShutdownArgs;
 use crate::error::{Error, Result};
 use crate::launch::sandbox::Containment;
 use crate::lifecycle::{
-    self, Health, MemberState, ShutdownOptions, ShutdownOutcome, ShutdownResult,
+    self, Health, Killed, MemberState, ShutdownOptions, ShutdownOutcome, ShutdownResult,
 };
 use crate::output;
 use crate::output::terminal::visible;
@@ -495,6 +495,9 @@ pub(crate) fn kill(ctx: &Context, name: &AgentName) -> Result<()> {
         .runs
         .running();
     let killed = lifecycle::kill_member(&ctx.store, &team, &m)?;
+    // The roster can point elsewhere (any member can edit it): what stopped a process it started
+    // for the member says the member ran.
+    let was_running = was_running || killed == (Killed::Stopped { signalled: true });
     let released = lifecycle::retire_member(&ctx.store, &team, &who, "killed with swarm kill")?;
     let current = Roster::new(&ctx.store, &team).require_member(who.as_str())?;
     let worktree = lifecycle::finish_worktree(&ctx.store, &team, &current)?;

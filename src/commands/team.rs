@@ -2,7 +2,9 @@
 //!
 //! A team is its `config.json`; these commands create and read it, and add or remove members
 //! by hand (a removed member's unfinished tasks go back to pending, its liveness lock and mailbox
-//! go) for teammates swarm did not launch. A forced delete first stops whatever still runs.
+//! go) for teammates swarm did not launch. A removal is first recorded, signed by the lead
+//! (`lead/removed/`): that record, not the missing entry, is what makes the member's runtime
+//! leave. A forced delete first stops whatever still runs.
 //! Any member can write `config.json`, so what it says is printed with control characters made
 //! visible.
 
@@ -20,6 +22,7 @@ use crate::store::authority;
 use crate::store::colour::Colour;
 use crate::store::liveness::{self, Liveness};
 use crate::store::names::{AgentName, TeamName};
+use crate::store::roster::removal::{self, Removal};
 use crate::store::roster::{self, Member, Roster, TeamConfig};
 use crate::store::tasks::TaskList;
 
@@ -145,6 +148,7 @@ pub(crate) fn run(ctx: &Context, cmd: TeamCommand) -> Result<()> {
         TeamCommand::Remove { name: who } => {
             let team = ctx.existing_team()?;
             authority::require_lead(&ctx.store, &team, "remove a member")?;
+            record_removal(ctx, &team, &who)?;
             Roster::new(&ctx.store, &team).remove_member(&who)?;
             let released = TaskList::new(&ctx.store, &team).release_agent(who.as_str())?;
             clear_what_was_left(ctx, &team, &who)?;
@@ -214,6 +218,20 @@ fn stop_everyone(ctx: &Context, team: &TeamName) -> Result<Vec<ShutdownOutcome>>
         .into_iter()
         .filter(|o| o.outcome != ShutdownResult::NotRunning)
         .collect())
+}
+
+/// Before `team remove` takes `who` off the roster: the lead's signed record that it ends that
+/// membership, which is what makes `who`'s runtime leave (a roster entry gone proves nothing:
+/// any member can edit the file). The lead's own entry is refused by the removal itself.
+fn record_removal(ctx: &Context, team: &TeamName, who: &AgentName) -> Result<()> {
+    let config = Roster::new(&ctx.store, team).load()?;
+    let Some(member) = config.member(who.as_str()).filter(|m| !m.is_lead()) else {
+        return Ok(());
+    };
+    let key = crate::store::lead_key::LeadKey::for_caller(&ctx.store, team)?.ok_or_else(|| {
+        Error::usage("refusing to remove a member: this process cannot use the team lead's key")
+    })?;
+    removal::record(&ctx.store, team, &key, &Removal::of(&config, member))
 }
 
 /// After `team remove`: the member's liveness lock and mailbox, so a member added later under

@@ -29,7 +29,7 @@ use super::plan::TASK_KEY;
 use super::running::{make_backend, Launched, LaunchedTeammate};
 use super::{Prepared, PreparedTeammate, TaskRef};
 use crate::backend::pane::{Launch, NewPane, Opened, Started};
-use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec};
+use crate::backend::{BackendKind, PaneBackend, PaneId, PaneSpec, PaneState};
 use crate::error::{Error, Result};
 use crate::lifecycle::orphans::{clear_opening, mark_opening};
 use crate::process::spawn_record::{self, SpawnToken};
@@ -369,7 +369,14 @@ impl Prepared {
             spawn_record::save(store, &self.team, LEAD, pid, token)?;
         }
         for (done, token) in launched.iter().zip(&tokens.teammates) {
-            if let Some(pid) = done.pid {
+            // A tmux pane's process is the teammate (its trampoline `exec`s it), forked by tmux:
+            // recorded too, so a kill stops it even when the roster's pane id names another pane.
+            let pane_pid = || match backend.state(&PaneId(done.pane_id.clone())) {
+                Ok(PaneState::Alive { pid }) => pid,
+                _ => None,
+            };
+            let tmux = backend.kind() == BackendKind::Tmux;
+            if let Some(pid) = done.pid.or_else(|| tmux.then(pane_pid).flatten()) {
                 spawn_record::save(store, &self.team, &done.name, pid, token)?;
             }
         }

@@ -3,7 +3,8 @@
 //!
 //! A member is judged dead when its liveness lock can be taken (the runtime holding it is gone;
 //! unless the lock's record names another process than the live pane runs: a runtime starting
-//! there) or its pane is dead; either alone can lag (a pane kept by remain-on-exit, a lock not yet
+//! there) or its pane is dead (but not a pane merely gone while the lock is held and the process
+//! swarm recorded starting runs: the roster's pane id was edited); either alone can lag (a pane kept by remain-on-exit, a lock not yet
 //! released), so `swarm status`, `swarm shutdown` and the lead console all ask here. It is alive
 //! when its runtime holds its lock or its pane or recorded process runs, and otherwise
 //! unknown: a pane on a tmux server nobody recorded (a Claude Code lead's rosters never say)
@@ -22,6 +23,7 @@ use serde::Serialize;
 use crate::backend::{for_member, BackendKind, MemberBackend, PaneState};
 use crate::error::Result;
 use crate::process::pid::PidRecord;
+use crate::process::spawn_record;
 use crate::store::liveness::{self, Liveness};
 use crate::store::names::TeamName;
 use crate::store::paths::Store;
@@ -135,6 +137,17 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
             (None, Some(signal)) => Ended::Signal(signal),
             (None, None) => Ended::ProcessGone,
         }),
+        // The roster's pane id names no pane of the member's, yet its runtime holds its lock and
+        // the process swarm recorded starting for it (its own record, not the roster's) still
+        // runs: the pane id was edited (any member can write the roster), and judged dead the
+        // member would be retired, and stopped, by the lead console. After a real pane kill
+        // that process goes in a moment.
+        (PaneState::Gone, Liveness::Alive)
+            if in_tmux
+                && spawn_record::signal_target(store, team, member.name.as_str()).is_ok() =>
+        {
+            Runs::Yes
+        }
         (PaneState::Gone, _) => Runs::No(Ended::PaneGone),
         (PaneState::InsideLead, _) => Runs::Unknown(Unsure::InsideLead),
         // A free lock whose record names another process than the one a tmux pane runs is an

@@ -70,8 +70,10 @@ pub fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> 
 /// What [`kill_member`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Killed {
-    /// Its pane was closed and its recorded process group stopped (or they were already gone).
-    Stopped,
+    /// Its pane was closed and its recorded process group stopped (or they were already gone);
+    /// `signalled` when that group still ran once the pane the roster names was closed (the
+    /// roster pointed elsewhere, or at no pane), so swarm signalled it.
+    Stopped { signalled: bool },
     /// The process the roster or swarm's own records name is not one swarm can trust (not in
     /// swarm's records, without the spawn token, recycled, not a group leader), so nothing was
     /// signalled; its pane, if any, was still closed.
@@ -82,7 +84,7 @@ impl Killed {
     /// For a refused record: what happened and what the user can do, on one line.
     pub fn report(&self, name: &str) -> Option<String> {
         match self {
-            Killed::Stopped => None,
+            Killed::Stopped { .. } => None,
             Killed::NotSignalled { pid, why } => Some(format!(
                 "did not signal {name}'s process (pid {pid}): {why}; if {name} is still running, \
                  stop it yourself (`ps -o pid,pgid,lstart,args -p {pid}` shows what that pid is now)"
@@ -95,7 +97,8 @@ impl Killed {
 /// process is taken from swarm's own record of what it started ([`spawn_record`]), never from
 /// the roster: one swarm cannot trust (a live roster pid with no such record, a recorded pid
 /// without the spawn's token) is never signalled, its pane still closed, and the caller reports
-/// it.
+/// it. A member whose roster names no backend (fields any member can clear) still has the
+/// process swarm recorded starting for it stopped.
 pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Killed> {
     let refused =
         match spawn_record::signal_target(store, team, member.name.as_str()) {
@@ -112,14 +115,17 @@ pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Ki
                 why,
             }),
         };
-    if let Some(backend) = for_member(store, team, member) {
-        keep_output(store, team, member, &backend);
-        let mut backend = match refused {
-            Some(_) => backend.without_signals(),
-            None => backend,
-        };
-        backend.kill()?;
-    }
+    let signalled = match for_member(store, team, member) {
+        Some(backend) => {
+            keep_output(store, team, member, &backend);
+            let mut backend = match refused {
+                Some(_) => backend.without_signals(),
+                None => backend,
+            };
+            backend.kill()?
+        }
+        None => refused.is_none() && crate::backend::stop_recorded_group(store, team, member),
+    };
     // A member on another host: its pane there too. Unreachable now, its host's relay stops it
     // once connected again (the member is retired by then).
     if let Err(e) = crate::remote::member::stop(team, member) {
@@ -128,7 +134,7 @@ pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Ki
             member.name
         );
     }
-    Ok(refused.unwrap_or(Killed::Stopped))
+    Ok(refused.unwrap_or(Killed::Stopped { signalled }))
 }
 
 /// Keeps the last lines of the pane about to be closed ([`kept_output`]); a pane that cannot be

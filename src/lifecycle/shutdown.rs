@@ -378,7 +378,7 @@ fn stop(
     if let Some(report) = killed.report(s.name.as_str()) {
         eprintln!("swarm: warning: {report}");
     }
-    outcome.killed = killed == Killed::Stopped;
+    outcome.killed = matches!(killed, Killed::Stopped { .. });
     let why = match &result {
         ShutdownResult::Approved => "shutdown approved".to_string(),
         ShutdownResult::Rejected { reason } => {

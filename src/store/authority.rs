@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;
-use crate::store::lead_key::LeadKey;
+use crate::store::lead_key::{LeadKey, LeadVerifier};
 use crate::store::names::{TeamName, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
@@ -100,6 +100,16 @@ pub fn publish(store: &Store, team: &TeamName, key: &LeadKey) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(&body).expect("a string serializes");
     bytes.push(b'\n');
     fsio::write_new(&path, &bytes).map(drop)
+}
+
+/// Whether `verifier` checks the key team `team` published: then the team's lead is swarm's
+/// lead side, which signs the records `verifier` checks (a Claude Code lead's own key, or a
+/// team that published none, is not).
+pub fn publishes(store: &Store, team: &TeamName, verifier: &LeadVerifier) -> bool {
+    published_key(store, team)
+        .ok()
+        .flatten()
+        .is_some_and(|p| key_part(&p) == key_part(&verifier.value()))
 }
 
 /// The published key, if any; a damaged file counts as a published key no one holds.

@@ -15,9 +15,10 @@
 //! Claude Code's `lead_sig` covers an entry but not its inbox, so swarm adds signatures of its
 //! own that say where a control record belongs: `swarm_lead_sig` on inbox entries, bound to the
 //! team and the recipient (`bound`), and `leadSig` on the records the lead writes (resolved
-//! permissions and plans, `lead/done.json`, `lead/decisions.jsonl`: `record`). A teammate learns
-//! the public key from its launcher (`--lead-verify-key`, and `SWARM_LEAD_VERIFY_KEY` in its
-//! agent's environment), never from a file a teammate could rewrite.
+//! permissions and plans, `lead/done.json`, `lead/decisions.jsonl`, the removals in
+//! `lead/removed/`: `record`). A teammate learns the public key from its launcher
+//! (`--lead-verify-key`, and `SWARM_LEAD_VERIFY_KEY` in its agent's environment), never from a
+//! file a teammate could rewrite.
 
 mod bound;
 mod record;
@@ -38,7 +39,7 @@ use crate::store::names::{TeamName, LEAD};
 use crate::store::paths::Store;
 
 pub(crate) use bound::SWARM_SIG_FIELD;
-pub(crate) use record::{digest, note_ignored, DECISION_RECORD, DONE_RECORD};
+pub(crate) use record::{digest, note_ignored, DECISION_RECORD, DONE_RECORD, REMOVAL_RECORD};
 
 /// Keys this process has loaded, by key file: a broadcast or a lead console signs many entries,
 /// and each would otherwise read and check the key file again.

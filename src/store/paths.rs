@@ -145,6 +145,15 @@ impl Store {
     pub fn lead_verify_key_path(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("lead").join("verify-key.json")
     }
+    /// swarm-only: the lead's signed record that it removed the member `agent` who joined at
+    /// `joined_at` (`store::roster::removal`): one per membership, under `lead/`, which a
+    /// contained teammate can only read.
+    pub fn removal_path(&self, team: &TeamName, agent: &AgentName, joined_at: u64) -> PathBuf {
+        self.team_dir(team)
+            .join("lead")
+            .join("removed")
+            .join(format!("{agent}.{joined_at}.json"))
+    }
     /// swarm-only: what the lead agent decided, one JSON line each (`lead::agent::decide`).
     pub fn decisions_path(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("lead").join("decisions.jsonl")

@@ -11,6 +11,7 @@
 //! every `rm -r` of a team (Claude Code's own cleanup included) and slow its writers down.
 
 mod member;
+pub(crate) mod removal;
 mod rewrite;
 
 pub use member::{LeadProcess, Member, TeamConfig, AGENT_FIELD, CLAUDE_LEAD_PANE, RETIRED_FIELD};

@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 use crate::support::hostile::*;
 use crate::support::*;
 
+mod roster;
+
 const LONG: Duration = Duration::from_secs(60);
 const TEAM: &str = "t";
 
@@ -384,14 +386,10 @@ fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
         .find(|(t, _)| t == "evil")
         .expect("evil's pane")
         .1;
-    // Its pane is closed; the forged pid is reported, not signalled (exit 1, as for any
-    // record swarm cannot trust).
-    let out = env.swarm(["kill", "evil"]).code(1);
-    out.stderr_has(&format!(
-        "did not signal evil's process (pid {})",
-        victim.pid()
-    ))
-    .stderr_has("found no process it started");
+    // Its pane is closed and the process swarm recorded starting in it is the one stopped;
+    // the forged pid is never signalled.
+    let out = env.swarm(["kill", "evil"]).ok();
+    assert!(out.stdout.contains("killed evil"), "{out:?}");
     eventually(LONG, "evil's pane process gone", || {
         gone(evil_pane).then_some(())
     });
@@ -510,63 +508,5 @@ mod known_gaps {
             "the planted hook ran in the lead's shell: {said}\n{out:?}"
         );
         out.stderr_has("is not a trusted directory");
-    }
-
-    /// A team of three shell teammates with `evil` running `attack`; its report and the panes
-    /// (title, pid) as they were before it.
-    fn roster_attack(env: &Env, tmux: &Tmux, attack: &Attack) -> (String, Vec<(String, i32)>) {
-        let proj = env.path("proj");
-        std::fs::create_dir_all(&proj).unwrap();
-        let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
-            "teammates": [{"name": "evil"}, {"name": "ann"}, {"name": "bob"}]});
-        launch(env, tmux, &doc);
-        let before = panes(tmux);
-        let fill = fill(env, &proj);
-        owned_task(env, "evil", attack.name, &attack.script(&fill), &[]);
-        (report(&proj, attack.name), before)
-    }
-
-    /// The roster is writable inside the sandbox, and a runtime dropped from it exits: a file
-    /// edit does what `swarm team remove` is refused for.
-    #[test]
-    #[ignore = "issue 22: a contained teammate drops a peer from config.json (writable inside) and the peer's runtime exits, as `swarm team remove` would"]
-    fn a_teammate_cannot_remove_a_peer_by_editing_the_roster() {
-        let env = Env::new();
-        let tmux = Tmux::new();
-        let (said, before) = roster_attack(&env, &tmux, &DROP_PEER);
-        says(&said, "roster: bob dropped");
-        let bob = before.iter().find(|(t, _)| t == "bob").unwrap().1;
-        std::thread::sleep(Duration::from_secs(3));
-        let alive = !gone(bob);
-        let config = read_json(&env.path(&format!("teams/{TEAM}/config.json")));
-        env.swarm(["down"]).run();
-        assert!(
-            alive,
-            "bob's runtime exited once evil dropped it from the roster"
-        );
-        member(&config, "bob");
-    }
-
-    /// A forged `tmuxPaneId` makes `swarm kill` look at another pane (the lead's, which it
-    /// rightly leaves alone), report the peer "not running", mark it inactive and leave its
-    /// process running.
-    #[test]
-    #[ignore = "issue 22: a contained teammate repoints a peer's tmuxPaneId in config.json; swarm kill then says the peer was not running and leaves it running"]
-    fn a_forged_pane_id_does_not_hide_a_peer_from_swarm_kill() {
-        let env = Env::new();
-        let tmux = Tmux::new();
-        let (said, before) = roster_attack(&env, &tmux, &REPOINT_PANE);
-        says(&said, "roster: ann repointed");
-        let ann = before.iter().find(|(t, _)| t == "ann").unwrap().1;
-        let lead = before.iter().find(|(t, _)| t == "team-lead").unwrap().1;
-        let out = env.swarm(["kill", "ann"]).run();
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while !gone(ann) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let stopped = gone(ann);
-        assert!(!gone(lead), "swarm kill ann closed the lead's pane");
-        env.swarm(["down"]).run();
-        assert!(stopped, "swarm kill left ann running: {out:?}");
     }
 }

@@ -20,6 +20,8 @@ use super::{LeadKey, LeadVerifier};
 pub(crate) const RECORD_SIG_FIELD: &str = "leadSig";
 /// The kind `lead/done.json` is signed as.
 pub(crate) const DONE_RECORD: &str = "done";
+/// The kind `lead/removed/<name>.<joinedAt>.json` (`swarm team remove`) is signed as.
+pub(crate) const REMOVAL_RECORD: &str = "removal";
 /// The kind each line of `lead/decisions.jsonl` is signed as.
 pub(crate) const DECISION_RECORD: &str = "decision";
 

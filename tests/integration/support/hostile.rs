@@ -311,6 +311,15 @@ pub const REPOINT_PANE: Attack = Attack {
   && echo 'roster: ann repointed'; rmdir "$T/config.json.lock""#,
 };
 
+/// Beyond the list: the teammate clears `ann`'s backend fields, so the roster names no pane
+/// or backend that runs her.
+pub const CLEAR_BACKEND: Attack = Attack {
+    name: "clear-backend",
+    body: r#"lock "$T/config.json" && jq '(.members[] | select(.name == "ann")) |= (del(.backendType) | .tmuxPaneId = "")' \
+  "$T/config.json" > "$T/config.json.evil" && mv "$T/config.json.evil" "$T/config.json" \
+  && echo 'roster: ann cleared'; rmdir "$T/config.json.lock""#,
+};
+
 /// The pane pids by title.
 pub fn panes(tmux: &Tmux) -> Vec<(String, i32)> {
     let out = tmux.cmd(["list-panes", "-a", "-F", "#{pane_title} #{pane_pid}"]);

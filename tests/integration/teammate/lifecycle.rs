@@ -164,6 +164,50 @@ fn a_runtime_leaves_when_its_roster_entry_or_its_team_goes() {
     assert!(inbox(&env, "y").iter().all(|m| m["read"] == false));
 }
 
+/// With the lead's key (as every launched teammate has), a runtime leaves its entry's loss
+/// only for the lead's signed removal (issue 22): an edit of the roster that drops it is put
+/// back, and `team remove` then `team add` (a new membership under the same name) still ends
+/// the old runtime.
+#[test]
+fn a_runtime_with_the_lead_key_leaves_only_the_leads_removal() {
+    let env = Env::with_team(&["x", "y"]);
+    let key = env.lead_verify_key();
+    let mut x = start(&env, "x", &["--agent", "shell", "--lead-verify-key", &key]);
+    let path = env.path("teams/t/config.json");
+    let on_roster = || {
+        read_json(&path)["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "x")
+    };
+    let mut config = read_json(&path);
+    config["members"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|m| m["name"] != "x");
+    let edited = env.path("config.json.edited");
+    std::fs::write(&edited, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    std::fs::rename(&edited, &path).unwrap();
+    // The entry is back first, then the pane says so.
+    eventually(LONG, "x to put its entry back and say so", || {
+        (on_roster()
+            && x.output()
+                .contains("without the lead's signed removal record"))
+        .then_some(())
+    });
+    assert!(x.child.try_wait().unwrap().is_none(), "{}", x.output());
+    env.swarm(["team", "remove", "x"]).ok();
+    env.swarm(["team", "add", "x"]).ok();
+    assert_eq!(x.exit(LONG).code(), Some(0), "{}", x.output());
+    assert!(
+        x.output().contains("x was removed from team t"),
+        "{}",
+        x.output()
+    );
+    assert!(on_roster(), "the new x stays on the roster");
+}
+
 #[test]
 fn a_forced_team_delete_stops_the_teammates_first() {
     let env = Env::with_team(&["x", "y"]);

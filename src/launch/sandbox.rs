@@ -32,6 +32,8 @@
 //! `"sandbox": false` in a swarm file) opts out. The choice is the member's roster field
 //! [`FIELD`], which `swarm status` shows. Remote teammates and macOS are not contained.
 
+mod claude_files;
+
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
@@ -39,13 +41,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::LaunchOptions;
-use crate::backend::Launch;
+use crate::backend::{absolute, Launch};
 use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::liveness::SANDBOX_PID_ENV;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
+use claude_files::ClaudeFiles;
 
 /// Swarm-only roster field: whether the member runs contained, and how or why not.
 pub(crate) const FIELD: &str = "swarmSandbox";
@@ -100,6 +103,10 @@ pub(super) struct Sandbox {
     path_env: String,
     swarm_exe: PathBuf,
     hidden: Vec<PathBuf>,
+    /// The launcher's `HOME` and `CLAUDE_CONFIG_DIR`, whose Claude Code files swarm reads
+    /// outside (see `claude_files`).
+    home: Option<PathBuf>,
+    config_dir: Option<PathBuf>,
     usable: OnceCell<std::result::Result<PathBuf, String>>,
 }
 
@@ -109,6 +116,8 @@ impl Sandbox {
             path_env: opts.env_var("PATH").unwrap_or_default().to_string(),
             swarm_exe: opts.swarm_exe.clone(),
             hidden: private_dirs(opts),
+            home: opts.env_var("HOME").map(PathBuf::from),
+            config_dir: opts.env_var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
             usable: OnceCell::new(),
         }
     }
@@ -136,6 +145,16 @@ impl Sandbox {
         argv.extend(["--name".into(), name.to_string()]);
         for dir in &self.hidden {
             argv.extend(["--hide".into(), text(dir)]);
+        }
+        if let Some(home) = &self.home {
+            argv.extend(["--claude-home".into(), text(home)]);
+        }
+        // The store root is the config dir a `claude` teammate is given, unless it is the
+        // default one, `~/.claude` (`local`).
+        let default_root = self.home.as_ref().map(|h| absolute(&h.join(".claude")));
+        let root_config = (default_root != Some(absolute(root))).then_some(root);
+        for dir in self.config_dir.as_deref().into_iter().chain(root_config) {
+            argv.extend(["--claude-config-dir".into(), text(dir)]);
         }
         argv.push("--".into());
         argv.append(&mut launch.argv);
@@ -262,6 +281,14 @@ pub struct SandboxExecArgs {
     /// A private directory to hide (repeatable); one that does not exist is skipped.
     #[arg(long)]
     hide: Vec<PathBuf>,
+    /// A home whose Claude Code files (`.claude.json`, `.claude/settings.json`) the teammate
+    /// must not write (repeatable); the step's own `HOME` is one too.
+    #[arg(long)]
+    claude_home: Vec<PathBuf>,
+    /// A Claude Code config dir whose `.claude.json` and `settings.json` the teammate must not
+    /// write (repeatable); the step's own `CLAUDE_CONFIG_DIR` is one too.
+    #[arg(long)]
+    claude_config_dir: Vec<PathBuf>,
     /// The teammate's command.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -280,7 +307,18 @@ pub(crate) fn exec(args: SandboxExecArgs) -> Result<i32> {
         _ => return Err(missing()),
     };
     let cwd = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
-    let layout = Layout::at_start(&Store::new(root), team, name, &args.hide, &cwd)?;
+    let own = |key: &str| {
+        std::env::var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut homes = args.claude_home.clone();
+    homes.extend(own("HOME"));
+    let mut config_dirs = args.claude_config_dir.clone();
+    config_dirs.extend(own("CLAUDE_CONFIG_DIR"));
+    let claude = ClaudeFiles::of(&homes, &config_dirs);
+    let store = Store::new(root);
+    let layout = Layout::at_start(&store, team, name, &args.hide, &claude, &cwd)?;
     let swarm_exe = std::env::current_exe()
         .map_err(|e| Error::Backend(format!("cannot find the swarm executable: {e}")))?;
     let argv = bwrap_argv(bwrap, &layout, &swarm_exe, &args.command);
@@ -318,6 +356,9 @@ struct Layout {
     /// directory): each gets /dev/null over it.
     sockets: Vec<PathBuf>,
     read_only: Vec<PathBuf>,
+    /// The user's Claude Code global configs, each with the private copy bound over it
+    /// (copy, config).
+    own_copies: Vec<(PathBuf, PathBuf)>,
     /// `$TMUX_PANE`, passed on as `SWARM_TMUX_PANE` for the runtime's `shutdown_approved`.
     pane: Option<String>,
     /// This process's pid, soon the outer `bwrap`'s: the runtime's pid on the machine, which
@@ -328,12 +369,14 @@ struct Layout {
 
 impl Layout {
     /// Makes each read-only path exist (a bind needs a target: an empty session file is one
-    /// its member's runtime replaces) and hides what exists of `hide`.
+    /// its member's runtime replaces), makes the private copies of `claude`'s configs, and
+    /// hides what exists of `hide`.
     fn at_start(
         store: &Store,
         team: &TeamName,
         name: &AgentName,
         hide: &[PathBuf],
+        claude: &ClaudeFiles,
         cwd: &Path,
     ) -> Result<Layout> {
         let mut read_only = Vec::new();
@@ -358,6 +401,8 @@ impl Layout {
             }
             read_only.push(session);
         }
+        let (settings, own_copies) = claude.at_start(store, team, name)?;
+        read_only.extend(settings);
         let needed: Vec<PathBuf> = [store.root(), cwd]
             .iter()
             .filter_map(|p| std::fs::canonicalize(p).ok())
@@ -377,6 +422,7 @@ impl Layout {
             hidden,
             sockets,
             read_only,
+            own_copies,
             pane: std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty()),
             pid: std::process::id(),
             cwd: cwd.to_path_buf(),
@@ -413,6 +459,11 @@ fn bwrap_argv(bwrap: &Path, layout: &Layout, swarm_exe: &Path, command: &[String
     for path in &layout.read_only {
         add(&["--ro-bind", &text(path), &text(path)]);
     }
+    // After the tmpfs over swarm's private state: a bind's source is found outside the
+    // sandbox, so the copy kept there is still what is bound.
+    for (copy, config) in &layout.own_copies {
+        add(&["--bind", &text(copy), &text(config)]);
+    }
     add(&["--unsetenv", "TMUX", "--unsetenv", "TMUX_PANE"]);
     if let Some(pane) = &layout.pane {
         add(&["--setenv", "SWARM_TMUX_PANE", pane]);
@@ -440,7 +491,9 @@ mod tests {
         let keys = dir.path().join("state/swarm");
         std::fs::create_dir_all(&keys).unwrap();
         let hide = [keys.clone(), dir.path().join("no-such-dir")];
-        let layout = Layout::at_start(&store, &team, &me, &hide, dir.path()).unwrap();
+        let home = dir.path().join("home");
+        let claude = ClaudeFiles::of(&[home.clone()], &[]);
+        let layout = Layout::at_start(&store, &team, &me, &hide, &claude, dir.path()).unwrap();
         assert_eq!(layout.hidden, [std::fs::canonicalize(&keys).unwrap()]);
         let b_session = store.session_path(&team, &"b".parse().unwrap());
         assert!(b_session.is_file(), "the bind target is made");
@@ -451,10 +504,24 @@ mod tests {
                 store.team_dir(&team).join("lead"),
                 store.spawn_dir(&team),
                 b_session,
+                home.join(".claude/settings.json"),
             ]
         );
+        let (copy, config) = &layout.own_copies[0];
+        assert_eq!(config, &home.join(".claude.json"));
+        assert!(
+            copy.is_file() && config.is_file(),
+            "the copy and its target are made"
+        );
         // A directory holding the store is not hidden whole: only its sockets are.
-        let holding = Layout::at_start(&store, &team, &me, &[dir.path().into()], dir.path());
+        let holding = Layout::at_start(
+            &store,
+            &team,
+            &me,
+            &[dir.path().into()],
+            &ClaudeFiles::default(),
+            dir.path(),
+        );
         assert!(holding.unwrap().hidden.is_empty());
     }
 
@@ -464,6 +531,7 @@ mod tests {
             hidden: vec!["/s/swarm".into()],
             sockets: vec!["/t/sock".into()],
             read_only: vec!["/r/lead".into()],
+            own_copies: vec![("/s/swarm/c/0.claude.json".into(), "/h/.claude.json".into())],
             pane: Some("%3".into()),
             pid: 42,
             cwd: "/work".into(),
@@ -492,6 +560,9 @@ mod tests {
                 "--ro-bind",
                 "/r/lead",
                 "/r/lead",
+                "--bind",
+                "/s/swarm/c/0.claude.json",
+                "/h/.claude.json",
                 "--unsetenv",
                 "TMUX",
                 "--unsetenv",

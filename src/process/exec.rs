@@ -26,16 +26,14 @@ impl Exec for SystemExec {
         // A swarm killed during a call takes the call with it: a tmux client left behind would
         // make a launch's panes after `swarm down` looked for them (issue 21 item 2).
         super::child::die_with_parent(&mut cmd, rustix::process::Signal::KILL);
-        let out = cmd
-            .output()
-            .map_err(|e| Error::Command {
-                program: program.to_string(),
-                detail: if e.kind() == std::io::ErrorKind::NotFound {
-                    format!("{program} is not installed or not on PATH")
-                } else {
-                    e.to_string()
-                },
-            })?;
+        let out = cmd.output().map_err(|e| Error::Command {
+            program: program.to_string(),
+            detail: if e.kind() == std::io::ErrorKind::NotFound {
+                format!("{program} is not installed or not on PATH")
+            } else {
+                e.to_string()
+            },
+        })?;
         if out.status.success() {
             return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }

@@ -58,7 +58,8 @@ fn a_teammate_cannot_trust_a_directory_through_claude_codes_config() {
     assert_eq!(read(&home.join(".claude.json")), user_config);
 
     // The control: with the user's own trust record the same planted hook runs.
-    let trusted = json!({"projects": {proj.display().to_string(): {"hasTrustDialogAccepted": true}}});
+    let trusted =
+        json!({"projects": {proj.display().to_string(): {"hasTrustDialogAccepted": true}}});
     std::fs::write(home.join(".claude.json"), trusted.to_string()).unwrap();
     env.swarm(["task", "create", "trusted-probe"])
         .current_dir(&proj)
@@ -102,7 +103,9 @@ fn a_teammate_cannot_plant_a_hook_in_the_users_own_settings() {
     says(&said, "hooks: ready");
     says(&said, &format!("config dir: {}", config_dir.display()));
     let probe = |config: Option<&std::path::Path>| {
-        let mut cmd = env.swarm(["task", "create", "lead-probe"]).current_dir(&proj);
+        let mut cmd = env
+            .swarm(["task", "create", "lead-probe"])
+            .current_dir(&proj);
         if let Some(dir) = config {
             cmd = cmd.env("CLAUDE_CONFIG_DIR", dir);
         }
@@ -120,17 +123,23 @@ fn a_teammate_cannot_plant_a_hook_in_the_users_own_settings() {
     }
     for label in ["home settings", "config dir settings"] {
         refused(&said, &format!("{label} copy"), "Read-only file system");
-        refused(&said, &format!("{label} move"), "");
+        refused(&said, &format!("{label} move"), "Device or resource busy");
     }
     let home_settings = read(&home.join(".claude/settings.json"));
     assert!(!home_settings.contains("hook-ran"), "{home_settings}");
     assert_eq!(read(&config_dir.join("settings.json")), user_settings);
+    // The trust record was written, to the teammate's own copy.
+    says(&said, "config dir trust: exit 0 ");
     let config = read(&config_dir.join(".claude.json"));
     assert!(!config.contains("hasTrustDialogAccepted"), "{config}");
 
     // The control: the same hook, written by the user, runs.
     std::fs::create_dir_all(home.join(".claude")).unwrap();
-    std::fs::copy(proj.join("planted.settings"), home.join(".claude/settings.json")).unwrap();
+    std::fs::copy(
+        proj.join("planted.settings"),
+        home.join(".claude/settings.json"),
+    )
+    .unwrap();
     env.swarm(["task", "create", "user-probe"])
         .current_dir(&proj)
         .ok();

@@ -325,16 +325,19 @@ fn a_launch_killed_during_its_tmux_call_leaves_no_pane_to_appear_after_down() {
         ),
     )
     .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
 
     // Through that tmux, untouched, a launch makes its panes (the wrapper passes them on).
     std::fs::write(&go, "").unwrap();
     let file = shell_file(&env, "open", &["a", "b"], json!([]));
-    on(&env, &tmux, ["--team", "open", "launch", file.to_str().unwrap()])
-        .env("PATH", &path)
-        .ok();
+    on(
+        &env,
+        &tmux,
+        ["--team", "open", "launch", file.to_str().unwrap()],
+    )
+    .env("PATH", &path)
+    .ok();
     assert!(went_on.exists());
     assert_eq!(marked_panes(&tmux, "open").len(), 3, "the lead and two");
     on(&env, &tmux, ["--team", "open", "down", "--timeout", "20"]).ok();
@@ -347,7 +350,13 @@ fn a_launch_killed_during_its_tmux_call_leaves_no_pane_to_appear_after_down() {
     let mut launch = on(
         &env,
         &tmux,
-        ["--team", "killed", "launch", "--no-wait", file.to_str().unwrap()],
+        [
+            "--team",
+            "killed",
+            "launch",
+            "--no-wait",
+            file.to_str().unwrap(),
+        ],
     )
     .env("PATH", &path)
     .spawn();
@@ -362,7 +371,10 @@ fn a_launch_killed_during_its_tmux_call_leaves_no_pane_to_appear_after_down() {
     eventually(Duration::from_secs(30), "the tmux call over", || {
         gone(client).then_some(())
     });
-    assert!(!went_on.exists(), "the tmux call went on after its launcher died");
+    assert!(
+        !went_on.exists(),
+        "the tmux call went on after its launcher died"
+    );
     let left = marked_panes(&tmux, "killed");
     assert!(left.is_empty(), "panes made after down: {left:?}");
 }

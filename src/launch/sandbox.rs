@@ -9,9 +9,11 @@
 //! runtime writes its own roster fields, so `config.json` stays writable), except that swarm's
 //! private state (the lead key, ssh control sockets) and the tmux socket directories are empty
 //! tmpfs, the team's control records (`permissions/resolved`, `lead/`, `spawn/`, the other
-//! members' session files) are read-only, `TMUX` and `TMUX_PANE` are unset, and the teammate
-//! has a pid namespace and `/proc` of its own, so it can neither see nor signal anything
-//! outside its tree. The network is shared.
+//! members' session files) are read-only, the user's Claude Code files that swarm believes
+//! outside are not the real ones writable (each global config `.claude.json` is the teammate's
+//! own copy, each user-level `settings.json` read-only: `claude_files`), `TMUX` and
+//! `TMUX_PANE` are unset, and the teammate has a pid namespace and `/proc` of its own, so it
+//! can neither see nor signal anything outside its tree. The network is shared.
 //!
 //! bubblewrap rather than Landlock: it is what Claude Code uses for its own Linux sandbox,
 //! needs only user namespaces, and gives what Landlock does not: Landlock scopes signals only
@@ -41,14 +43,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::LaunchOptions;
-use crate::backend::{absolute, Launch};
+use crate::backend::Launch;
 use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::liveness::SANDBOX_PID_ENV;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
-use claude_files::ClaudeFiles;
+use claude_files::{ClaudeFiles, OwnCopy};
 
 /// Swarm-only roster field: whether the member runs contained, and how or why not.
 pub(crate) const FIELD: &str = "swarmSandbox";
@@ -146,16 +148,11 @@ impl Sandbox {
         for dir in &self.hidden {
             argv.extend(["--hide".into(), text(dir)]);
         }
-        if let Some(home) = &self.home {
-            argv.extend(["--claude-home".into(), text(home)]);
-        }
-        // The store root is the config dir a `claude` teammate is given, unless it is the
-        // default one, `~/.claude` (`local`).
-        let default_root = self.home.as_ref().map(|h| absolute(&h.join(".claude")));
-        let root_config = (default_root != Some(absolute(root))).then_some(root);
-        for dir in self.config_dir.as_deref().into_iter().chain(root_config) {
-            argv.extend(["--claude-config-dir".into(), text(dir)]);
-        }
+        argv.extend(claude_files::step_args(
+            self.home.as_deref(),
+            self.config_dir.as_deref(),
+            root,
+        ));
         argv.push("--".into());
         argv.append(&mut launch.argv);
         launch.argv = argv;
@@ -356,9 +353,8 @@ struct Layout {
     /// directory): each gets /dev/null over it.
     sockets: Vec<PathBuf>,
     read_only: Vec<PathBuf>,
-    /// The user's Claude Code global configs, each with the private copy bound over it
-    /// (copy, config).
-    own_copies: Vec<(PathBuf, PathBuf)>,
+    /// The user's Claude Code global configs, each with the private copy bound over it.
+    own_copies: Vec<OwnCopy>,
     /// `$TMUX_PANE`, passed on as `SWARM_TMUX_PANE` for the runtime's `shutdown_approved`.
     pane: Option<String>,
     /// This process's pid, soon the outer `bwrap`'s: the runtime's pid on the machine, which
@@ -401,8 +397,8 @@ impl Layout {
             }
             read_only.push(session);
         }
-        let (settings, own_copies) = claude.at_start(store, team, name)?;
-        read_only.extend(settings);
+        let own_copies = claude.at_start(store, team, name)?;
+        read_only.extend(claude.settings.iter().cloned());
         let needed: Vec<PathBuf> = [store.root(), cwd]
             .iter()
             .filter_map(|p| std::fs::canonicalize(p).ok())
@@ -461,8 +457,8 @@ fn bwrap_argv(bwrap: &Path, layout: &Layout, swarm_exe: &Path, command: &[String
     }
     // After the tmpfs over swarm's private state: a bind's source is found outside the
     // sandbox, so the copy kept there is still what is bound.
-    for (copy, config) in &layout.own_copies {
-        add(&["--bind", &text(copy), &text(config)]);
+    for own in &layout.own_copies {
+        add(&["--bind", &text(&own.copy), &text(&own.over)]);
     }
     add(&["--unsetenv", "TMUX", "--unsetenv", "TMUX_PANE"]);
     if let Some(pane) = &layout.pane {
@@ -492,7 +488,7 @@ mod tests {
         std::fs::create_dir_all(&keys).unwrap();
         let hide = [keys.clone(), dir.path().join("no-such-dir")];
         let home = dir.path().join("home");
-        let claude = ClaudeFiles::of(&[home.clone()], &[]);
+        let claude = ClaudeFiles::of(std::slice::from_ref(&home), &[]);
         let layout = Layout::at_start(&store, &team, &me, &hide, &claude, dir.path()).unwrap();
         assert_eq!(layout.hidden, [std::fs::canonicalize(&keys).unwrap()]);
         let b_session = store.session_path(&team, &"b".parse().unwrap());
@@ -507,10 +503,10 @@ mod tests {
                 home.join(".claude/settings.json"),
             ]
         );
-        let (copy, config) = &layout.own_copies[0];
-        assert_eq!(config, &home.join(".claude.json"));
+        let own = &layout.own_copies[0];
+        assert_eq!(own.over, home.join(".claude.json"));
         assert!(
-            copy.is_file() && config.is_file(),
+            own.copy.is_file() && own.over.is_file(),
             "the copy and its target are made"
         );
         // A directory holding the store is not hidden whole: only its sockets are.
@@ -531,7 +527,10 @@ mod tests {
             hidden: vec!["/s/swarm".into()],
             sockets: vec!["/t/sock".into()],
             read_only: vec!["/r/lead".into()],
-            own_copies: vec![("/s/swarm/c/0.claude.json".into(), "/h/.claude.json".into())],
+            own_copies: vec![OwnCopy {
+                copy: "/s/swarm/c/0.claude.json".into(),
+                over: "/h/.claude.json".into(),
+            }],
             pane: Some("%3".into()),
             pid: 42,
             cwd: "/work".into(),

@@ -11,6 +11,13 @@
 //! (`$XDG_STATE_HOME/swarm/trusted-dirs.json`), never in a team's files, which every teammate
 //! can write. The home directory itself is never trusted through a record (Claude Code keeps
 //! no record for it either), so one answer there cannot trust everything below.
+//!
+//! Claude Code's record can be believed because no teammate swarm contains can write it: the
+//! teammate's home is writable (its agent's own config must work), but the sandbox binds a
+//! private copy over each `.claude.json` (`launch::sandbox`'s `claude_files`), so what Claude
+//! Code inside records, or a teammate writes there, stays in the copy. What is in the user's
+//! file was written by the user's own Claude Code, outside. (A teammate run with
+//! `--no-sandbox`, on another host or on macOS is not contained, and can write it.)
 
 use std::path::{Path, PathBuf};
 

@@ -26,6 +26,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::backend::absolute;
 use crate::error::{Error, Result};
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -36,6 +37,13 @@ const CONFIG_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// What a missing file is made to hold: the empty settings document.
 const EMPTY: &[u8] = b"{}\n";
+
+/// A global config and the teammate's private copy bound over it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct OwnCopy {
+    pub(super) copy: PathBuf,
+    pub(super) over: PathBuf,
+}
 
 /// The user's Claude Code files for a set of homes and config directories.
 #[derive(Debug, Default, PartialEq)]
@@ -65,13 +73,13 @@ impl ClaudeFiles {
     }
 
     /// Makes each file exist, and each config's private copy for `name` of `team` from the
-    /// real file as it is now. Returns the settings files and the (copy, config) pairs to bind.
+    /// real file as it is now.
     pub(super) fn at_start(
         &self,
         store: &Store,
         team: &TeamName,
         name: &AgentName,
-    ) -> Result<(Vec<PathBuf>, Vec<(PathBuf, PathBuf)>)> {
+    ) -> Result<Vec<OwnCopy>> {
         for file in self.configs.iter().chain(&self.settings) {
             make_exist(file)?;
         }
@@ -91,10 +99,34 @@ impl ClaudeFiles {
                 .unwrap_or_else(|| EMPTY.to_vec());
             let copy = copies.join(format!("{i}.claude.json"));
             fsio::write_atomic(&copy, &bytes)?;
-            bound.push((copy, config.clone()));
+            bound.push(OwnCopy {
+                copy,
+                over: config.clone(),
+            });
         }
-        Ok((self.settings.clone(), bound))
+        Ok(bound)
     }
+}
+
+/// The sandbox step's arguments naming the launcher's `home` and `config_dir`, and the store
+/// `root`, which is the config dir a `claude` teammate is given unless it is the default one,
+/// `~/.claude` (`launch::local`).
+pub(super) fn step_args(
+    home: Option<&Path>,
+    config_dir: Option<&Path>,
+    root: &Path,
+) -> Vec<String> {
+    let text = |p: &Path| p.display().to_string();
+    let mut args = Vec::new();
+    if let Some(home) = home {
+        args.extend(["--claude-home".into(), text(home)]);
+    }
+    let default_root = home.map(|h| absolute(&h.join(".claude")));
+    let root_config = (default_root != Some(absolute(root))).then_some(root);
+    for dir in config_dir.into_iter().chain(root_config) {
+        args.extend(["--claude-config-dir".into(), text(dir)]);
+    }
+    args
 }
 
 fn push_new(list: &mut Vec<PathBuf>, path: PathBuf) {
@@ -142,6 +174,31 @@ mod tests {
     }
 
     #[test]
+    fn the_step_names_the_store_root_as_a_config_dir_unless_it_is_the_default() {
+        let words = |v: &[&str]| v.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let home = Path::new("/h");
+        assert_eq!(
+            step_args(Some(home), None, Path::new("/h/.claude")),
+            words(&["--claude-home", "/h"])
+        );
+        assert_eq!(
+            step_args(Some(home), Some(Path::new("/c")), Path::new("/r")),
+            words(&[
+                "--claude-home",
+                "/h",
+                "--claude-config-dir",
+                "/c",
+                "--claude-config-dir",
+                "/r"
+            ])
+        );
+        assert_eq!(
+            step_args(None, None, Path::new("/r")),
+            words(&["--claude-config-dir", "/r"])
+        );
+    }
+
+    #[test]
     fn a_config_is_copied_as_it_is_and_missing_files_are_made_empty() {
         let (dir, store, team) = team_with(&["a"]);
         let me: AgentName = "a".parse().unwrap();
@@ -149,9 +206,11 @@ mod tests {
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join(".claude.json"), r#"{"numStartups": 2}"#).unwrap();
         let config_dir = dir.path().join("config");
-        let files = ClaudeFiles::of(&[home.clone()], &[config_dir.clone()]);
-        let (settings, copies) = files.at_start(&store, &team, &me).unwrap();
-        assert_eq!(settings, files.settings);
+        let files = ClaudeFiles::of(
+            std::slice::from_ref(&home),
+            std::slice::from_ref(&config_dir),
+        );
+        let copies = files.at_start(&store, &team, &me).unwrap();
         for made in [
             home.join(".claude/settings.json"),
             config_dir.join("settings.json"),
@@ -160,17 +219,17 @@ mod tests {
             assert_eq!(std::fs::read(&made).unwrap(), EMPTY, "{}", made.display());
         }
         assert_eq!(copies.len(), 2);
-        assert_eq!(copies[0].1, home.join(".claude.json"));
+        assert_eq!(copies[0].over, home.join(".claude.json"));
         assert_eq!(
-            std::fs::read_to_string(&copies[0].0).unwrap(),
+            std::fs::read_to_string(&copies[0].copy).unwrap(),
             r#"{"numStartups": 2}"#
         );
         // The next start copies the real file again, as it is then.
         std::fs::write(home.join(".claude.json"), r#"{"numStartups": 3}"#).unwrap();
-        let (_, again) = files.at_start(&store, &team, &me).unwrap();
-        assert_eq!(again[0].0, copies[0].0);
+        let again = files.at_start(&store, &team, &me).unwrap();
+        assert_eq!(again[0].copy, copies[0].copy);
         assert_eq!(
-            std::fs::read_to_string(&again[0].0).unwrap(),
+            std::fs::read_to_string(&again[0].copy).unwrap(),
             r#"{"numStartups": 3}"#
         );
     }

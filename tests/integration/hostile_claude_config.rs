@@ -125,6 +125,9 @@ fn a_teammate_cannot_plant_a_hook_in_the_users_own_settings() {
         refused(&said, &format!("{label} copy"), "Read-only file system");
         refused(&said, &format!("{label} move"), "Device or resource busy");
     }
+    for label in ["home settings dir moved", "config dir moved"] {
+        refused(&said, label, "Device or resource busy");
+    }
     let home_settings = read(&home.join(".claude/settings.json"));
     assert!(!home_settings.contains("hook-ran"), "{home_settings}");
     assert_eq!(read(&config_dir.join("settings.json")), user_settings);

@@ -1,8 +1,8 @@
-//! Issue 22, attack 7's rest: a contained teammate cannot act as the lead through the user's
-//! Claude Code files, which swarm reads outside every sandbox: the trust record in
+//! Issue 22, attack 7's rest: a contained teammate cannot act as the lead through the files
+//! swarm reads outside every sandbox to decide which hooks run: the trust record in
 //! `~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`), which lets a project's hooks run,
-//! and the user-level `settings.json` under `~/.claude` (or `$CLAUDE_CONFIG_DIR`), whose hooks
-//! run with no trust step. Each test has a hostile shell teammate write them from inside its
+//! the user-level `settings.json` under `~/.claude` (or `$CLAUDE_CONFIG_DIR`), whose hooks
+//! run with no trust step, and swarm's own trust list in its private state. Each test has a hostile shell teammate write them from inside its
 //! sandbox (the scripts in `support/hostile.rs`), then the lead runs `swarm task create` in the
 //! project, outside, and no planted hook runs; a control then proves the hook was live.
 
@@ -144,6 +144,53 @@ fn a_teammate_cannot_plant_a_hook_in_the_users_own_settings() {
     )
     .unwrap();
     env.swarm(["task", "create", "user-probe"])
+        .current_dir(&proj)
+        .ok();
+    assert!(proj.join("hook-ran").exists(), "the planted hook was live");
+}
+
+/// A contained teammate moves the state directory above swarm's hidden private state away (the
+/// tmpfs goes with it) and makes a new one holding a trust list that names the project: the
+/// move is refused, and the hook it planted in the project does not run in the lead's shell.
+#[test]
+fn a_teammate_cannot_put_its_own_private_state_where_swarm_looks() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let proj = env.path("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
+        "teammates": [{"name": "evil"}]});
+    launch(&env, &tmux, &doc);
+    let fill = fill(&env, &proj);
+    owned_task(
+        &env,
+        "evil",
+        MOVED_STATE.name,
+        &MOVED_STATE.script(&fill),
+        &[],
+    );
+    let said = report(&proj, MOVED_STATE.name);
+    says(&said, "hooks: planted");
+    let out = env
+        .swarm(["task", "create", "lead-probe"])
+        .current_dir(&proj)
+        .run_within(REFUSAL_LIMIT);
+    let down = env.swarm(["down"]).run();
+    assert!(
+        !proj.join("hook-ran").exists(),
+        "the planted hook ran in the lead's shell: {said}\n{out:?}"
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stderr_has("is not a trusted directory");
+    refused(&said, "state dir moved", "Device or resource busy");
+    assert!(
+        env.path("state/swarm/lead-keys").is_dir(),
+        "the lead keys stay"
+    );
+
+    // The control: once the user trusts the project, the planted hook runs.
+    env.swarm(["trust", proj.to_str().unwrap()]).ok();
+    env.swarm(["task", "create", "trusted-probe"])
         .current_dir(&proj)
         .ok();
     assert!(proj.join("hook-ran").exists(), "the planted hook was live");

@@ -187,6 +187,7 @@ fn a_teammate_cannot_put_its_own_private_state_where_swarm_looks() {
         env.path("state/swarm/lead-keys").is_dir(),
         "the lead keys stay"
     );
+    assert_eq!(down.code, 0, "{down:?}");
 
     // The control: once the user trusts the project, the planted hook runs.
     env.swarm(["trust", proj.to_str().unwrap()]).ok();

@@ -196,3 +196,46 @@ fn a_teammate_cannot_put_its_own_private_state_where_swarm_looks() {
         .ok();
     assert!(proj.join("hook-ran").exists(), "the planted hook was live");
 }
+
+/// Attacks that still succeed, each kept as the assertion that should hold.
+mod known_gaps {
+    use super::*;
+
+    /// The user's `~/.claude/settings.json` is a symlink: a bind cannot cover a symlink (the
+    /// mount lands on what it names), so the teammate removes the link from the writable
+    /// `~/.claude` and writes a file with its hook in its place.
+    #[test]
+    #[ignore = "issue 22: a symlinked ~/.claude/settings.json can be replaced from inside the sandbox (its directory stays writable), and the hook planted there runs in the lead's shell"]
+    fn a_teammate_cannot_replace_a_symlinked_user_settings_file() {
+        let env = Env::new();
+        let tmux = Tmux::new();
+        let proj = env.path("proj");
+        std::fs::create_dir_all(&proj).unwrap();
+        let home = env.path("state/home");
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::create_dir_all(home.join("dotfiles")).unwrap();
+        std::fs::write(home.join("dotfiles/settings.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(
+            "../dotfiles/settings.json",
+            home.join(".claude/settings.json"),
+        )
+        .unwrap();
+        let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
+            "teammates": [{"name": "evil"}]});
+        launch(&env, &tmux, &doc);
+        let fill = fill(&env, &proj);
+        let attack = &SYMLINKED_SETTINGS;
+        owned_task(&env, "evil", attack.name, &attack.script(&fill), &[]);
+        let said = report(&proj, attack.name);
+        says(&said, "hooks: ready");
+        let out = env
+            .swarm(["task", "create", "lead-probe"])
+            .current_dir(&proj)
+            .run_within(REFUSAL_LIMIT);
+        env.swarm(["down"]).ok();
+        assert!(
+            !proj.join("hook-ran").exists(),
+            "the planted hook ran in the lead's shell: {said}\n{out:?}"
+        );
+    }
+}

@@ -11,7 +11,8 @@
 //! tmpfs, the team's control records (`permissions/resolved`, `lead/`, `spawn/`, the other
 //! members' session files) are read-only, the user's Claude Code files that swarm believes
 //! outside are not the real ones writable (each global config `.claude.json` is the teammate's
-//! own copy, each user-level `settings.json` read-only: `claude_files`), `TMUX` and
+//! own copy, each user-level `settings.json` read-only: `claude_files`), the directories above
+//! all of these cannot be moved away to make new ones in their place (`pins`), `TMUX` and
 //! `TMUX_PANE` are unset, and the teammate has a pid namespace and `/proc` of its own, so it
 //! can neither see nor signal anything outside its tree. The network is shared.
 //!

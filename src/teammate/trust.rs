@@ -16,8 +16,10 @@
 //! teammate's home is writable (its agent's own config must work), but the sandbox binds a
 //! private copy over each `.claude.json` (`launch::sandbox`'s `claude_files`), so what Claude
 //! Code inside records, or a teammate writes there, stays in the copy. What is in the user's
-//! file was written by the user's own Claude Code, outside. (A teammate run with
-//! `--no-sandbox`, on another host or on macOS is not contained, and can write it.)
+//! file was written by the user's own Claude Code, outside, and the directories above it cannot
+//! be moved away to make another (`pins`). Not covered: a `.claude.json` that is a symlink can
+//! be replaced (a bind lands on the file it names), and a teammate run with `--no-sandbox`, on
+//! another host or on macOS is not contained at all.
 
 use std::path::{Path, PathBuf};
 

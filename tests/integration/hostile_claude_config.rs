@@ -183,6 +183,11 @@ fn a_teammate_cannot_put_its_own_private_state_where_swarm_looks() {
     assert_eq!(out.code, 0, "{out:?}");
     out.stderr_has("is not a trusted directory");
     refused(&said, "state dir moved", "Device or resource busy");
+    refused(&said, "team dir moved", "Device or resource busy");
+    assert!(
+        env.path("teams/t/lead").is_dir(),
+        "the team stays where it was"
+    );
     assert!(
         env.path("state/swarm/lead-keys").is_dir(),
         "the lead keys stay"

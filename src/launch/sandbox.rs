@@ -9,9 +9,12 @@
 //! runtime writes its own roster fields, so `config.json` stays writable), except that swarm's
 //! private state (the lead key, ssh control sockets) and the tmux socket directories are empty
 //! tmpfs, the team's control records (`permissions/resolved`, `lead/`, `spawn/`, the other
-//! members' session files) are read-only, `TMUX` and `TMUX_PANE` are unset, and the teammate
-//! has a pid namespace and `/proc` of its own, so it can neither see nor signal anything
-//! outside its tree. The network is shared.
+//! members' session files) are read-only, the user's Claude Code files that swarm believes
+//! outside are not the real ones writable (each global config `.claude.json` is the teammate's
+//! own copy, each user-level `settings.json` read-only: `claude_files`), the directories above
+//! all of these cannot be moved away to make new ones in their place (`pins`), `TMUX` and
+//! `TMUX_PANE` are unset, and the teammate has a pid namespace and `/proc` of its own, so it
+//! can neither see nor signal anything outside its tree. The network is shared.
 //!
 //! bubblewrap rather than Landlock: it is what Claude Code uses for its own Linux sandbox,
 //! needs only user namespaces, and gives what Landlock does not: Landlock scopes signals only
@@ -32,6 +35,10 @@
 //! `"sandbox": false` in a swarm file) opts out. The choice is the member's roster field
 //! [`FIELD`], which `swarm status` shows. Remote teammates and macOS are not contained.
 
+mod claude_files;
+mod layout;
+mod pins;
+
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
@@ -41,11 +48,11 @@ use serde_json::Value;
 use super::LaunchOptions;
 use crate::backend::Launch;
 use crate::error::{Error, Result};
-use crate::store::fsio;
-use crate::store::liveness::SANDBOX_PID_ENV;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::roster::{Member, Roster};
+use crate::store::roster::Member;
+use claude_files::ClaudeFiles;
+use layout::{bwrap_argv, Layout};
 
 /// Swarm-only roster field: whether the member runs contained, and how or why not.
 pub(crate) const FIELD: &str = "swarmSandbox";
@@ -100,6 +107,10 @@ pub(super) struct Sandbox {
     path_env: String,
     swarm_exe: PathBuf,
     hidden: Vec<PathBuf>,
+    /// The launcher's `HOME` and `CLAUDE_CONFIG_DIR`, whose Claude Code files swarm reads
+    /// outside (see `claude_files`).
+    home: Option<PathBuf>,
+    config_dir: Option<PathBuf>,
     usable: OnceCell<std::result::Result<PathBuf, String>>,
 }
 
@@ -109,6 +120,8 @@ impl Sandbox {
             path_env: opts.env_var("PATH").unwrap_or_default().to_string(),
             swarm_exe: opts.swarm_exe.clone(),
             hidden: private_dirs(opts),
+            home: opts.env_var("HOME").map(PathBuf::from),
+            config_dir: opts.env_var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
             usable: OnceCell::new(),
         }
     }
@@ -137,6 +150,11 @@ impl Sandbox {
         for dir in &self.hidden {
             argv.extend(["--hide".into(), text(dir)]);
         }
+        argv.extend(claude_files::step_args(
+            self.home.as_deref(),
+            self.config_dir.as_deref(),
+            root,
+        ));
         argv.push("--".into());
         argv.append(&mut launch.argv);
         launch.argv = argv;
@@ -262,6 +280,14 @@ pub struct SandboxExecArgs {
     /// A private directory to hide (repeatable); one that does not exist is skipped.
     #[arg(long)]
     hide: Vec<PathBuf>,
+    /// A home whose Claude Code files (`.claude.json`, `.claude/settings.json`) the teammate
+    /// must not write (repeatable); the step's own `HOME` is one too.
+    #[arg(long)]
+    claude_home: Vec<PathBuf>,
+    /// A Claude Code config dir whose `.claude.json` and `settings.json` the teammate must not
+    /// write (repeatable); the step's own `CLAUDE_CONFIG_DIR` is one too.
+    #[arg(long)]
+    claude_config_dir: Vec<PathBuf>,
     /// The teammate's command.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -280,7 +306,18 @@ pub(crate) fn exec(args: SandboxExecArgs) -> Result<i32> {
         _ => return Err(missing()),
     };
     let cwd = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
-    let layout = Layout::at_start(&Store::new(root), team, name, &args.hide, &cwd)?;
+    let own = |key: &str| {
+        std::env::var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut homes = args.claude_home.clone();
+    homes.extend(own("HOME"));
+    let mut config_dirs = args.claude_config_dir.clone();
+    config_dirs.extend(own("CLAUDE_CONFIG_DIR"));
+    let claude = ClaudeFiles::of(&homes, &config_dirs);
+    let store = Store::new(root);
+    let layout = Layout::at_start(&store, team, name, &args.hide, &claude, &cwd)?;
     let swarm_exe = std::env::current_exe()
         .map_err(|e| Error::Backend(format!("cannot find the swarm executable: {e}")))?;
     let argv = bwrap_argv(bwrap, &layout, &swarm_exe, &args.command);
@@ -309,210 +346,12 @@ fn become_program(argv: &[String]) -> Result<i32> {
     })
 }
 
-/// What the sandbox hides and makes read-only for one teammate, worked out as it starts.
-#[derive(Debug, Default, PartialEq)]
-struct Layout {
-    /// Directories that become an empty tmpfs.
-    hidden: Vec<PathBuf>,
-    /// Sockets in a directory that cannot be hidden whole (it holds the store or the working
-    /// directory): each gets /dev/null over it.
-    sockets: Vec<PathBuf>,
-    read_only: Vec<PathBuf>,
-    /// `$TMUX_PANE`, passed on as `SWARM_TMUX_PANE` for the runtime's `shutdown_approved`.
-    pane: Option<String>,
-    /// This process's pid, soon the outer `bwrap`'s: the runtime's pid on the machine, which
-    /// its liveness record names (`SANDBOX_PID_ENV`).
-    pid: u32,
-    cwd: PathBuf,
-}
-
-impl Layout {
-    /// Makes each read-only path exist (a bind needs a target: an empty session file is one
-    /// its member's runtime replaces) and hides what exists of `hide`.
-    fn at_start(
-        store: &Store,
-        team: &TeamName,
-        name: &AgentName,
-        hide: &[PathBuf],
-        cwd: &Path,
-    ) -> Result<Layout> {
-        let mut read_only = Vec::new();
-        let lead_dir = store.team_dir(team).join("lead");
-        for dir in [store.resolved_dir(team), lead_dir, store.spawn_dir(team)] {
-            fsio::ensure_dir(&dir)?;
-            read_only.push(dir);
-        }
-        let roster = Roster::new(store, team).load()?;
-        for other in roster
-            .teammates()
-            .filter(|m| !m.name.same_as(name.as_str()))
-        {
-            let session = store.session_path(team, &other.name);
-            if let Some(dir) = session.parent() {
-                fsio::ensure_dir(dir)?;
-            }
-            if let Err(e) = fsio::create_new(&session) {
-                if std::fs::symlink_metadata(&session).is_err() {
-                    return Err(e);
-                }
-            }
-            read_only.push(session);
-        }
-        let needed: Vec<PathBuf> = [store.root(), cwd]
-            .iter()
-            .filter_map(|p| std::fs::canonicalize(p).ok())
-            .collect();
-        let (mut hidden, mut sockets) = (Vec::new(), Vec::new());
-        for dir in hide.iter().filter_map(|d| std::fs::canonicalize(d).ok()) {
-            if !dir.is_dir() || hidden.contains(&dir) {
-                continue;
-            }
-            if needed.iter().any(|n| n.starts_with(&dir)) {
-                sockets.extend(sockets_in(&dir));
-            } else {
-                hidden.push(dir);
-            }
-        }
-        Ok(Layout {
-            hidden,
-            sockets,
-            read_only,
-            pane: std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty()),
-            pid: std::process::id(),
-            cwd: cwd.to_path_buf(),
-        })
-    }
-}
-
-fn sockets_in(dir: &Path) -> Vec<PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return vec![];
-    };
-    entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_socket()))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// The one place the sandbox is written down: `bwrap` around `command`, through the inner step.
-fn bwrap_argv(bwrap: &Path, layout: &Layout, swarm_exe: &Path, command: &[String]) -> Vec<String> {
-    let text = |p: &Path| p.display().to_string();
-    let mut argv = vec![text(bwrap)];
-    let mut add = |words: &[&str]| argv.extend(words.iter().map(|w| w.to_string()));
-    // Everything as it is (devices too: the pane's terminal), in a pid namespace with a /proc
-    // of its own: /proc/<pid>/root of an outside process would lead around every mount below.
-    add(&["--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc"]);
-    for dir in &layout.hidden {
-        add(&["--tmpfs", &text(dir)]);
-    }
-    for socket in &layout.sockets {
-        add(&["--ro-bind", "/dev/null", &text(socket)]);
-    }
-    for path in &layout.read_only {
-        add(&["--ro-bind", &text(path), &text(path)]);
-    }
-    add(&["--unsetenv", "TMUX", "--unsetenv", "TMUX_PANE"]);
-    if let Some(pane) = &layout.pane {
-        add(&["--setenv", "SWARM_TMUX_PANE", pane]);
-    }
-    add(&["--setenv", SANDBOX_PID_ENV, &layout.pid.to_string()]);
-    add(&["--chdir", &text(&layout.cwd), "--"]);
-    add(&[&text(swarm_exe), STEP, "--inner", "--"]);
-    argv.extend(command.iter().cloned());
-    argv
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::fixture::team_with;
 
     fn words(v: &[&str]) -> Vec<String> {
         v.iter().map(|w| w.to_string()).collect()
-    }
-
-    #[test]
-    fn the_layout_hides_private_dirs_and_binds_control_records_read_only() {
-        let (dir, store, team) = team_with(&["a", "b"]);
-        let me: AgentName = "a".parse().unwrap();
-        let keys = dir.path().join("state/swarm");
-        std::fs::create_dir_all(&keys).unwrap();
-        let hide = [keys.clone(), dir.path().join("no-such-dir")];
-        let layout = Layout::at_start(&store, &team, &me, &hide, dir.path()).unwrap();
-        assert_eq!(layout.hidden, [std::fs::canonicalize(&keys).unwrap()]);
-        let b_session = store.session_path(&team, &"b".parse().unwrap());
-        assert!(b_session.is_file(), "the bind target is made");
-        assert_eq!(
-            layout.read_only,
-            [
-                store.resolved_dir(&team),
-                store.team_dir(&team).join("lead"),
-                store.spawn_dir(&team),
-                b_session,
-            ]
-        );
-        // A directory holding the store is not hidden whole: only its sockets are.
-        let holding = Layout::at_start(&store, &team, &me, &[dir.path().into()], dir.path());
-        assert!(holding.unwrap().hidden.is_empty());
-    }
-
-    #[test]
-    fn the_bwrap_argv_unshares_pids_and_ends_in_the_inner_step() {
-        let layout = Layout {
-            hidden: vec!["/s/swarm".into()],
-            sockets: vec!["/t/sock".into()],
-            read_only: vec!["/r/lead".into()],
-            pane: Some("%3".into()),
-            pid: 42,
-            cwd: "/work".into(),
-        };
-        let argv = bwrap_argv(
-            Path::new("/usr/bin/bwrap"),
-            &layout,
-            Path::new("/opt/swarm"),
-            &words(&["/bin/agent", "--x"]),
-        );
-        assert_eq!(
-            argv,
-            words(&[
-                "/usr/bin/bwrap",
-                "--dev-bind",
-                "/",
-                "/",
-                "--unshare-pid",
-                "--proc",
-                "/proc",
-                "--tmpfs",
-                "/s/swarm",
-                "--ro-bind",
-                "/dev/null",
-                "/t/sock",
-                "--ro-bind",
-                "/r/lead",
-                "/r/lead",
-                "--unsetenv",
-                "TMUX",
-                "--unsetenv",
-                "TMUX_PANE",
-                "--setenv",
-                "SWARM_TMUX_PANE",
-                "%3",
-                "--setenv",
-                "SWARM_SANDBOX_PID",
-                "42",
-                "--chdir",
-                "/work",
-                "--",
-                "/opt/swarm",
-                "sandbox-exec",
-                "--inner",
-                "--",
-                "/bin/agent",
-                "--x",
-            ])
-        );
     }
 
     #[test]

@@ -11,6 +11,15 @@
 //! (`$XDG_STATE_HOME/swarm/trusted-dirs.json`), never in a team's files, which every teammate
 //! can write. The home directory itself is never trusted through a record (Claude Code keeps
 //! no record for it either), so one answer there cannot trust everything below.
+//!
+//! Claude Code's record can be believed because no teammate swarm contains can write it: the
+//! teammate's home is writable (its agent's own config must work), but the sandbox binds a
+//! private copy over each `.claude.json` (`launch::sandbox`'s `claude_files`), so what Claude
+//! Code inside records, or a teammate writes there, stays in the copy. What is in the user's
+//! file was written by the user's own Claude Code, outside, and the directories above it cannot
+//! be moved away to make another (`pins`). Not covered: a `.claude.json` that is a symlink can
+//! be replaced (a bind lands on the file it names), and a teammate run with `--no-sandbox`, on
+//! another host or on macOS is not contained at all.
 
 use std::path::{Path, PathBuf};
 

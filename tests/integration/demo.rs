@@ -225,7 +225,21 @@ fn the_demo_keeps_its_files_out_of_claude_codes_directory() {
         "{}",
         out.stdout
     );
-    assert!(!home.join(".claude").exists());
+    // Nothing of the demo's is in ~/.claude: only the read-only stand-in for the user's
+    // settings a contained teammate's sandbox makes where there were none (README
+    // "Containment"), so that no teammate can create it.
+    let in_claude_dir: Vec<_> = std::fs::read_dir(home.join(".claude"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        in_claude_dir.iter().all(|name| name == "settings.json"),
+        "{in_claude_dir:?}"
+    );
+    let stand_in = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap_or_default();
+    assert!(["", "{}\n"].contains(&stand_in.as_str()), "{stand_in:?}");
     assert!(
         out.stderr
             .contains(&format!("the team's files: {}", data.display()))

@@ -20,7 +20,7 @@ use crate::support::*;
 mod roster;
 
 const LONG: Duration = Duration::from_secs(60);
-const TEAM: &str = "t";
+pub(crate) const TEAM: &str = "t";
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
@@ -42,7 +42,7 @@ fn swarm_file(env: &Env, proj: &Path, lead: &Path) -> PathBuf {
 }
 
 /// Launches `doc` (a swarm file for team [`TEAM`]) on `tmux`.
-fn launch(env: &Env, tmux: &Tmux, doc: &Value) {
+pub(crate) fn launch(env: &Env, tmux: &Tmux, doc: &Value) {
     let file = env.path("team.json");
     std::fs::write(&file, doc.to_string()).unwrap();
     env.swarm(["launch", file.to_str().unwrap()])
@@ -51,7 +51,7 @@ fn launch(env: &Env, tmux: &Tmux, doc: &Value) {
 }
 
 /// What an attack script's `@PLACEHOLDER@`s stand for.
-fn fill(env: &Env, proj: &Path) -> [(&'static str, String); 4] {
+pub(crate) fn fill(env: &Env, proj: &Path) -> [(&'static str, String); 4] {
     [
         ("ROOT", env.root().display().to_string()),
         ("TEAM", TEAM.to_string()),
@@ -467,46 +467,4 @@ fn a_pending_record_rewritten_after_the_lead_agent_saw_it_is_refused_and_the_lea
             .stdout
     );
     env.swarm(["down"]).ok();
-}
-
-/// Attacks that still succeed on main, each kept as the assertion that should hold.
-mod known_gaps {
-    use super::*;
-    use crate::support::hostile::CLAUDE_TRUST;
-
-    /// A contained teammate writes the user's `~/.claude.json` (its home is not hidden: the
-    /// agent's own config must work), marking the project trusted as Claude Code's trust
-    /// dialog would, so the hook it planted there runs in the lead's own, uncontained shell.
-    #[test]
-    #[ignore = "issue 22: a contained teammate can write ~/.claude.json hasTrustDialogAccepted and so trust any directory; its planted hooks then run in the lead's shell"]
-    fn a_teammate_cannot_trust_a_directory_through_claude_codes_config() {
-        let env = Env::new();
-        let tmux = Tmux::new();
-        let proj = env.path("proj");
-        std::fs::create_dir_all(&proj).unwrap();
-        std::fs::create_dir_all(env.path("state/home")).unwrap();
-        let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
-            "teammates": [{"name": "evil"}]});
-        launch(&env, &tmux, &doc);
-        let fill = fill(&env, &proj);
-        owned_task(
-            &env,
-            "evil",
-            CLAUDE_TRUST.name,
-            &CLAUDE_TRUST.script(&fill),
-            &[],
-        );
-        let said = report(&proj, CLAUDE_TRUST.name);
-        says(&said, "hooks: planted");
-        let out = env
-            .swarm(["task", "create", "lead-probe"])
-            .current_dir(&proj)
-            .run_within(REFUSAL_LIMIT);
-        env.swarm(["down"]).ok();
-        assert!(
-            !proj.join("hook-ran").exists(),
-            "the planted hook ran in the lead's shell: {said}\n{out:?}"
-        );
-        out.stderr_has("is not a trusted directory");
-    }
 }

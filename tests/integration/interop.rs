@@ -9,6 +9,7 @@
 //! the pane and what the binary sent to the API.
 
 mod claude_led;
+mod contained;
 mod dispatch;
 pub(crate) mod fake_api;
 mod memory;

@@ -14,6 +14,7 @@ mod faults;
 mod first_use;
 mod frames;
 mod hooks;
+mod hostile_claude_config;
 mod hostile_teammate;
 mod impersonation;
 mod interop;

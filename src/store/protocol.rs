@@ -22,14 +22,26 @@ pub use lifecycle::{lifecycle_frame, TaskCompleted, TeammateTerminated};
 
 /// A `shutdown_request` id, `shutdown-<ms>@<target>`: the only place one is minted.
 pub fn shutdown_request_id(target: &AgentName) -> String {
-    format!("shutdown-{}@{target}", now_ms())
+    addressed_id("shutdown", target)
 }
 
 /// The teammate a shutdown request id is addressed to (the part after the last `@`), if the id
 /// has the shape [`shutdown_request_id`] mints.
 pub fn shutdown_request_target(request_id: &str) -> Option<&str> {
+    addressed_target("shutdown", request_id)
+}
+
+/// `<kind>-<ms>@<target>`: the id of a request addressed to one member, so the member can
+/// tell one meant for another.
+fn addressed_id(kind: &str, target: &AgentName) -> String {
+    format!("{kind}-{}@{target}", now_ms())
+}
+
+/// The member an [`addressed_id`] of `kind` names.
+fn addressed_target<'a>(kind: &str, request_id: &'a str) -> Option<&'a str> {
     request_id
-        .strip_prefix("shutdown-")?
+        .strip_prefix(kind)?
+        .strip_prefix('-')?
         .rsplit_once('@')
         .map(|(_, target)| target)
 }

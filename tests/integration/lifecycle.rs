@@ -63,6 +63,18 @@ fn is_running(doc: &Value, name: &str) -> bool {
     m["liveness"] == "alive" && m["pane"]["state"] == "alive"
 }
 
+/// Team `t`: one shell teammate `worker`, launched without a lead console pane, and running.
+fn worker_team(env: &Env, tmux: &Tmux) {
+    let file = shell_file(env, "t", &["worker"], json!([]));
+    on(
+        env,
+        tmux,
+        ["launch", "--no-lead-pane", file.to_str().unwrap()],
+    )
+    .ok();
+    wait_running(env, tmux, "t", &["worker"]);
+}
+
 /// Waits until every one of `names` in `team` runs.
 fn wait_running(env: &Env, tmux: &Tmux, team: &str, names: &[&str]) -> Value {
     eventually(Duration::from_secs(30), "teammates running", || {

@@ -11,7 +11,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::store::fsio::now_ms;
 use crate::store::names::AgentName;
 
 /// The field of the answering `idle_notification` that names the request (swarm-only).
@@ -21,16 +20,13 @@ pub const INTERRUPTED: &str = "interrupted";
 
 /// An `interrupt_request` id, `interrupt-<ms>@<target>`: the only place one is minted.
 pub fn interrupt_request_id(target: &AgentName) -> String {
-    format!("interrupt-{}@{target}", now_ms())
+    super::addressed_id("interrupt", target)
 }
 
-/// The teammate an interrupt request id is addressed to (after the last `@`), if the id has
-/// the shape [`interrupt_request_id`] mints.
+/// The teammate an interrupt request id is addressed to, if the id has the shape
+/// [`interrupt_request_id`] mints.
 pub fn interrupt_request_target(request_id: &str) -> Option<&str> {
-    request_id
-        .strip_prefix("interrupt-")?
-        .rsplit_once('@')
-        .map(|(_, target)| target)
+    super::addressed_target("interrupt", request_id)
 }
 
 /// What becomes of the interrupted turn's task.

@@ -107,17 +107,7 @@ impl Runtime {
         match p {
             Protocol::ShutdownRequest(req) => {
                 let target = crate::store::protocol::shutdown_request_target(&req.request_id);
-                if !from_lead {
-                    self.ignore(m, "shutdown_request", "only the lead may ask");
-                } else if req.from != m.from {
-                    self.ignore(
-                        m,
-                        "shutdown_request",
-                        "its sender does not match the envelope",
-                    );
-                } else if target.is_some_and(|t| t != self.cfg.name.as_str()) {
-                    self.ignore(m, "shutdown_request", "it is addressed to someone else");
-                } else {
+                if self.lead_asks(m, "shutdown_request", &req.from, target) {
                     return Ok(Some(req));
                 }
             }
@@ -161,17 +151,7 @@ impl Runtime {
             }
             Protocol::InterruptRequest(req) => {
                 let target = crate::store::protocol::interrupt_request_target(&req.request_id);
-                if !from_lead {
-                    self.ignore(m, "interrupt_request", "only the lead may interrupt");
-                } else if req.from != m.from {
-                    self.ignore(
-                        m,
-                        "interrupt_request",
-                        "its sender does not match the envelope",
-                    );
-                } else if target.is_some_and(|t| t != self.cfg.name.as_str()) {
-                    self.ignore(m, "interrupt_request", "it is addressed to someone else");
-                } else {
+                if self.lead_asks(m, "interrupt_request", &req.from, target) {
                     self.interrupt = Some(req);
                 }
             }
@@ -195,6 +175,23 @@ impl Runtime {
             other => self.ignore(m, other.type_name(), "not a message for a teammate"),
         }
         Ok(None)
+    }
+
+    /// Whether a request `what` (a shutdown or an interrupt) may be honoured: sent by the lead,
+    /// its inner `from` the envelope's, and addressed to this member by its id (`target`);
+    /// says why not in the pane.
+    fn lead_asks(&self, m: &InboxMessage, what: &str, from: &str, target: Option<&str>) -> bool {
+        let why = if !m.from.is_lead() {
+            "only the lead may ask"
+        } else if from != m.from.as_str() {
+            "its sender does not match the envelope"
+        } else if target.is_some_and(|t| t != self.cfg.name.as_str()) {
+            "it is addressed to someone else"
+        } else {
+            return true;
+        };
+        self.ignore(m, what, why);
+        false
     }
 
     /// Whether `m` may act as the lead's: signed by the lead for this very inbox

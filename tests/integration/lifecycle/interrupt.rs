@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{on, shell_file, wait_running};
+use super::{on, worker_team};
 use crate::support::*;
 
 /// A task whose turn says it started, then sleeps `secs` (a number no other test sleeps, so
@@ -44,14 +44,7 @@ fn turn_running(env: &Env, name: &str, secs: &str) {
 fn interrupt_stops_the_turn_keeps_the_teammate_and_ends_the_task_as_asked() {
     let env = Env::new();
     let tmux = Tmux::new();
-    let file = shell_file(&env, "t", &["worker"], json!([]));
-    on(
-        &env,
-        &tmux,
-        ["launch", "--no-lead-pane", file.to_str().unwrap()],
-    )
-    .ok();
-    wait_running(&env, &tmux, "t", &["worker"]);
+    worker_team(&env, &tmux);
     // Nothing running: nothing stopped, and it says so.
     let idle = on(&env, &tmux, ["interrupt", "worker"]).ok();
     assert!(
@@ -158,14 +151,7 @@ fn interrupt_refuses_a_member_without_a_running_runtime_and_a_teammates_shell() 
 fn the_lead_console_interrupts_a_turn_with_slash_interrupt() {
     let env = Env::new();
     let tmux = Tmux::new();
-    let file = shell_file(&env, "t", &["worker"], json!([]));
-    on(
-        &env,
-        &tmux,
-        ["launch", "--no-lead-pane", file.to_str().unwrap()],
-    )
-    .ok();
-    wait_running(&env, &tmux, "t", &["worker"]);
+    worker_team(&env, &tmux);
     sleeper(&env, &tmux, "long", "3102");
     turn_running(&env, "long", "3102");
     let mut console = on(&env, &tmux, ["--team", "t", "lead"]).live();

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{is_running, on, shell_file, status, tasks, wait_running};
+use super::{is_running, on, shell_file, status, tasks, wait_running, worker_team};
 use crate::support::*;
 
 #[test]
@@ -150,14 +150,7 @@ fn up_starts_what_is_missing_even_after_the_tmux_server_died() {
 fn restart_stops_a_teammate_and_starts_it_again_with_its_inbox_and_tasks() {
     let env = Env::new();
     let tmux = Tmux::new();
-    let file = shell_file(&env, "t", &["worker"], json!([]));
-    on(
-        &env,
-        &tmux,
-        ["launch", "--no-lead-pane", file.to_str().unwrap()],
-    )
-    .ok();
-    wait_running(&env, &tmux, "t", &["worker"]);
+    worker_team(&env, &tmux);
     let lock = env.path("teams/t/alive/worker.lock");
     let first_pid = std::fs::read_to_string(&lock).unwrap();
     on(
@@ -210,21 +203,14 @@ fn restart_stops_a_teammate_and_starts_it_again_with_its_inbox_and_tasks() {
 
 /// A lead console that reads a shutdown approval late (it was stopped, or busy, while
 /// `restart` or `down` and `up` ran) leaves the teammate's new run alone: the approval names the
-/// pane of the run that approved, and that run is gone. Before, it closed the new run's pane
+/// run that approved (`swarmRun`), and another run holds the lock now. Before, it closed the new run's pane
 /// and retired it (CI: teammates found retired, their panes gone, after `up`). The console runs
 /// in the test's own shell here: tmux resumes a pane's process that is stopped.
 #[test]
 fn a_lead_console_that_reads_an_approval_late_leaves_the_run_started_since_alone() {
     let env = Env::new();
     let tmux = Tmux::new();
-    let file = shell_file(&env, "t", &["worker"], json!([]));
-    on(
-        &env,
-        &tmux,
-        ["launch", "--no-lead-pane", file.to_str().unwrap()],
-    )
-    .ok();
-    wait_running(&env, &tmux, "t", &["worker"]);
+    worker_team(&env, &tmux);
     let first_run = std::fs::read_to_string(env.path("teams/t/alive/worker.lock")).unwrap();
     let mut console = on(&env, &tmux, ["--team", "t", "lead"]).live();
     console.expect("lead console for team t");

@@ -20,10 +20,12 @@ pub(crate) mod pane;
 pub(crate) mod pane_exec;
 pub(crate) mod tmux;
 
-pub use crate::process::exec::{Exec, SystemExec};
-pub use argv::{absolute, display_argv, shell_quote};
-pub use detect::{detect, BackendChoice, DetectEnv, Detected};
-pub use pane::{BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, IN_PROCESS_PANE_ID};
+pub(crate) use crate::process::exec::{Exec, SystemExec};
+pub(crate) use argv::{absolute, display_argv, shell_quote};
+pub(crate) use detect::{detect, BackendChoice, DetectEnv, Detected};
+pub(crate) use pane::{
+    BackendKind, Launch, PaneBackend, PaneId, PaneSpec, PaneState, IN_PROCESS_PANE_ID,
+};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +45,7 @@ pub(crate) const KILL_GRACE: Duration = Duration::from_secs(3);
 
 /// A running member and the backend that runs it.
 #[derive(Debug)]
-pub struct MemberBackend<'a> {
+pub(crate) struct MemberBackend<'a> {
     member: &'a Member,
     runner: Runner,
     /// Where swarm's own record of the member's process is looked up (`spawn_record`).
@@ -67,7 +69,7 @@ enum Runner {
 
 /// The backend that runs `member` of `team` in `store`: its `backendType`, else guessed from the
 /// pane id (a tmux `%N`, or `in-process`); `None` when swarm did not start it.
-pub fn for_member<'a>(
+pub(crate) fn for_member<'a>(
     store: &Store,
     team: &TeamName,
     member: &'a Member,
@@ -111,7 +113,7 @@ pub fn for_member<'a>(
 }
 
 impl MemberBackend<'_> {
-    pub fn kind(&self) -> BackendKind {
+    pub(crate) fn kind(&self) -> BackendKind {
         match self.runner {
             Runner::Tmux(_) | Runner::Unrecorded(_) => BackendKind::Tmux,
             Runner::Iterm2(_) => BackendKind::Iterm2,
@@ -121,13 +123,13 @@ impl MemberBackend<'_> {
 
     /// This backend without signals: [`MemberBackend::kill`] then closes the member's pane and
     /// leaves every process alone.
-    pub fn without_signals(mut self) -> Self {
+    pub(crate) fn without_signals(mut self) -> Self {
         self.signals = false;
         self
     }
 
     /// The tmux backend on the member's server, for what only tmux can do (attach, capture).
-    pub fn tmux(&self) -> Option<&TmuxBackend> {
+    pub(crate) fn tmux(&self) -> Option<&TmuxBackend> {
         match &self.runner {
             Runner::Tmux(b) => Some(b),
             _ => None,
@@ -139,7 +141,7 @@ impl MemberBackend<'_> {
     /// whose process is the member (a Claude Code lead's teammate), a recorded pid; iTerm2
     /// sessions are addressed by their own ids. A process counts only when swarm's own records
     /// say it started one for the member (`spawn_record`), never because the roster says so.
-    pub fn identifiable(&self) -> bool {
+    pub(crate) fn identifiable(&self) -> bool {
         match &self.runner {
             Runner::Tmux(_) | Runner::Iterm2(_) => true,
             Runner::Unrecorded(m) => m
@@ -152,13 +154,13 @@ impl MemberBackend<'_> {
     }
 
     /// The member's pane as recorded (`tmuxPaneId`); `None` when none was recorded.
-    pub fn pane(&self) -> Option<PaneId> {
+    pub(crate) fn pane(&self) -> Option<PaneId> {
         let id = &self.member.tmux_pane_id;
         (!id.is_empty()).then(|| PaneId(id.clone()))
     }
 
     /// The state of the member's pane (tmux) or recorded process (in-process, iTerm2).
-    pub fn state(&self) -> Result<PaneState> {
+    pub(crate) fn state(&self) -> Result<PaneState> {
         match (&self.runner, self.pane()) {
             (Runner::Tmux(b), Some(pane)) => b.state(&pane),
             (Runner::Tmux(_), None) => Ok(PaneState::Unknown),
@@ -183,7 +185,7 @@ impl MemberBackend<'_> {
     /// Kills the member's pane and the process group swarm recorded starting for it (in its own
     /// records, not the roster's); already dead is fine. `true` when it signalled that process
     /// group while it still ran (beyond what closing the pane does).
-    pub fn kill(&mut self) -> Result<bool> {
+    pub(crate) fn kill(&mut self) -> Result<bool> {
         let pane = self.pane();
         let mut signalled = false;
         if self.signals {
@@ -287,7 +289,7 @@ fn stop_recorded_process(
 }
 
 /// A member's process state from its recorded exit and pid (in-process and iTerm2 members).
-pub fn pid_state(member: &Member) -> PaneState {
+pub(crate) fn pid_state(member: &Member) -> PaneState {
     if let Some((code, signal)) = recorded_exit(member) {
         return PaneState::Dead { code, signal };
     }

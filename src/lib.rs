@@ -11,6 +11,8 @@
 //! - `process`: the one seam to the OS: running programs, spawning groups, pid records, signals;
 //! - `store`: the on-disk protocol shared with Claude Code's agent teams.
 
+#![warn(unreachable_pub)]
+
 pub(crate) mod backend;
 pub(crate) mod commands;
 pub(crate) mod error;

@@ -23,16 +23,18 @@ pub(crate) mod state;
 pub(crate) mod teardown;
 pub(crate) mod worktree;
 
-pub use census::{census, member_running, Census};
-pub use health::{claude_led_notice, ended, lead_health, member_health, stopped_teammate, Health};
-pub use interrupt::{interrupt, InterruptOptions};
-pub use orphans::reconcile;
-pub use retire::{
+pub(crate) use census::{census, member_running, Census};
+pub(crate) use health::{
+    claude_led_notice, ended, lead_health, member_health, stopped_teammate, Health,
+};
+pub(crate) use interrupt::{interrupt, InterruptOptions};
+pub(crate) use orphans::reconcile;
+pub(crate) use retire::{
     finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member, Killed,
 };
-pub use shutdown::{
+pub(crate) use shutdown::{
     send_shutdown_request, shutdown, Replies, ShutdownOptions, ShutdownOutcome, ShutdownResult,
     Stopping,
 };
-pub use state::{current_task, judge, member_state, MemberState};
-pub use teardown::close_team_panes;
+pub(crate) use state::{current_task, judge, member_state, MemberState};
+pub(crate) use teardown::close_team_panes;

@@ -5,19 +5,19 @@
 //! happen here and nowhere else, so every way swarm can touch a process it did not start is in
 //! one place to audit and test.
 
-pub mod child;
-pub mod exec;
+pub(crate) mod child;
+pub(crate) mod exec;
 pub(crate) mod fd_limit;
-pub mod group;
-pub mod pid;
+pub(crate) mod group;
+pub(crate) mod pid;
 pub(crate) mod procfs;
-pub mod signals;
-pub mod spawn;
-pub mod spawn_record;
+pub(crate) mod signals;
+pub(crate) mod spawn;
+pub(crate) mod spawn_record;
 
 /// This very binary, for the commands that run swarm again (a pane's trampoline, `swarm up`
 /// from the lead console, `swarm attach` from `top`, completion scripts).
-pub fn swarm_exe() -> crate::error::Result<std::path::PathBuf> {
+pub(crate) fn swarm_exe() -> crate::error::Result<std::path::PathBuf> {
     std::env::current_exe().map_err(crate::error::Error::io("find", "the swarm executable"))
 }
 
@@ -25,12 +25,12 @@ pub fn swarm_exe() -> crate::error::Result<std::path::PathBuf> {
 /// long-lived swarm process (teammate runtime, lead console, in-process supervisor), which waits
 /// on child exits, file events, signals, stdin and timers at once with `tokio::select!`.
 /// One-shot commands never start a runtime, so they stay quick to start.
-pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
     runtime().block_on(future)
 }
 
 /// A current-thread tokio runtime with its I/O, time and signal drivers.
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

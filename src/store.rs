@@ -7,26 +7,26 @@
 //! protocol, quarantine of damaged files) and nothing else: it starts no process and knows no
 //! backend, so every other wing can depend on it.
 
-pub mod authority;
-pub mod colour;
+pub(crate) mod authority;
+pub(crate) mod colour;
 #[cfg(test)]
-pub mod fixture;
-pub mod fsio;
-pub mod guard;
-pub mod lead_key;
-pub mod liveness;
-pub mod lock;
-pub mod machine;
-pub mod mailbox;
-pub mod memory;
-pub mod names;
-pub mod notes;
-pub mod paths;
-pub mod private_state;
-pub mod process_id;
-pub mod protocol;
+pub(crate) mod fixture;
+pub(crate) mod fsio;
+pub(crate) mod guard;
+pub(crate) mod lead_key;
+pub(crate) mod liveness;
+pub(crate) mod lock;
+pub(crate) mod machine;
+pub(crate) mod mailbox;
+pub(crate) mod memory;
+pub(crate) mod names;
+pub(crate) mod notes;
+pub(crate) mod paths;
+pub(crate) mod private_state;
+pub(crate) mod process_id;
+pub(crate) mod protocol;
 pub(crate) mod requests;
-pub mod roster;
-pub mod tasks;
+pub(crate) mod roster;
+pub(crate) mod tasks;
 pub(crate) mod usage;
-pub mod watcher;
+pub(crate) mod watcher;

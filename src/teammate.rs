@@ -17,7 +17,7 @@
 //! `process`, `session` and `pane`.
 
 pub(crate) mod agent;
-pub mod args;
+pub(crate) mod args;
 pub(crate) mod config;
 pub(crate) mod hooks;
 pub(crate) mod pane;

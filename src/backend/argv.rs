@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 /// A POSIX shell word for display (dry-run, hints): never used to run anything.
-pub fn shell_quote(word: &str) -> String {
+pub(crate) fn shell_quote(word: &str) -> String {
     let safe = !word.is_empty()
         && word
             .bytes()
@@ -19,7 +19,7 @@ pub fn shell_quote(word: &str) -> String {
 }
 
 /// Renders argv as one display line.
-pub fn display_argv(argv: &[String]) -> String {
+pub(crate) fn display_argv(argv: &[String]) -> String {
     argv.iter()
         .map(|w| shell_quote(w))
         .collect::<Vec<_>>()
@@ -28,7 +28,7 @@ pub fn display_argv(argv: &[String]) -> String {
 
 /// The flags that name `team` of the store at `root` in a hint meant to be pasted:
 /// `--team T`, with `--root DIR` before it unless `root` is the one a plain `swarm` finds here.
-pub fn team_flags(root: &Path, team: &str) -> String {
+pub(crate) fn team_flags(root: &Path, team: &str) -> String {
     let team = format!("--team {}", shell_quote(team));
     if crate::store::paths::Store::is_default_root(root) {
         team
@@ -38,7 +38,7 @@ pub fn team_flags(root: &Path, team: &str) -> String {
 }
 
 /// `path` made absolute against the current directory (not resolving symlinks).
-pub fn absolute(path: &Path) -> PathBuf {
+pub(crate) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 

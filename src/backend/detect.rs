@@ -15,7 +15,7 @@ use crate::process::exec::Exec;
 
 /// `--backend`: a kind, or `auto` for the detection order of section 10.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendChoice {
+pub(crate) enum BackendChoice {
     #[default]
     Auto,
     Tmux,
@@ -25,7 +25,7 @@ pub enum BackendChoice {
 
 /// What detection looks at, gathered once so tests can feed their own.
 #[derive(Debug, Clone, Default)]
-pub struct DetectEnv {
+pub(crate) struct DetectEnv {
     /// `$TMUX`
     pub tmux: Option<String>,
     /// `$SWARM_TMUX_SOCKET`: a private tmux server, which wins over `$TMUX`.
@@ -41,7 +41,7 @@ pub struct DetectEnv {
 }
 
 impl DetectEnv {
-    pub fn from_process(exec: &dyn Exec) -> DetectEnv {
+    pub(crate) fn from_process(exec: &dyn Exec) -> DetectEnv {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let mut env = DetectEnv {
             tmux: var("TMUX"),
@@ -83,7 +83,7 @@ impl DetectEnv {
 
 /// The chosen backend and the reason, said on stderr as one line.
 #[derive(Debug, Clone)]
-pub struct Detected {
+pub(crate) struct Detected {
     pub kind: BackendKind,
     pub why: String,
 }
@@ -93,7 +93,7 @@ fn path_hint() -> String {
 }
 
 /// Picks the backend: `--backend` if given (and usable), else section 10's order.
-pub fn detect(choice: BackendChoice, env: &DetectEnv) -> Result<Detected> {
+pub(crate) fn detect(choice: BackendChoice, env: &DetectEnv) -> Result<Detected> {
     let pick = |kind, why: &str| {
         Ok(Detected {
             kind,

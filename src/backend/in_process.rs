@@ -21,7 +21,7 @@ use crate::store::names::AgentName;
 
 /// Children of this process, one per teammate.
 #[derive(Debug)]
-pub struct InProcessBackend {
+pub(crate) struct InProcessBackend {
     children: Vec<(AgentName, LoggedChild)>,
     pending: Option<String>,
     /// Caught since the backend was made; the supervisor takes them with the children.
@@ -30,7 +30,7 @@ pub struct InProcessBackend {
 
 impl InProcessBackend {
     /// Catches signals from now on, before any child exists.
-    pub fn new() -> Result<InProcessBackend> {
+    pub(crate) fn new() -> Result<InProcessBackend> {
         Ok(InProcessBackend {
             children: Vec::new(),
             pending: None,
@@ -40,7 +40,7 @@ impl InProcessBackend {
 
     /// The children started so far and the signals caught since, for the supervisor to own
     /// from now on. (Taken once: a second call has no signals to give.)
-    pub fn take_children(&mut self) -> (Vec<(AgentName, LoggedChild)>, Option<Early>) {
+    pub(crate) fn take_children(&mut self) -> (Vec<(AgentName, LoggedChild)>, Option<Early>) {
         (std::mem::take(&mut self.children), self.signals.take())
     }
 }

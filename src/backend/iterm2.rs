@@ -19,7 +19,7 @@ use crate::process::exec::Exec;
 /// `swarm pane-exec`, which commands.rs runs for the hidden command; it serves every backend.
 
 #[derive(Debug)]
-pub struct Iterm2Backend {
+pub(crate) struct Iterm2Backend {
     exec: Arc<dyn Exec>,
     it2: String,
     /// The lead's session (the UUID part of `$ITERM_SESSION_ID`).
@@ -33,7 +33,7 @@ pub struct Iterm2Backend {
 }
 
 impl Iterm2Backend {
-    pub fn new(
+    pub(crate) fn new(
         exec: Arc<dyn Exec>,
         iterm_session_id: &str,
         trampoline: Trampoline,
@@ -57,7 +57,7 @@ impl Iterm2Backend {
     }
 
     /// A handle for closing panes that already exist.
-    pub fn for_ops(exec: Arc<dyn Exec>) -> Iterm2Backend {
+    pub(crate) fn for_ops(exec: Arc<dyn Exec>) -> Iterm2Backend {
         let trampoline = Trampoline {
             swarm_exe: Default::default(),
             spec_dir: Default::default(),

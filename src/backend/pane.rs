@@ -15,19 +15,19 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 /// The `tmuxPaneId` of every in-process member (PROTOCOL.md section 5).
-pub const IN_PROCESS_PANE_ID: &str = "in-process";
+pub(crate) const IN_PROCESS_PANE_ID: &str = "in-process";
 
 /// The three places a teammate can run; the names are the roster's `backendType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub enum BackendKind {
+pub(crate) enum BackendKind {
     Tmux,
     Iterm2,
     InProcess,
 }
 
 impl BackendKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             BackendKind::Tmux => "tmux",
             BackendKind::Iterm2 => "iterm2",
@@ -35,7 +35,7 @@ impl BackendKind {
         }
     }
 
-    pub fn parse(s: &str) -> Option<BackendKind> {
+    pub(crate) fn parse(s: &str) -> Option<BackendKind> {
         match s {
             "tmux" => Some(BackendKind::Tmux),
             "iterm2" => Some(BackendKind::Iterm2),
@@ -54,10 +54,10 @@ impl fmt::Display for BackendKind {
 /// A pane (or process) handle as the roster records it in `tmuxPaneId`: `%5` for tmux, the
 /// iTerm2 session id, `in-process` for children of the launcher.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct PaneId(pub String);
+pub(crate) struct PaneId(pub String);
 
 impl PaneId {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -70,7 +70,7 @@ impl fmt::Display for PaneId {
 
 /// What a new pane shows before its command starts.
 #[derive(Debug, Clone)]
-pub struct PaneSpec {
+pub(crate) struct PaneSpec {
     /// Pane title: the member's name.
     pub name: String,
     /// Roster colour (`blue`, `orange`, ...).
@@ -80,7 +80,7 @@ pub struct PaneSpec {
 /// A command to start: argv (never a shell string), the environment swarm adds on top of what
 /// the pane inherits, and the working directory.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Launch {
+pub(crate) struct Launch {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
@@ -91,14 +91,14 @@ pub struct Launch {
 
 /// What starting a command tells the caller.
 #[derive(Debug, Clone, Default)]
-pub struct Started {
+pub(crate) struct Started {
     /// The process id, when the backend knows it (in-process).
     pub pid: Option<u32>,
 }
 
 /// One pane of a launch for [`PaneBackend::open_started`]: how it looks and what it runs.
 #[derive(Debug, Clone, Copy)]
-pub struct NewPane<'a> {
+pub(crate) struct NewPane<'a> {
     pub spec: &'a PaneSpec,
     pub launch: &'a Launch,
 }
@@ -106,7 +106,7 @@ pub struct NewPane<'a> {
 /// What [`PaneBackend::open_started`] got running: the first `panes.len()` of the panes asked
 /// for, in order, and the error that stopped the rest (their panes are already killed).
 #[derive(Debug, Default)]
-pub struct Opened {
+pub(crate) struct Opened {
     pub panes: Vec<(PaneId, Started)>,
     pub error: Option<Error>,
 }
@@ -114,7 +114,7 @@ pub struct Opened {
 /// Whether a pane's process is running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
-pub enum PaneState {
+pub(crate) enum PaneState {
     Alive {
         #[serde(skip_serializing_if = "Option::is_none")]
         pid: Option<u32>,
@@ -136,7 +136,7 @@ pub enum PaneState {
 }
 
 impl PaneState {
-    pub fn is_dead(self) -> bool {
+    pub(crate) fn is_dead(self) -> bool {
         matches!(self, PaneState::Dead { .. } | PaneState::Gone)
     }
 }
@@ -162,7 +162,7 @@ impl fmt::Display for PaneState {
 }
 
 /// Opens, starts, inspects and kills the panes of one team.
-pub trait PaneBackend {
+pub(crate) trait PaneBackend {
     fn kind(&self) -> BackendKind;
     /// Opens a pane that shows nothing yet (a placeholder), titled and coloured.
     fn open_pane(&mut self, spec: &PaneSpec) -> Result<PaneId>;

@@ -20,7 +20,7 @@ use crate::store::fsio;
 
 /// Everything `swarm pane-exec` needs to become the teammate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ExecSpec {
+pub(crate) struct ExecSpec {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
@@ -31,7 +31,7 @@ pub struct ExecSpec {
 
 /// The title and colour to set with escape sequences, and where to record the pid.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Iterm2Pane {
+pub(crate) struct Iterm2Pane {
     pub title: String,
     pub color: String,
     /// Store root, team and member, so the pid can be recorded in the roster.
@@ -41,7 +41,7 @@ pub struct Iterm2Pane {
 }
 
 impl ExecSpec {
-    pub fn of(launch: &Launch) -> ExecSpec {
+    pub(crate) fn of(launch: &Launch) -> ExecSpec {
         ExecSpec {
             argv: launch.argv.clone(),
             env: launch.env.clone(),
@@ -53,7 +53,7 @@ impl ExecSpec {
 
 /// Where spec files go and the swarm executable that reads them.
 #[derive(Debug, Clone)]
-pub struct Trampoline {
+pub(crate) struct Trampoline {
     pub swarm_exe: PathBuf,
     /// The team's `spawn/` directory, absolute (panes start elsewhere).
     pub spec_dir: PathBuf,
@@ -63,7 +63,7 @@ impl Trampoline {
     /// Writes `spec` for member `name` (0600); returns its path. Not synced: a spec is read
     /// once, moments later, by a pane that a crash would take down with it, so a launch of many
     /// panes pays no fsync for them.
-    pub fn write(&self, name: &str, spec: &ExecSpec) -> Result<PathBuf> {
+    pub(crate) fn write(&self, name: &str, spec: &ExecSpec) -> Result<PathBuf> {
         fsio::ensure_dir(&self.spec_dir)?;
         let path = self.spec_dir.join(format!("{name}.json"));
         let bytes = serde_json::to_vec(spec).map_err(|source| Error::Json {
@@ -75,7 +75,7 @@ impl Trampoline {
     }
 
     /// `<swarm exe> pane-exec <spec>`: the only command a pane is started with.
-    pub fn argv(&self, spec: &Path) -> Vec<String> {
+    pub(crate) fn argv(&self, spec: &Path) -> Vec<String> {
         vec![
             self.swarm_exe.to_string_lossy().into_owned(),
             "pane-exec".into(),
@@ -86,7 +86,7 @@ impl Trampoline {
 
 /// `swarm pane-exec SPEC`: reads and deletes the spec, does the iTerm2 chores, and becomes the
 /// teammate. Returns only on failure.
-pub fn pane_exec(spec_path: &Path) -> Result<i32> {
+pub(crate) fn pane_exec(spec_path: &Path) -> Result<i32> {
     use std::os::unix::process::CommandExt;
 
     let spec: ExecSpec = fsio::read_json(spec_path)?.ok_or_else(|| {

@@ -38,15 +38,15 @@ use crate::process::exec::Exec;
 use crate::store::colour::Colour;
 use batch::BatchPane;
 pub(crate) use claude_pane::ClaudeMember;
-pub use owner::PaneOwner;
+pub(crate) use owner::PaneOwner;
 use placement::{Layout, Placement};
 use server::{literal, words_of, Client};
-pub use server::{TmuxEnv, TmuxServer, SOCKET_ENV, SOCKET_FIELD};
-pub use team::MarkedPane;
+pub(crate) use server::{TmuxEnv, TmuxServer, SOCKET_ENV, SOCKET_FIELD};
+pub(crate) use team::MarkedPane;
 
 /// A tmux backend: for a launch (with a placement) or for operating on existing panes.
 #[derive(Debug)]
-pub struct TmuxBackend {
+pub(crate) struct TmuxBackend {
     client: Client,
     owner: PaneOwner,
     /// The panes this backend may touch, each with the member it belongs to.
@@ -58,7 +58,7 @@ pub struct TmuxBackend {
 
 impl TmuxBackend {
     /// A handle for `member`'s existing pane on `server` (status, kill, logs, attach).
-    pub fn for_member(
+    pub(crate) fn for_member(
         exec: Arc<dyn Exec>,
         server: TmuxServer,
         owner: PaneOwner,
@@ -75,7 +75,7 @@ impl TmuxBackend {
     }
 
     /// A backend for launching `owner`'s team: decides the placement from the environment.
-    pub fn for_launch(
+    pub(crate) fn for_launch(
         exec: Arc<dyn Exec>,
         owner: PaneOwner,
         trampoline: Trampoline,
@@ -163,7 +163,7 @@ impl TmuxBackend {
     }
 
     /// The pane's scrollback and screen as text (`capture-pane -p -J -S -`).
-    pub fn capture(&self, pane: &PaneId) -> Result<String> {
+    pub(crate) fn capture(&self, pane: &PaneId) -> Result<String> {
         self.require_owned(pane)?;
         self.client.run(vec![CapturePane::new()
             .stdout()
@@ -177,7 +177,7 @@ impl TmuxBackend {
     /// from the pane `from` the user ran it in: the last window when the team's window is in
     /// the user's own session, else the last session. (`Ctrl-b d` would detach the whole
     /// client.)
-    pub fn way_back(&self, pane: &PaneId, from: &str) -> String {
+    pub(crate) fn way_back(&self, pane: &PaneId, from: &str) -> String {
         let session = |target: &str| {
             self.client
                 .tmux(vec![
@@ -200,7 +200,7 @@ impl TmuxBackend {
 
     /// argv of `tmux ... attach-session -t PANE` (outside tmux) or `switch-client -t PANE`
     /// (inside), after selecting the pane's window and the pane itself.
-    pub fn attach_argv(&self, pane: &PaneId, inside: bool) -> Result<Vec<String>> {
+    pub(crate) fn attach_argv(&self, pane: &PaneId, inside: bool) -> Result<Vec<String>> {
         self.require_owned(pane)?;
         self.client.run(vec![
             tmux_interface::SelectWindow::new()

@@ -22,7 +22,7 @@ use crate::teammate::args::TeammateArgs;
 pub(crate) const DEFAULT_PERMISSION_MODE: &str = "default";
 
 /// Environment forwarded to every teammate when set in the launcher's (section 10).
-pub const FORWARDED_ENV: &[&str] = &[
+pub(super) const FORWARDED_ENV: &[&str] = &[
     "CLAUDE_CODE_USE_BEDROCK",
     "CLAUDE_CODE_USE_VERTEX",
     "CLAUDE_CODE_USE_FOUNDRY",

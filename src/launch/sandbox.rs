@@ -263,7 +263,7 @@ pub(crate) fn split(argv: &[String]) -> (Option<&[String]>, &[String]) {
 
 /// `swarm sandbox-exec`: what becomes the contained teammate.
 #[derive(Debug, Clone, clap::Args)]
-pub struct SandboxExecArgs {
+pub(crate) struct SandboxExecArgs {
     /// Inside the sandbox: put the stop signals back to their defaults and become the command.
     #[arg(long)]
     inner: bool,

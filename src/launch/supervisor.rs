@@ -44,7 +44,7 @@ use crate::store::watcher::{rescan_interval, Subscription};
 /// What the supervisor reports as it goes.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
+pub(crate) enum Event {
     Running {
         name: String,
         pid: u32,
@@ -88,7 +88,7 @@ pub enum Event {
 
 impl Event {
     /// One status line for people.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         match self {
             Event::Running {
                 name,
@@ -140,7 +140,7 @@ impl Event {
 
 /// How the supervisor shuts the team down on a signal.
 #[derive(Debug, Clone)]
-pub struct SuperviseOptions {
+pub(crate) struct SuperviseOptions {
     /// How long teammates get to answer a shutdown request.
     pub shutdown_timeout: Duration,
     /// Between SIGTERM and SIGKILL.
@@ -162,7 +162,7 @@ impl Default for SuperviseOptions {
 
 /// How one teammate ended.
 #[derive(Debug, Clone, Serialize)]
-pub struct ChildExit {
+pub(crate) struct ChildExit {
     pub name: String,
     pub code: Option<i32>,
     pub signal: Option<i32>,

@@ -151,7 +151,7 @@ pub(crate) struct LaunchPlanParts {
 }
 
 impl LaunchPlanParts {
-    pub fn into_plan(self, team: TeamName) -> LaunchPlan {
+    pub(crate) fn into_plan(self, team: TeamName) -> LaunchPlan {
         LaunchPlan {
             team,
             description: self.description,

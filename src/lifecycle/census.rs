@@ -14,13 +14,13 @@ use crate::store::roster::{Member, TeamConfig};
 use crate::store::tasks::TaskList;
 
 /// Whether `member` of `team` runs now; a member whose state cannot be read does not.
-pub fn member_running(store: &Store, team: &TeamName, member: &Member) -> bool {
+pub(crate) fn member_running(store: &Store, team: &TeamName, member: &Member) -> bool {
     member_health(store, team, member).is_ok_and(|h| h.runs.running())
 }
 
 /// One team's teammates counted by state.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Census {
+pub(crate) struct Census {
     pub teammates: usize,
     pub running: usize,
     pub idle: usize,
@@ -36,7 +36,7 @@ pub struct Census {
 }
 
 /// Counts the team's teammates by state.
-pub fn census(store: &Store, team: &TeamName, config: &TeamConfig) -> Census {
+pub(crate) fn census(store: &Store, team: &TeamName, config: &TeamConfig) -> Census {
     let tasks = TaskList::new(store, team).list().unwrap_or_default();
     let mut c = Census::default();
     for m in config.teammates() {

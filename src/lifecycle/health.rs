@@ -31,7 +31,7 @@ use crate::store::roster::{LeadProcess, Member};
 
 /// The one answer to "does it run?", with what it rests on when the answer is not yes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Runs {
+pub(crate) enum Runs {
     Yes,
     /// Its run ended, and this says how.
     No(Ended),
@@ -40,19 +40,19 @@ pub enum Runs {
 }
 
 impl Runs {
-    pub fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         *self == Runs::Yes
     }
 
     /// Whether something positively says it does not run (never a guess).
-    pub fn ended(&self) -> bool {
+    pub(crate) fn ended(&self) -> bool {
         matches!(self, Runs::No(_))
     }
 }
 
 /// How a member's run ended, as far as its pane, pid and lock tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// Its pane's process exited with this code (the pane kept by remain-on-exit).
     Exit(i32),
     /// Its pane's process was killed by this signal.
@@ -79,7 +79,7 @@ impl fmt::Display for Ended {
 
 /// Why nothing says whether a member runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unsure {
+pub(crate) enum Unsure {
     /// No pane, pid or liveness lock to look at: never started by swarm (`team add`), not
     /// started yet, or a lead working from a shell.
     NoPane,
@@ -110,7 +110,7 @@ impl fmt::Display for Unsure {
 
 /// What a member's liveness lock and pane say, and the verdict they add up to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Health {
+pub(crate) struct Health {
     pub liveness: Liveness,
     pub pane: PaneState,
     pub runs: Runs,
@@ -118,7 +118,7 @@ pub struct Health {
 
 /// Liveness lock plus pane state, judged: dead when the lock can be taken or the pane is dead,
 /// alive when the lock is held or the pane or process runs, otherwise unknown (and why).
-pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<Health> {
+pub(crate) fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<Health> {
     let liveness = liveness::probe(store, team, &member.name)?;
     let backend = for_member(store, team, member);
     let pane = match &backend {
@@ -177,7 +177,7 @@ pub fn member_health(store: &Store, team: &TeamName, member: &Member) -> Result<
 /// Whether `member` is known to have stopped running, its liveness lock asked first: a runtime
 /// holding it runs, and that answer needs no tmux call (a pass of `swarm down` or the lead
 /// console over 200 teammates made 200 of them, on every wake).
-pub fn ended(store: &Store, team: &TeamName, member: &Member) -> Result<bool> {
+pub(crate) fn ended(store: &Store, team: &TeamName, member: &Member) -> Result<bool> {
     if liveness::probe(store, team, &member.name)? == Liveness::Alive {
         return Ok(false);
     }
@@ -188,7 +188,7 @@ pub fn ended(store: &Store, team: &TeamName, member: &Member) -> Result<bool> {
 /// (`swarm send` and the lead console say so). Its liveness lock first: a running runtime holds
 /// it, and that answer needs no tmux call. The lead, and a member nobody can judge (one run by
 /// hand, a Claude Code lead's), say nothing.
-pub fn stopped_teammate(store: &Store, team: &TeamName, member: &Member) -> Option<Ended> {
+pub(crate) fn stopped_teammate(store: &Store, team: &TeamName, member: &Member) -> Option<Ended> {
     if member.is_lead() || liveness::probe(store, team, &member.name).ok()? == Liveness::Alive {
         return None;
     }
@@ -211,13 +211,13 @@ fn unsure(backend: Option<&MemberBackend>) -> Unsure {
 /// nothing else ([`crate::backend::MemberBackend::identifiable`]): a tmux pane id with no
 /// server whose process is not found and an in-process member without a pid (Claude Code's
 /// own) are not; a member with no pane at all has nothing to stop.
-pub fn identifiable(store: &Store, team: &TeamName, member: &Member) -> bool {
+pub(crate) fn identifiable(store: &Store, team: &TeamName, member: &Member) -> bool {
     for_member(store, team, member).is_none_or(|b| b.identifiable())
 }
 
 /// A Claude Code lead's process, as far as this machine can tell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LeadHealth {
+pub(crate) struct LeadHealth {
     pub pid: u32,
     #[serde(skip)]
     pub runs: Runs,
@@ -227,7 +227,7 @@ pub struct LeadHealth {
 
 /// Judges a recorded `leadProcess`: its pid is only looked at in the pid space it was recorded
 /// in, and only believed while the process there started when the record says.
-pub fn lead_health(lead: &LeadProcess) -> LeadHealth {
+pub(crate) fn lead_health(lead: &LeadProcess) -> LeadHealth {
     let (runs, why) = if lead.pid_space != pid_space() {
         let unsure = Unsure::OtherPidSpace(lead.pid_space.clone());
         let why = unsure.to_string();
@@ -253,7 +253,7 @@ pub fn lead_health(lead: &LeadProcess) -> LeadHealth {
 
 /// Why swarm cannot lead `team`, a team a Claude Code lead made, and what works instead: one
 /// sentence for `swarm status` and the commands that refuse.
-pub fn claude_led_notice(team: &TeamName) -> String {
+pub(crate) fn claude_led_notice(team: &TeamName) -> String {
     format!(
         "team {team} is led by Claude Code: swarm has no lead key for it, and its teammates \
          refuse lead-side control messages swarm signs (shutdown requests, permission and plan \

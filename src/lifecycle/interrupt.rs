@@ -25,7 +25,7 @@ use crate::store::watcher::DirWatcher;
 
 /// What to interrupt, what becomes of its task, and how long to wait for the answer.
 #[derive(Debug, Clone, Default)]
-pub struct InterruptOptions {
+pub(crate) struct InterruptOptions {
     /// Interrupt only a turn on this task.
     pub task: Option<TaskId>,
     pub then: AfterInterrupt,
@@ -37,14 +37,14 @@ pub struct InterruptOptions {
 /// A sent interrupt request, and the teammate's answer if it came within the wait.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Interrupted {
+pub(crate) struct Interrupted {
     pub name: String,
     pub request_id: String,
     /// What the teammate said it did ("turn interrupted; task #3 went back to pending").
     pub answer: Option<String>,
 }
 
-pub fn interrupt(
+pub(crate) fn interrupt(
     store: &Store,
     team: &TeamName,
     member: &Member,

@@ -16,12 +16,12 @@ use crate::store::roster::Member;
 
 /// How many of a pane's last lines are kept: enough for a stack trace or an error and the
 /// commands before it.
-pub const KEPT_LINES: usize = 200;
+pub(crate) const KEPT_LINES: usize = 200;
 
 /// Copies the last lines of `member`'s tmux pane into its log; `false` when there is no pane to
 /// read (not tmux, already gone, or not marked as this member's), and then the log is left as
 /// it was (a pane closed earlier already left its lines there).
-pub fn keep_pane_output(
+pub(crate) fn keep_pane_output(
     store: &Store,
     team: &TeamName,
     member: &Member,
@@ -44,7 +44,12 @@ pub fn keep_pane_output(
 
 /// The last `n` lines of `name`'s log with text on them (its kept pane lines, or an in-process
 /// teammate's output); empty when it has none.
-pub fn last_lines(store: &Store, team: &TeamName, name: &AgentName, n: usize) -> Vec<String> {
+pub(crate) fn last_lines(
+    store: &Store,
+    team: &TeamName,
+    name: &AgentName,
+    n: usize,
+) -> Vec<String> {
     let Ok(Some(bytes)) = fsio::read_file(&store.log_path(team, name)) else {
         return Vec::new();
     };
@@ -57,7 +62,7 @@ pub fn last_lines(store: &Store, team: &TeamName, name: &AgentName, n: usize) ->
 }
 
 /// `text`'s lines without the blank ones a pane's screen ends with.
-pub fn trimmed_lines(text: &str) -> Vec<String> {
+pub(crate) fn trimmed_lines(text: &str) -> Vec<String> {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     while lines.last().is_some_and(|l| l.trim().is_empty()) {
         lines.pop();

@@ -34,10 +34,10 @@ use crate::store::roster::{Member, Roster};
 
 /// Roster field (swarm-only) of a member a launch is opening: `{"pid": N, "pidStart": T}` of
 /// the launcher.
-pub const OPENING_FIELD: &str = "swarmOpening";
+pub(crate) const OPENING_FIELD: &str = "swarmOpening";
 
 /// Marks `member` as being opened by this process.
-pub fn mark_opening(member: &mut Member) {
+pub(crate) fn mark_opening(member: &mut Member) {
     let me = PidRecord::of(std::process::id());
     member.extra.insert(
         OPENING_FIELD.into(),
@@ -46,7 +46,7 @@ pub fn mark_opening(member: &mut Member) {
 }
 
 /// The launch of `member` is over (its pane recorded, or rolled back).
-pub fn clear_opening(member: &mut Member) {
+pub(crate) fn clear_opening(member: &mut Member) {
     member.extra.remove(OPENING_FIELD);
 }
 
@@ -61,12 +61,12 @@ fn opening(member: &Member) -> Option<PidRecord> {
 /// A launch that is still running is opening `member` (or still waiting for it to come up,
 /// `launch::verify`): leave it to that launch. The lead console does not reap such a member, so
 /// the launch sees its pane, exit status and last output before anything closes them.
-pub fn being_opened(member: &Member) -> bool {
+pub(crate) fn being_opened(member: &Member) -> bool {
     opening(member).is_some_and(|launcher| launcher.alive())
 }
 
 /// This process's launch of `names` is over, pane recorded and verified: their intent goes.
-pub fn finish_opening(store: &Store, team: &TeamName, names: &[&str]) -> Result<()> {
+pub(crate) fn finish_opening(store: &Store, team: &TeamName, names: &[&str]) -> Result<()> {
     let me = std::process::id();
     let mine =
         |m: &Member| names.contains(&m.name.as_str()) && opening(m).is_some_and(|l| l.pid == me);
@@ -83,7 +83,7 @@ pub fn finish_opening(store: &Store, team: &TeamName, names: &[&str]) -> Result<
 
 /// What [`reconcile`] did.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Reconciled {
+pub(crate) struct Reconciled {
     /// Members whose pane was found by its marks and recorded: (name, pane).
     pub adopted: Vec<(String, String)>,
     /// Teammates a killed launch reserved that never got a pane: now marked not running.
@@ -93,7 +93,7 @@ pub struct Reconciled {
 }
 
 /// Settles what a killed launch left of `team`: see the module doc.
-pub fn reconcile(store: &Store, team: &TeamName) -> Result<Reconciled> {
+pub(crate) fn reconcile(store: &Store, team: &TeamName) -> Result<Reconciled> {
     let roster = Roster::new(store, team);
     let config = roster.load()?;
     let stale = |m: &Member| opening(m).is_some() && !being_opened(m);

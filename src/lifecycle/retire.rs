@@ -21,7 +21,7 @@ use crate::store::tasks::TaskList;
 
 /// Marks `name` inactive, returns its unfinished tasks to pending and tells the lead which and
 /// why. Nothing is sent when the member was already inactive and no task moved.
-pub fn retire_member(
+pub(crate) fn retire_member(
     store: &Store,
     team: &TeamName,
     name: &AgentName,
@@ -55,7 +55,7 @@ pub fn retire_member(
 /// done under the [`ReapGate`], so a lead that found the old runtime dead finishes retiring it
 /// (and returning its tasks) before the new one is counted in and claims work; and a runtime
 /// that dies again is reaped again, since only active members are watched.
-pub fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> {
+pub(crate) fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> {
     let roster = Roster::new(store, team);
     let _gate = ReapGate::take(store, team)?;
     if !roster.require_member(name.as_str())?.retired() {
@@ -69,7 +69,7 @@ pub fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> 
 
 /// What [`kill_member`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Killed {
+pub(crate) enum Killed {
     /// Its pane was closed and its recorded process group stopped (or they were already gone);
     /// `signalled` when that group still ran once the pane the roster names was closed (the
     /// roster pointed elsewhere, or at no pane), so swarm signalled it.
@@ -82,7 +82,7 @@ pub enum Killed {
 
 impl Killed {
     /// For a refused record: what happened and what the user can do, on one line.
-    pub fn report(&self, name: &str) -> Option<String> {
+    pub(crate) fn report(&self, name: &str) -> Option<String> {
         match self {
             Killed::Stopped { .. } => None,
             Killed::NotSignalled { pid, why } => Some(format!(
@@ -99,7 +99,7 @@ impl Killed {
 /// without the spawn's token) is never signalled, its pane still closed, and the caller reports
 /// it. A member whose roster names no backend (fields any member can clear) still has the
 /// process swarm recorded starting for it stopped.
-pub fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Killed> {
+pub(crate) fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Killed> {
     let refused =
         match spawn_record::signal_target(store, team, member.name.as_str()) {
             Ok(_) | Err(Untrusted::Group(Refusal::Gone)) => None,
@@ -156,7 +156,7 @@ pub(crate) fn keep_output(
 /// For a team being deleted: each teammate's git worktree removed with its branch if unchanged,
 /// else kept on its branch; one line per worktree saying which (a failure is a line too: the
 /// team goes either way, and its worktrees are the user's work).
-pub fn finish_team_worktrees(config: &TeamConfig) -> Vec<String> {
+pub(crate) fn finish_team_worktrees(config: &TeamConfig) -> Vec<String> {
     config
         .teammates()
         .filter_map(|m| Some((m, Worktree::of_member(m)?)))
@@ -172,7 +172,7 @@ pub fn finish_team_worktrees(config: &TeamConfig) -> Vec<String> {
 }
 
 /// Removes the member's worktree if unchanged, else keeps it; `None` if it has none.
-pub fn finish_worktree(
+pub(crate) fn finish_worktree(
     store: &Store,
     team: &TeamName,
     member: &Member,

@@ -28,7 +28,7 @@ use crate::store::watcher::DirWatcher;
 /// A teammate's answer to a shutdown request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "answer", rename_all = "snake_case")]
-pub enum ShutdownReply {
+pub(crate) enum ShutdownReply {
     Approved,
     Rejected { reason: String },
 }
@@ -37,7 +37,7 @@ pub enum ShutdownReply {
 /// `"reason"` beside it for a rejection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
-pub enum ShutdownResult {
+pub(crate) enum ShutdownResult {
     Approved,
     Rejected {
         reason: String,
@@ -55,7 +55,7 @@ pub enum ShutdownResult {
 
 impl ShutdownResult {
     /// The name in `swarm shutdown --json`'s `result` field.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             ShutdownResult::Approved => "approved",
             ShutdownResult::Rejected { .. } => "rejected",
@@ -83,7 +83,7 @@ impl From<ShutdownReply> for ShutdownResult {
 }
 
 /// Appends a `shutdown_request` to `name`'s inbox; returns its requestId.
-pub fn send_shutdown_request(
+pub(crate) fn send_shutdown_request(
     store: &Store,
     team: &TeamName,
     name: &AgentName,
@@ -108,10 +108,10 @@ pub fn send_shutdown_request(
 /// for each teammate parsed it N times a pass (a `swarm down` of 200 teammates spent most of its
 /// two minutes there and in tmux calls).
 #[derive(Debug, Default)]
-pub struct Replies(Vec<(String, String, ShutdownReply)>);
+pub(crate) struct Replies(Vec<(String, String, ShutdownReply)>);
 
 impl Replies {
-    pub fn read(store: &Store, team: &TeamName) -> Result<Replies> {
+    pub(crate) fn read(store: &Store, team: &TeamName) -> Result<Replies> {
         let messages = Mailbox::new(store, team).read(&AgentName::lead(), false)?;
         let mut found = Vec::new();
         for m in messages {
@@ -147,7 +147,7 @@ impl Replies {
 /// One teammate's way through a shutdown: asked, then settled by its answer, its death or the
 /// end of the wait.
 #[derive(Debug)]
-pub struct Stopping {
+pub(crate) struct Stopping {
     pub name: AgentName,
     /// The request sent, if sending worked.
     pub request_id: Option<String>,
@@ -157,7 +157,7 @@ pub struct Stopping {
 
 impl Stopping {
     /// A teammate not asked yet.
-    pub fn new(name: AgentName) -> Stopping {
+    pub(crate) fn new(name: AgentName) -> Stopping {
         Stopping {
             name,
             request_id: None,
@@ -166,7 +166,7 @@ impl Stopping {
     }
 
     /// A teammate that is not running: settled without asking.
-    pub fn not_running(name: AgentName) -> Stopping {
+    pub(crate) fn not_running(name: AgentName) -> Stopping {
         Stopping {
             result: Some(ShutdownResult::NotRunning),
             ..Stopping::new(name)
@@ -182,12 +182,17 @@ impl Stopping {
     }
 
     /// Sends the shutdown request.
-    pub fn ask(&mut self, store: &Store, team: &TeamName, reason: Option<&str>) -> Result<()> {
+    pub(crate) fn ask(
+        &mut self,
+        store: &Store,
+        team: &TeamName,
+        reason: Option<&str>,
+    ) -> Result<()> {
         self.request_id = Some(send_shutdown_request(store, team, &self.name, reason)?);
         Ok(())
     }
 
-    pub fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         self.result.is_some()
     }
 
@@ -195,7 +200,7 @@ impl Stopping {
     /// asks `gone` whether the process has ended; if so, reads the inbox once more (it may have
     /// answered just before it exited) and else settles on [`ShutdownResult::Exited`]. `true`
     /// when this call settled it.
-    pub fn check(
+    pub(crate) fn check(
         &mut self,
         store: &Store,
         team: &TeamName,
@@ -217,7 +222,7 @@ impl Stopping {
     }
 
     /// The wait is over: an unsettled teammate timed out. `true` when this call settled it.
-    pub fn time_out(&mut self) -> bool {
+    pub(crate) fn time_out(&mut self) -> bool {
         if self.settled() {
             return false;
         }
@@ -227,7 +232,7 @@ impl Stopping {
 
     /// Whether the teammate is to be stopped now it is settled: always, except after a
     /// rejection, or without being asked, unless `force` overrules.
-    pub fn stops(&self, force: bool) -> bool {
+    pub(crate) fn stops(&self, force: bool) -> bool {
         force
             || !matches!(
                 self.result,
@@ -241,7 +246,7 @@ impl Stopping {
 }
 
 #[derive(Debug, Clone)]
-pub struct ShutdownOptions {
+pub(crate) struct ShutdownOptions {
     /// How long to wait for answers before killing anyway.
     pub timeout: Duration,
     /// Kill even a teammate that rejected the request.
@@ -261,7 +266,7 @@ impl Default for ShutdownOptions {
 
 /// How one teammate's shutdown went.
 #[derive(Debug, Clone, Serialize)]
-pub struct ShutdownOutcome {
+pub(crate) struct ShutdownOutcome {
     pub name: String,
     #[serde(flatten)]
     pub outcome: ShutdownResult,
@@ -281,7 +286,7 @@ pub struct ShutdownOutcome {
 /// Asks each teammate to stop (all requests first), waits for the answers (or their death) up to
 /// the timeout, then kills, retires and cleans up each one. A rejection is honoured unless
 /// `force`.
-pub fn shutdown(
+pub(crate) fn shutdown(
     store: &Store,
     team: &TeamName,
     names: &[AgentName],

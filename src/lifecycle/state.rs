@@ -26,7 +26,7 @@ use crate::store::tasks::{Task, TaskStatus};
 
 /// Where a member stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MemberState {
+pub(crate) enum MemberState {
     /// Runs and owns this unfinished task (the one in progress, if it has one).
     Busy(TaskId),
     /// Runs and owns no unfinished task.
@@ -42,7 +42,7 @@ pub enum MemberState {
 
 impl MemberState {
     /// The state of `member`, given whether it runs and the team's tasks.
-    pub fn new(member: &Member, runs: Runs, tasks: &[Task]) -> MemberState {
+    pub(crate) fn new(member: &Member, runs: Runs, tasks: &[Task]) -> MemberState {
         match runs {
             Runs::Yes => match current_task(tasks, member.name.as_str()) {
                 Some(task) => MemberState::Busy(task.id.clone()),
@@ -55,7 +55,7 @@ impl MemberState {
     }
 
     /// The one word for it, in every view and in `--json`.
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             MemberState::Busy(_) => "busy",
             MemberState::Idle => "idle",
@@ -67,7 +67,7 @@ impl MemberState {
 
     /// What the word leaves out, when it says something: how a dead member ended, the exit
     /// status of a stopped one (not a pane closed on purpose), why nobody can tell.
-    pub fn why(&self) -> Option<String> {
+    pub(crate) fn why(&self) -> Option<String> {
         match self {
             MemberState::Busy(_) | MemberState::Idle => None,
             MemberState::Stopped(e @ (Ended::Exit(_) | Ended::Signal(_))) => Some(e.to_string()),
@@ -78,7 +78,7 @@ impl MemberState {
     }
 
     /// The exit code and signal it ended with, when its pane kept them.
-    pub fn exit(&self) -> (Option<i32>, Option<i32>) {
+    pub(crate) fn exit(&self) -> (Option<i32>, Option<i32>) {
         match self {
             MemberState::Stopped(e) | MemberState::Dead(e) => match *e {
                 Ended::Exit(code) => (Some(code), None),
@@ -90,7 +90,7 @@ impl MemberState {
     }
 
     /// The fields `--json` gives it: `state` (the word), `why`, `exitCode`, `signal`.
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         let (code, signal) = self.exit();
         serde_json::json!({"state": self.word(), "why": self.why(), "exitCode": code,
             "signal": signal})
@@ -108,7 +108,7 @@ impl fmt::Display for MemberState {
 }
 
 /// The task `name` is on: the unfinished one it owns, the one in progress first.
-pub fn current_task<'t>(tasks: &'t [Task], name: &str) -> Option<&'t Task> {
+pub(crate) fn current_task<'t>(tasks: &'t [Task], name: &str) -> Option<&'t Task> {
     let mut owned = tasks.iter().filter(|t| t.unfinished_by(name));
     let first = owned.clone().next();
     owned.find(|t| t.status == TaskStatus::InProgress).or(first)
@@ -116,7 +116,7 @@ pub fn current_task<'t>(tasks: &'t [Task], name: &str) -> Option<&'t Task> {
 
 /// Judges one member of `config`: its health (`None` when there is nothing to probe, or
 /// probing failed) and the state it adds up to.
-pub fn judge(
+pub(crate) fn judge(
     store: &Store,
     team: &TeamName,
     config: &TeamConfig,
@@ -148,7 +148,7 @@ pub fn judge(
 }
 
 /// The state of one member of `config`.
-pub fn member_state(
+pub(crate) fn member_state(
     store: &Store,
     team: &TeamName,
     config: &TeamConfig,

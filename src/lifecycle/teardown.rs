@@ -26,7 +26,11 @@ use crate::store::roster::TeamConfig;
 
 /// Kills every pane of `team` on the servers its roster names, keeping each member's last lines
 /// first; returns how many.
-pub fn close_team_panes(store: &Store, team: &TeamName, config: &TeamConfig) -> Result<usize> {
+pub(crate) fn close_team_panes(
+    store: &Store,
+    team: &TeamName,
+    config: &TeamConfig,
+) -> Result<usize> {
     let servers: BTreeSet<PathBuf> = config
         .members
         .iter()
@@ -74,7 +78,7 @@ fn wait_for_lead_console(store: &Store, team: &TeamName) {
 
 /// The servers a launch from this shell would use: the one the environment names, then tmux's
 /// default; as socket paths.
-pub fn servers_here() -> Vec<PathBuf> {
+pub(crate) fn servers_here() -> Vec<PathBuf> {
     let env = TmuxEnv::from_process();
     let plain = TmuxEnv {
         tmux: None,
@@ -92,7 +96,7 @@ pub fn servers_here() -> Vec<PathBuf> {
 
 /// Panes marked as this root's on `servers` whose team has no roster (its directory was
 /// deleted), by team and server; `known` are the teams that still have one.
-pub fn panes_of_deleted_teams(
+pub(crate) fn panes_of_deleted_teams(
     store: &Store,
     known: &[TeamName],
     servers: &[PathBuf],
@@ -119,7 +123,7 @@ pub fn panes_of_deleted_teams(
 
 /// Closes `panes` of `team` on `socket` (listed by [`panes_of_deleted_teams`]); returns how
 /// many went.
-pub fn close_marked(
+pub(crate) fn close_marked(
     store: &Store,
     team: &str,
     socket: &std::path::Path,

@@ -18,10 +18,10 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::Member;
 
 /// Roster field (swarm-only) describing a member's worktree.
-pub const FIELD: &str = "swarmWorktree";
+pub(crate) const FIELD: &str = "swarmWorktree";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Worktree {
+pub(crate) struct Worktree {
     /// The main repository's working directory.
     pub repo: PathBuf,
     /// `<repo>/.swarm/worktrees/<name>`
@@ -39,7 +39,7 @@ pub struct Worktree {
 /// What shutdown did with a worktree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "worktree", rename_all = "snake_case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Removed {
         path: PathBuf,
     },
@@ -76,7 +76,7 @@ fn git(what: &str, e: git2::Error) -> Error {
 impl Worktree {
     /// Works out the worktree for `name` from the repository containing `cwd`, refusing (exit 2)
     /// what would fail later: no repository, no commit yet, a path or branch already there.
-    pub fn plan(cwd: &Path, team: &TeamName, name: &AgentName) -> Result<Worktree> {
+    pub(crate) fn plan(cwd: &Path, team: &TeamName, name: &AgentName) -> Result<Worktree> {
         let repo = Repository::discover(cwd).map_err(|_| {
             Error::usage(format!(
                 "worktree: true needs a git repository, and {} is not inside one; drop worktree or set cwd to a repository",
@@ -157,7 +157,7 @@ impl Worktree {
     }
 
     /// Creates the branch and the worktree.
-    pub fn create(&self) -> Result<()> {
+    pub(crate) fn create(&self) -> Result<()> {
         let repo = Repository::open(&self.repo).map_err(|e| git("open the repository", e))?;
         let oid = git2::Oid::from_str(&self.base).map_err(|e| git("read the base commit", e))?;
         let commit = repo
@@ -185,7 +185,7 @@ impl Worktree {
     }
 
     /// Removes the worktree if nothing changed in it; otherwise keeps it and says why.
-    pub fn finish(&self) -> Result<Outcome> {
+    pub(crate) fn finish(&self) -> Result<Outcome> {
         if let Some(reason) = self.changes()? {
             return Ok(Outcome::Kept {
                 path: self.path.clone(),
@@ -200,7 +200,7 @@ impl Worktree {
     }
 
     /// What changed: uncommitted files or commits beyond the base; `None` when untouched.
-    pub fn changes(&self) -> Result<Option<String>> {
+    pub(crate) fn changes(&self) -> Result<Option<String>> {
         let repo = Repository::open(&self.repo).map_err(|e| git("open the repository", e))?;
         let mut reasons = Vec::new();
         if let Ok(branch) = repo.find_branch(&self.branch, BranchType::Local) {
@@ -239,7 +239,7 @@ impl Worktree {
 
     /// Removes the worktree and its branch whatever is in them (for rolling back a spawn, and
     /// for an unchanged worktree at shutdown).
-    pub fn remove(&self) -> Result<()> {
+    pub(crate) fn remove(&self) -> Result<()> {
         let repo = Repository::open(&self.repo).map_err(|e| git("open the repository", e))?;
         if let Ok(wt) = repo.find_worktree(&self.admin) {
             let mut opts = WorktreePruneOptions::new();
@@ -261,11 +261,11 @@ impl Worktree {
     }
 
     /// The worktree recorded on a member, if any.
-    pub fn of_member(member: &Member) -> Option<Worktree> {
+    pub(crate) fn of_member(member: &Member) -> Option<Worktree> {
         serde_json::from_value(member.extra.get(FIELD)?.clone()).ok()
     }
 
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("serializable")
     }
 }

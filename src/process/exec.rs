@@ -10,14 +10,14 @@ use std::process::{Command, Stdio};
 use crate::error::{Error, Result};
 
 /// The one seam through which tmux, it2 and git-free helpers run: a program and its argv.
-pub trait Exec: fmt::Debug + Send + Sync {
+pub(crate) trait Exec: fmt::Debug + Send + Sync {
     /// Runs `program args...`; stdout on exit 0, else an error naming the command and its stderr.
     fn run(&self, program: &str, args: &[String]) -> Result<String>;
 }
 
 /// Runs programs for real, found on `PATH`.
 #[derive(Debug, Default)]
-pub struct SystemExec;
+pub(crate) struct SystemExec;
 
 impl Exec for SystemExec {
     fn run(&self, program: &str, args: &[String]) -> Result<String> {
@@ -69,23 +69,23 @@ pub(crate) mod testing {
     use crate::error::{Error, Result};
 
     #[derive(Debug, Default)]
-    pub struct Recorder {
+    pub(crate) struct Recorder {
         pub calls: Mutex<Vec<Vec<String>>>,
         /// Answers in order; a missing answer is an empty success.
         pub answers: Mutex<VecDeque<Result<String, String>>>,
     }
 
     impl Recorder {
-        pub fn answer(&self, out: &str) {
+        pub(crate) fn answer(&self, out: &str) {
             self.answers.lock().unwrap().push_back(Ok(out.to_string()));
         }
-        pub fn fail(&self, stderr: &str) {
+        pub(crate) fn fail(&self, stderr: &str) {
             self.answers
                 .lock()
                 .unwrap()
                 .push_back(Err(stderr.to_string()));
         }
-        pub fn calls(&self) -> Vec<Vec<String>> {
+        pub(crate) fn calls(&self) -> Vec<Vec<String>> {
             self.calls.lock().unwrap().clone()
         }
     }

@@ -16,7 +16,7 @@ use super::pid::{start_time, PidRecord};
 
 /// Why a signal was not sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// pid 0 or 1 (or a negative pid): never a teammate.
     ReservedPid,
     /// The record has no start time, so the pid cannot be told from a recycled one.
@@ -45,7 +45,7 @@ impl fmt::Display for Refusal {
 /// Sends `signal` to the process group led by the recorded process, after checking it is still
 /// that process (same start time) and still leads its group. A zombie leader counts: its group
 /// may still have live members.
-pub fn signal_group(record: &PidRecord, signal: Signal) -> Result<(), Refusal> {
+pub(crate) fn signal_group(record: &PidRecord, signal: Signal) -> Result<(), Refusal> {
     let pid = checked_leader(record)?;
     match rustix::process::kill_process_group(pid, signal) {
         Ok(()) => Ok(()),
@@ -55,7 +55,7 @@ pub fn signal_group(record: &PidRecord, signal: Signal) -> Result<(), Refusal> {
 
 /// Whether [`signal_group`] would signal the recorded group now, without sending anything: lets
 /// a caller report a record it must not trust (with what the user can do) before it acts.
-pub fn check_group(record: &PidRecord) -> Result<(), Refusal> {
+pub(crate) fn check_group(record: &PidRecord) -> Result<(), Refusal> {
     checked_leader(record).map(|_| ())
 }
 
@@ -85,7 +85,7 @@ fn checked_leader(record: &PidRecord) -> Result<Pid, Refusal> {
 /// group was signalled. Waiting for the leader alone is not enough: a child that ignores
 /// SIGTERM would outlive it. (A group that still holds its leader as an unreaped zombie counts
 /// as present, so the caller's own child is killed after the grace period, which is harmless.)
-pub fn terminate_group(record: &PidRecord, grace: Duration) -> Result<(), Refusal> {
+pub(crate) fn terminate_group(record: &PidRecord, grace: Duration) -> Result<(), Refusal> {
     let pid = checked_leader(record)?;
     signal_group(record, Signal::TERM)?;
     let deadline = Instant::now() + grace;

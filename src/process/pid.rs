@@ -15,17 +15,17 @@ use std::process::ExitStatus;
 use serde_json::{json, Value};
 
 use crate::store::machine::{Machine, Whose};
-pub use crate::store::process_id::{start_time, PidRecord};
+pub(crate) use crate::store::process_id::{start_time, PidRecord};
 use crate::store::roster::Member;
 
-pub const PID_FIELD: &str = "swarmPid";
-pub const PID_START_FIELD: &str = "swarmPidStart";
-pub const PID_HOST_FIELD: &str = "swarmPidHost";
-pub const EXIT_FIELD: &str = "swarmExit";
+pub(crate) const PID_FIELD: &str = "swarmPid";
+pub(crate) const PID_START_FIELD: &str = "swarmPidStart";
+pub(crate) const PID_HOST_FIELD: &str = "swarmPidHost";
+pub(crate) const EXIT_FIELD: &str = "swarmExit";
 
 /// Where the member's pid record was written, seen from here (a record without a machine is
 /// this machine's: it predates the field).
-pub fn recorded_where(member: &Member) -> Whose {
+pub(crate) fn recorded_where(member: &Member) -> Whose {
     let machine = member
         .extra
         .get(PID_HOST_FIELD)
@@ -35,13 +35,13 @@ pub fn recorded_where(member: &Member) -> Whose {
 
 /// Records `pid` (with its start time) on a member that was just started, forgetting how an
 /// earlier process of the member ended.
-pub fn record_pid(member: &mut Member, pid: u32) {
+pub(crate) fn record_pid(member: &mut Member, pid: u32) {
     PidRecord::of(pid).save(member);
     member.extra.remove(EXIT_FIELD);
 }
 
 /// Records how the member's process ended: `{"code": N}` or `{"signal": N}`.
-pub fn record_exit(member: &mut Member, status: ExitStatus) {
+pub(crate) fn record_exit(member: &mut Member, status: ExitStatus) {
     let exit = match (status.code(), status.signal()) {
         (Some(c), _) => json!({"code": c}),
         (None, Some(s)) => json!({"signal": s}),
@@ -51,7 +51,7 @@ pub fn record_exit(member: &mut Member, status: ExitStatus) {
 }
 
 /// How the member's process ended, if swarm saw it end: `(code, signal)`.
-pub fn recorded_exit(member: &Member) -> Option<(Option<i32>, Option<i32>)> {
+pub(crate) fn recorded_exit(member: &Member) -> Option<(Option<i32>, Option<i32>)> {
     let exit = member.extra.get(EXIT_FIELD)?;
     let field = |k: &str| exit.get(k).and_then(Value::as_i64).map(|n| n as i32);
     Some((field("code"), field("signal")))
@@ -61,7 +61,7 @@ pub fn recorded_exit(member: &Member) -> Option<(Option<i32>, Option<i32>)> {
 impl PidRecord {
     /// The record kept on a member, if any, and only if it was written on this machine in this
     /// boot: anywhere else its pid names another process.
-    pub fn of_member(member: &Member) -> Option<PidRecord> {
+    pub(crate) fn of_member(member: &Member) -> Option<PidRecord> {
         if recorded_where(member) != Whose::Here {
             return None;
         }
@@ -71,7 +71,7 @@ impl PidRecord {
     }
 
     /// Stores the record on a member.
-    pub fn save(&self, member: &mut Member) {
+    pub(crate) fn save(&self, member: &mut Member) {
         member.extra.insert(PID_FIELD.into(), Value::from(self.pid));
         match self.start {
             Some(t) => member.extra.insert(PID_START_FIELD.into(), Value::from(t)),

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 
 /// A signal swarm acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caught {
+pub(crate) enum Caught {
     Interrupt,
     Terminate,
     Hangup,
@@ -27,7 +27,7 @@ pub enum Caught {
 
 impl Caught {
     /// The signal number, for exit codes (`128 + n`).
-    pub fn number(self) -> i32 {
+    pub(crate) fn number(self) -> i32 {
         match self {
             Caught::Interrupt => 2,
             Caught::Hangup => 1,
@@ -37,7 +37,7 @@ impl Caught {
 }
 
 /// SIGINT, SIGTERM and SIGHUP, caught from creation on.
-pub struct Signals {
+pub(crate) struct Signals {
     interrupt: Signal,
     terminate: Signal,
     hangup: Signal,
@@ -45,7 +45,7 @@ pub struct Signals {
 
 impl Signals {
     /// Starts catching. Must be called inside a tokio runtime (see [`crate::process::block_on`]).
-    pub fn catch() -> Result<Signals> {
+    pub(crate) fn catch() -> Result<Signals> {
         let install = |kind: SignalKind| {
             signal(kind).map_err(|e| Error::Backend(format!("failed to catch signals: {e}")))
         };
@@ -57,7 +57,7 @@ impl Signals {
     }
 
     /// The next caught signal.
-    pub async fn recv(&mut self) -> Caught {
+    pub(crate) async fn recv(&mut self) -> Caught {
         tokio::select! {
             _ = self.interrupt.recv() => Caught::Interrupt,
             _ = self.terminate.recv() => Caught::Terminate,
@@ -68,21 +68,21 @@ impl Signals {
 
 /// Signals caught from now on, held with the runtime whose driver sees them (a signal that
 /// arrives before [`Early::block_on`] is kept, not lost).
-pub struct Early {
+pub(crate) struct Early {
     runtime: Runtime,
     signals: Signals,
 }
 
 impl Early {
     /// Starts catching now.
-    pub fn catch() -> Result<Early> {
+    pub(crate) fn catch() -> Result<Early> {
         let runtime = crate::process::runtime();
         let signals = runtime.block_on(async { Signals::catch() })?;
         Ok(Early { runtime, signals })
     }
 
     /// Runs `task` with the signals caught so far and from now on.
-    pub fn block_on<F: Future>(self, task: impl FnOnce(Signals) -> F) -> F::Output {
+    pub(crate) fn block_on<F: Future>(self, task: impl FnOnce(Signals) -> F) -> F::Output {
         let Early { runtime, signals } = self;
         runtime.block_on(task(signals))
     }

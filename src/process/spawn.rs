@@ -30,7 +30,7 @@ use crate::store::fsio;
 /// A teammate child: the leader of its own process group, with its log (none for a console on
 /// the launcher's terminal).
 #[derive(Debug)]
-pub struct LoggedChild {
+pub(crate) struct LoggedChild {
     child: Child,
     record: PidRecord,
     log: Option<PathBuf>,
@@ -38,7 +38,7 @@ pub struct LoggedChild {
 
 impl LoggedChild {
     /// Starts `argv` in `cwd` with `env` added, in a new process group, output appended to `log`.
-    pub fn spawn_logged(
+    pub(crate) fn spawn_logged(
         argv: &[String],
         env: &[(String, String)],
         cwd: &Path,
@@ -74,7 +74,7 @@ impl LoggedChild {
 
     /// Starts `argv` in a new process group with its output on this process's stderr and its
     /// stdin fed, line by line as they come, from this process's stdin (see the module doc).
-    pub fn spawn_console(
+    pub(crate) fn spawn_console(
         argv: &[String],
         env: &[(String, String)],
         cwd: &Path,
@@ -114,37 +114,37 @@ impl LoggedChild {
         })
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// The pid and start time, for signalling the group safely.
-    pub fn record(&self) -> PidRecord {
+    pub(crate) fn record(&self) -> PidRecord {
         self.record
     }
 
     /// The log file; `None` for a console on the launcher's terminal.
-    pub fn log(&self) -> Option<&Path> {
+    pub(crate) fn log(&self) -> Option<&Path> {
         self.log.as_deref()
     }
 
     /// Blocks until the leader has exited, without reaping it (`waitid(WEXITED | WNOWAIT)`).
     /// Safe on another thread while the owner keeps the child: nothing else reaps it, and
     /// [`LoggedChild::reap`] afterwards returns at once.
-    pub fn wait_exited(pid: u32) {
+    pub(crate) fn wait_exited(pid: u32) {
         // Exited, or nothing to wait for (ECHILD): either way it is over.
         let _ = wait_exited(pid);
     }
 
     /// Collects the exit status (blocks if the child is still running).
-    pub fn reap(&mut self) -> Result<ExitStatus> {
+    pub(crate) fn reap(&mut self) -> Result<ExitStatus> {
         self.child
             .wait()
             .map_err(|e| Error::Backend(format!("failed to wait for pid {}: {e}", self.pid())))
     }
 
     /// SIGKILL to the whole group, then reaps the leader.
-    pub fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         let _ = signal_group(&self.record, Signal::KILL);
         let _ = self.child.wait();
     }

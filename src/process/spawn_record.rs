@@ -32,14 +32,14 @@ use crate::store::names::TeamName;
 use crate::store::paths::Store;
 
 /// The environment variable that carries a spawn's token into the member's process.
-pub const TOKEN_VAR: &str = "SWARM_SPAWN_TOKEN";
+pub(crate) const TOKEN_VAR: &str = "SWARM_SPAWN_TOKEN";
 
 /// A fresh random token for one spawn.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpawnToken(String);
+pub(crate) struct SpawnToken(String);
 
 impl SpawnToken {
-    pub fn new() -> Result<SpawnToken> {
+    pub(crate) fn new() -> Result<SpawnToken> {
         let mut bytes = [0u8; 24];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::Backend(format!("cannot make a spawn token: {e}")))?;
@@ -47,14 +47,14 @@ impl SpawnToken {
     }
 
     /// The token `env` gives a process, if any (the pane trampoline reads its own spec's).
-    pub fn from_env(env: &[(String, String)]) -> Option<SpawnToken> {
+    pub(crate) fn from_env(env: &[(String, String)]) -> Option<SpawnToken> {
         env.iter()
             .find(|(k, _)| k == TOKEN_VAR)
             .map(|(_, v)| SpawnToken(v.clone()))
     }
 
     /// `env` with the token added (replacing any token already there).
-    pub fn add_to(&self, env: &mut Vec<(String, String)>) {
+    pub(crate) fn add_to(&self, env: &mut Vec<(String, String)>) {
         env.retain(|(k, _)| k != TOKEN_VAR);
         env.push((TOKEN_VAR.to_string(), self.0.clone()));
     }
@@ -62,7 +62,7 @@ impl SpawnToken {
 
 /// What swarm recorded when it started a member's process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpawnRecord {
+pub(crate) struct SpawnRecord {
     pub pid: u32,
     pub start: Option<u64>,
     token: String,
@@ -71,7 +71,7 @@ pub struct SpawnRecord {
 
 /// Why swarm will not signal a member's process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Untrusted {
+pub(crate) enum Untrusted {
     /// swarm's own records name no process it started for the member on this machine.
     NotStarted,
     /// The pid swarm recorded now runs a process without the spawn's token: not that process.
@@ -98,7 +98,7 @@ impl fmt::Display for Untrusted {
 
 /// Records that swarm started `pid` for member `name` of `team`, with `token` in its
 /// environment.
-pub fn save(
+pub(crate) fn save(
     store: &Store,
     team: &TeamName,
     name: &str,
@@ -123,7 +123,7 @@ pub fn save(
 }
 
 /// The record of the process swarm started for `name`, if there is one.
-pub fn load(store: &Store, team: &TeamName, name: &str) -> Option<SpawnRecord> {
+pub(crate) fn load(store: &Store, team: &TeamName, name: &str) -> Option<SpawnRecord> {
     let path = record_path(store, team, name).ok()?;
     let bytes = fsio::read_file(&path).ok()??;
     serde_json::from_slice(&bytes).ok()
@@ -132,7 +132,7 @@ pub fn load(store: &Store, team: &TeamName, name: &str) -> Option<SpawnRecord> {
 /// The process group swarm may signal for `name`: the one it recorded starting, on this
 /// machine, still that process (start time, group leader) and still carrying the spawn's
 /// token. `Err(Untrusted::Group(Refusal::Gone))` when that process is simply gone.
-pub fn signal_target(
+pub(crate) fn signal_target(
     store: &Store,
     team: &TeamName,
     name: &str,
@@ -159,7 +159,7 @@ pub fn signal_target(
 }
 
 /// Forgets every record of `team`, once the team itself is gone; none is fine.
-pub fn forget_team(store: &Store, team: &TeamName) -> Result<()> {
+pub(crate) fn forget_team(store: &Store, team: &TeamName) -> Result<()> {
     let dir = team_dir(store, team)?;
     match std::fs::remove_dir_all(&dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &dir)(e)),

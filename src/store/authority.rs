@@ -37,7 +37,7 @@ struct Published {
 /// Refuses `what` (said as "refusing to {what}") unless this process is team `team`'s lead:
 /// not in a teammate's environment, not on a remote host's mirror, and able to load the lead
 /// key the team published (or, for a team that published none yet, to adopt it).
-pub fn require_lead(store: &Store, team: &TeamName, what: &str) -> Result<()> {
+pub(crate) fn require_lead(store: &Store, team: &TeamName, what: &str) -> Result<()> {
     let refuse = |why: String| Error::NotTheLead {
         what: what.to_string(),
         team: team.to_string(),
@@ -91,7 +91,7 @@ pub fn require_lead(store: &Store, team: &TeamName, what: &str) -> Result<()> {
 /// Publishes `key` as team `team`'s lead key unless one is published already (never replaced:
 /// a published key is changed only by removing the file from the lead's shell). Called where
 /// the lead side makes the key: `team create` and a launch.
-pub fn publish(store: &Store, team: &TeamName, key: &LeadKey) -> Result<()> {
+pub(crate) fn publish(store: &Store, team: &TeamName, key: &LeadKey) -> Result<()> {
     let path = store.lead_verify_key_path(team);
     fsio::ensure_dir(path.parent().expect("under the team dir"))?;
     let body = Published {
@@ -105,7 +105,7 @@ pub fn publish(store: &Store, team: &TeamName, key: &LeadKey) -> Result<()> {
 /// Whether `verifier` checks the key team `team` published: then the team's lead is swarm's
 /// lead side, which signs the records `verifier` checks (a Claude Code lead's own key, or a
 /// team that published none, is not).
-pub fn publishes(store: &Store, team: &TeamName, verifier: &LeadVerifier) -> bool {
+pub(crate) fn publishes(store: &Store, team: &TeamName, verifier: &LeadVerifier) -> bool {
     published_key(store, team)
         .ok()
         .flatten()

@@ -6,7 +6,7 @@
 
 /// One roster colour and its spelling for each surface that draws it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Colour {
+pub(crate) struct Colour {
     /// The name stored in the roster.
     pub name: &'static str,
     /// tmux's name for it (`pane-border-style fg=...`).
@@ -32,7 +32,7 @@ const fn c(
 }
 
 /// Teammate colours in round-robin order.
-pub const PALETTE: &[Colour] = &[
+pub(crate) const PALETTE: &[Colour] = &[
     c("blue", "blue", "34", (0, 120, 255)),
     c("green", "green", "32", (0, 180, 0)),
     c("yellow", "yellow", "33", (220, 200, 0)),
@@ -44,21 +44,21 @@ pub const PALETTE: &[Colour] = &[
 ];
 
 /// The lead's colour.
-pub const LEAD_COLOR: &str = "red";
+pub(crate) const LEAD_COLOR: &str = "red";
 
 impl Colour {
     /// The palette entry called `name`, if it is one.
-    pub fn named(name: &str) -> Option<&'static Colour> {
+    pub(crate) fn named(name: &str) -> Option<&'static Colour> {
         PALETTE.iter().find(|c| c.name == name)
     }
 
     /// The colour of the `n`th teammate, round robin.
-    pub fn nth(n: usize) -> &'static Colour {
+    pub(crate) fn nth(n: usize) -> &'static Colour {
         &PALETTE[n % PALETTE.len()]
     }
 
     /// Every colour name, for help and error messages.
-    pub fn names() -> Vec<&'static str> {
+    pub(crate) fn names() -> Vec<&'static str> {
         PALETTE.iter().map(|c| c.name).collect()
     }
 }

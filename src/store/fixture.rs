@@ -6,7 +6,7 @@ use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
 
 /// A temp store with team `t` and the teammates `names`, all active. Keep the `TempDir`.
-pub fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
+pub(crate) fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(dir.path());
     let team: TeamName = "t".parse().unwrap();
@@ -22,6 +22,6 @@ pub fn team_with(names: &[&str]) -> (tempfile::TempDir, Store, TeamName) {
 }
 
 /// `name` as an agent name, for tests that write messages from literal senders.
-pub fn agent(name: &str) -> AgentName {
+pub(crate) fn agent(name: &str) -> AgentName {
     name.parse().unwrap()
 }

@@ -11,7 +11,7 @@
 
 mod open;
 
-pub use open::{create_new, open_append, open_or_create, open_read, read_foreign};
+pub(crate) use open::{create_new, open_append, open_or_create, open_read, read_foreign};
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
@@ -79,7 +79,7 @@ fn create_dir_all(dir: &Path) -> Result<()> {
 }
 
 /// Fails unless `path` is absent or a regular file.
-pub fn check_regular(path: &Path) -> Result<bool> {
+pub(crate) fn check_regular(path: &Path) -> Result<bool> {
     guard::check_dirs(path.parent().unwrap_or(Path::new("")))?;
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_file() => guard::check_file(path, &meta).map(|()| true),
@@ -111,7 +111,7 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
 /// append-only records that are not the truth of anything (the task history, usage records),
 /// where a crash may cost the last lines but a writer must not pay an fsync per line. One
 /// `O_APPEND` write per record keeps concurrent appenders' lines whole.
-pub fn append_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn append_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
     check_regular(path)?;
     let mut file = open_append(path)?;
     file.write_all(bytes).map_err(Error::io("append to", path))
@@ -130,7 +130,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`write_atomic`] without the final directory sync, for a caller that shares one sync among
 /// several renames in a directory (the task index): the file's content is durable, its rename
 /// only once the caller syncs the directory.
-pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
     replace(path, bytes, true)
 }
 
@@ -163,7 +163,7 @@ fn write_temp_unsynced(tmp: &Path, bytes: &[u8]) -> Result<fs::File> {
 /// [`write_atomic`] with no sync at all, for a file that means nothing after a crash: a pane's
 /// spec, read by `swarm pane-exec` within moments of being written, by a pane that a crash takes
 /// down with it. Readers still never see it half written.
-pub fn replace_volatile(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn replace_volatile(path: &Path, bytes: &[u8]) -> Result<()> {
     replace(path, bytes, false)
 }
 
@@ -192,7 +192,7 @@ fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
 /// renamed without replacing), and does not sync the directory: a caller creating several
 /// files in one directory syncs it once ([`sync_dir`]) after the last. `false` when `path`
 /// already existed (nothing was written).
-pub fn create_new_unsynced(path: &Path, bytes: &[u8]) -> Result<bool> {
+pub(crate) fn create_new_unsynced(path: &Path, bytes: &[u8]) -> Result<bool> {
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = temp_name(dir, path);
@@ -209,7 +209,7 @@ pub fn create_new_unsynced(path: &Path, bytes: &[u8]) -> Result<bool> {
 }
 
 /// What marks a temp file of [`write_atomic`]: `.<name>.tmp-<pid>-<random>`.
-pub const TEMP_MARK: &str = ".tmp-";
+pub(crate) const TEMP_MARK: &str = ".tmp-";
 /// A temp file younger than this is left alone even if unlocked: its writer may have created it
 /// and not yet taken the flock.
 const TEMP_GRACE: Duration = Duration::from_secs(5);
@@ -250,7 +250,7 @@ fn sweep_lock_leftover(dir: &Path) {
 /// Removes temp files whose writer is gone: unlocked and older than [`TEMP_GRACE`]. A writer
 /// killed between creating its temp file and the rename leaves one behind; without this they
 /// pile up beside the file forever.
-pub fn sweep_temp_files(dir: &Path) {
+pub(crate) fn sweep_temp_files(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -281,7 +281,7 @@ pub fn sweep_temp_files(dir: &Path) {
     }
 }
 
-pub fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(Error::io("sync directory", dir))
@@ -297,7 +297,7 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 }
 
 /// `write_json` for a file that must not exist yet (see [`write_new`]).
-pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
         path: path.to_path_buf(),
         source,
@@ -315,7 +315,7 @@ pub fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(
 /// Writes `bytes` to `path`, which must not exist yet: the complete temp file is renamed to
 /// `path` without replacing (`RENAME_NOREPLACE`), so nothing is ever overwritten or seen half
 /// written. `false`, with nothing written, when something is already there.
-pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
+pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
     check_regular(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = temp_name(dir, path);
@@ -344,7 +344,7 @@ fn place_new(tmp: &Path, path: &Path) -> std::io::Result<()> {
 
 /// Appends `bytes` to the regular file `path` (created 0600 if missing) and syncs it: for
 /// append-only records (a relay's log of keys it has seen). Never follows a symlink.
-pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn append(path: &Path, bytes: &[u8]) -> Result<()> {
     check_regular(path)?;
     let mut f = open_append(path)?;
     f.write_all(bytes).map_err(Error::io("append to", path))?;
@@ -375,7 +375,7 @@ pub fn create_if_missing(path: &Path, contents: &[u8]) -> Result<()> {
 
 /// Moves a corrupt file aside to `<file>.corrupt-<unix-ms>` and says so on stderr. Returns the
 /// new path.
-pub fn quarantine(path: &Path, why: &str) -> Result<PathBuf> {
+pub(crate) fn quarantine(path: &Path, why: &str) -> Result<PathBuf> {
     let mut target = PathBuf::from(format!("{}.corrupt-{}", path.display(), now_ms()));
     let mut n = 1;
     while target.exists() {
@@ -393,7 +393,7 @@ pub fn quarantine(path: &Path, why: &str) -> Result<PathBuf> {
 
 /// Reads and parses a JSON file. A file that does not parse as `T` is quarantined and `None`
 /// returned, as for a missing file. Call this only under the file's lock when you will rewrite it.
-pub fn read_json_or_quarantine<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+pub(crate) fn read_json_or_quarantine<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     let Some(bytes) = read_file(path)? else {
         return Ok(None);
     };
@@ -425,7 +425,7 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
 /// does: Claude Code reads and writes these same files, and two programs that read one file
 /// differently are worse than either rule. (serde's derive refuses a repeated field, so that
 /// case is parsed again through `serde_json::Value`, which keeps the last.)
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, String> {
+pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, String> {
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return Err("it starts with a byte-order mark".into());
     }

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 static ROOTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Makes `root` a store root: paths under it are walked by [`check_dirs`].
-pub fn register_root(root: &Path) {
+pub(crate) fn register_root(root: &Path) {
     let mut roots = ROOTS.lock().unwrap_or_else(|e| e.into_inner());
     if !roots.iter().any(|r| r == root) {
         roots.push(root.to_path_buf());
@@ -41,12 +41,12 @@ fn root_of(path: &Path) -> Option<PathBuf> {
         .cloned()
 }
 
-pub fn euid() -> u32 {
+pub(crate) fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
 /// What a directory entry is, in words for an error message.
-pub fn kind_of(meta: &fs::Metadata) -> &'static str {
+pub(crate) fn kind_of(meta: &fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_symlink() {
@@ -66,7 +66,7 @@ pub fn kind_of(meta: &fs::Metadata) -> &'static str {
 
 /// Checks the root and every existing directory from it down to `dir` (inclusive). Components
 /// that do not exist yet end the walk: swarm creates them itself, 0700.
-pub fn check_dirs(dir: &Path) -> Result<()> {
+pub(crate) fn check_dirs(dir: &Path) -> Result<()> {
     let Some(root) = root_of(dir) else {
         return Ok(());
     };
@@ -132,7 +132,7 @@ fn check_dir(dir: &Path, meta: &fs::Metadata, is_root: bool) -> Result<()> {
 
 /// A store file swarm is about to read or write (already opened or just inspected): it must be
 /// ours, and have one link, so writing it cannot change a file elsewhere.
-pub fn check_file(path: &Path, meta: &fs::Metadata) -> Result<()> {
+pub(crate) fn check_file(path: &Path, meta: &fs::Metadata) -> Result<()> {
     if meta.uid() != euid() {
         return Err(Error::NotOwned {
             path: path.to_path_buf(),

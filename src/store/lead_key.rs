@@ -217,7 +217,7 @@ impl LeadVerifier {
 /// The team's verifier as this process knows it: from the key itself on the lead's side, else
 /// from [`VERIFY_KEY_ENV`], which the teammate runtime gives its agent. `None` when neither is
 /// there: then nothing the lead signed can be told from a forgery, and callers refuse it.
-pub fn verifier(store: &Store, team: &TeamName) -> Result<Option<LeadVerifier>> {
+pub(crate) fn verifier(store: &Store, team: &TeamName) -> Result<Option<LeadVerifier>> {
     if let Some(key) = LeadKey::for_caller(store, team)? {
         return Ok(Some(LeadVerifier::of(&key)));
     }
@@ -229,7 +229,7 @@ pub fn verifier(store: &Store, team: &TeamName) -> Result<Option<LeadVerifier>> 
 
 /// The UTF-8 of `JSON([domain, msg_id, from, timestamp, text, summary, color, from_plugin])`,
 /// compact as JavaScript's `JSON.stringify` writes it.
-pub fn signed_bytes(e: &LeadEntry) -> Vec<u8> {
+pub(crate) fn signed_bytes(e: &LeadEntry) -> Vec<u8> {
     let opt = |v: Option<&str>| v.map_or(Value::Null, Value::from);
     let fields = vec![
         Value::from(DOMAIN),
@@ -245,7 +245,7 @@ pub fn signed_bytes(e: &LeadEntry) -> Vec<u8> {
 }
 
 /// Whether this process may act as the lead: it is not running in a teammate's environment.
-pub fn caller_is_lead_side() -> bool {
+pub(crate) fn caller_is_lead_side() -> bool {
     match std::env::var("SWARM_AGENT_NAME") {
         Ok(name) => name.is_empty() || name == LEAD,
         Err(_) => true,

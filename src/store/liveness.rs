@@ -30,7 +30,7 @@ use crate::store::process_id::{start_time, PidRecord};
 
 /// Held by a live teammate; dropping it (or dying) releases it.
 #[derive(Debug)]
-pub struct AliveLock {
+pub(crate) struct AliveLock {
     file: File,
     path: PathBuf,
     /// Where the holder is recorded as well (`members/<name>/runtime.json`).
@@ -43,7 +43,7 @@ pub struct AliveLock {
 
 /// What [`AliveLock::keep`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kept {
+pub(crate) enum Kept {
     /// The path still names the file we hold.
     Held,
     /// It was deleted or replaced, and we hold the file now there.
@@ -66,7 +66,7 @@ pub enum Liveness {
 
 impl AliveLock {
     /// Takes the lock for `agent`; fails if another live process already holds it.
-    pub fn hold(store: &Store, team: &TeamName, agent: &AgentName) -> Result<AliveLock> {
+    pub(crate) fn hold(store: &Store, team: &TeamName, agent: &AgentName) -> Result<AliveLock> {
         fsio::ensure_dir(&store.alive_dir(team))?;
         let path = store.alive_path(team, agent);
         let file = fsio::open_or_create(&path)?;
@@ -107,7 +107,7 @@ impl AliveLock {
 
     /// Checks that the lock file's path still names the file we hold; if it was deleted or
     /// replaced, takes the file now there (made if missing). Cheap (two `stat`s), for a timer.
-    pub fn keep(&mut self) -> Result<Kept> {
+    pub(crate) fn keep(&mut self) -> Result<Kept> {
         match std::fs::symlink_metadata(&self.path) {
             Ok(meta) if (meta.dev(), meta.ino()) == self.id => return Ok(Kept::Held),
             Ok(_) => {}
@@ -141,7 +141,7 @@ impl AliveLock {
 
     /// Records, after the holder, how the runtime learns of changes (`inotify`, `polling`, `off`:
     /// see `store::watcher::Mode`), which `swarm status` shows as the member's `events`.
-    pub fn record_events(&mut self, events: &str) -> Result<()> {
+    pub(crate) fn record_events(&mut self, events: &str) -> Result<()> {
         self.events = Some(events.to_string());
         self.write_holder()
     }
@@ -171,7 +171,7 @@ fn live_recorded_holder(record: &std::path::Path) -> Option<Holder> {
 }
 
 /// What a live runtime recorded with [`AliveLock::record_events`]; `None` when nothing was.
-pub fn recorded_events(store: &Store, team: &TeamName, agent: &AgentName) -> Option<String> {
+pub(crate) fn recorded_events(store: &Store, team: &TeamName, agent: &AgentName) -> Option<String> {
     let bytes = fsio::read_file(&store.alive_path(team, agent)).ok()??;
     let text = String::from_utf8(bytes).ok()?;
     text.lines()
@@ -193,7 +193,7 @@ struct Holder {
 
 /// Set by a contained teammate's sandbox (`launch::sandbox`) to its pid on the machine: inside,
 /// the runtime has a pid namespace of its own and its own pid says nothing outside.
-pub const SANDBOX_PID_ENV: &str = "SWARM_SANDBOX_PID";
+pub(crate) const SANDBOX_PID_ENV: &str = "SWARM_SANDBOX_PID";
 
 impl Holder {
     fn this() -> Holder {
@@ -251,14 +251,14 @@ const PROBE_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
 /// retirement would be marked inactive and have the task it just claimed released under it (so
 /// two teammates would work on one task, and nobody would reap it when it died again).
 #[derive(Debug)]
-pub struct ReapGate {
+pub(crate) struct ReapGate {
     _file: File,
 }
 
 impl ReapGate {
     /// Waits for the team's gate. Holders only do a few small writes, so the wait is short; a
     /// holder that dies releases it with its descriptor.
-    pub fn take(store: &Store, team: &TeamName) -> Result<ReapGate> {
+    pub(crate) fn take(store: &Store, team: &TeamName) -> Result<ReapGate> {
         fsio::ensure_dir(&store.alive_dir(team))?;
         let path = store.alive_gate_path(team);
         let file = fsio::open_or_create(&path)?;
@@ -295,7 +295,7 @@ pub fn probe(store: &Store, team: &TeamName, agent: &AgentName) -> Result<Livene
 }
 
 /// The pid the lock file's record names (its last holder, alive or not), if it names one.
-pub fn recorded_holder(store: &Store, team: &TeamName, agent: &AgentName) -> Option<u32> {
+pub(crate) fn recorded_holder(store: &Store, team: &TeamName, agent: &AgentName) -> Option<u32> {
     recorded(store, team, agent).map(|h| h.pid)
 }
 
@@ -311,17 +311,17 @@ fn recorded(store: &Store, team: &TeamName, agent: &AgentName) -> Option<Holder>
 /// console can tell an approval from the run that holds (or last held) the lock from one an
 /// earlier run sent before `restart` or `up` started another: pane ids cannot tell them apart,
 /// since tmux numbers panes from `%0` again after its server exits.
-pub fn this_run() -> String {
+pub(crate) fn this_run() -> String {
     run_id(&Holder::this())
 }
 
 /// The run the member's lock file names (its last holder, alive or not).
-pub fn recorded_run(store: &Store, team: &TeamName, agent: &AgentName) -> Option<String> {
+pub(crate) fn recorded_run(store: &Store, team: &TeamName, agent: &AgentName) -> Option<String> {
     recorded(store, team, agent).map(|h| run_id(&h))
 }
 
 /// The field of a shutdown approval that names the run that sent it (swarm only).
-pub const RUN_FIELD: &str = "swarmRun";
+pub(crate) const RUN_FIELD: &str = "swarmRun";
 
 fn run_id(holder: &Holder) -> String {
     match holder.start {

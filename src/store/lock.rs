@@ -58,9 +58,9 @@ use record::{dir_id, names_elsewhere, read_record, write_record, DirId, OwnerRec
 const STALE_AFTER: Duration = Duration::from_secs(10);
 /// How long to wait for a live holder before giving up. Claude Code gives up after about half a
 /// second and loses the write; swarm waits longer because a dead holder is noticed at once.
-pub const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
 /// When a waiter says on stderr that it is waiting.
-pub const SAY_WAITING_AFTER: Duration = Duration::from_secs(1);
+pub(crate) const SAY_WAITING_AFTER: Duration = Duration::from_secs(1);
 static BREAK_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// An exclusive lock on a store file; released on drop.
@@ -111,7 +111,7 @@ impl Drop for FileLock {
     }
 }
 
-pub fn lock_dir_of(target: &Path) -> PathBuf {
+pub(crate) fn lock_dir_of(target: &Path) -> PathBuf {
     let mut s = target.as_os_str().to_owned();
     s.push(".lock");
     PathBuf::from(s)
@@ -119,7 +119,7 @@ pub fn lock_dir_of(target: &Path) -> PathBuf {
 
 /// The error of a waiter for `target`'s lock that gave up after `waited`, naming the swarm
 /// process the gate's record names, if any.
-pub fn gave_up(target: &Path, waited: Duration) -> Error {
+pub(crate) fn gave_up(target: &Path, waited: Duration) -> Error {
     let holder = fsio::open_read(&gate_path(target))
         .ok()
         .flatten()

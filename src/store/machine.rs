@@ -20,7 +20,7 @@ const MAX_HOST: usize = 64;
 
 /// A machine as records name it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Machine {
+pub(crate) struct Machine {
     pub host: String,
     /// `/proc/sys/kernel/random/boot_id` on Linux; empty where there is none to read.
     #[serde(default)]
@@ -29,7 +29,7 @@ pub struct Machine {
 
 /// How a record's machine relates to this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Whose {
+pub(crate) enum Whose {
     /// This machine, this boot: the record can be checked here.
     Here,
     /// This host before a reboot: whatever the record names is gone.
@@ -40,7 +40,7 @@ pub enum Whose {
 
 impl Machine {
     /// This machine, read once per process.
-    pub fn this() -> &'static Machine {
+    pub(crate) fn this() -> &'static Machine {
         static THIS: OnceLock<Machine> = OnceLock::new();
         THIS.get_or_init(|| {
             let mut host = rustix::system::uname()
@@ -62,7 +62,7 @@ impl Machine {
     }
 
     /// Where a record written on `self` was written, seen from this machine.
-    pub fn whose(&self) -> Whose {
+    pub(crate) fn whose(&self) -> Whose {
         let here = Machine::this();
         if self.host != here.host {
             Whose::Elsewhere
@@ -74,7 +74,7 @@ impl Machine {
     }
 
     /// `host` (with the boot id's first block when known), for messages.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self.boot.split('-').next().filter(|b| !b.is_empty()) {
             Some(boot) => format!("{} (boot {boot})", self.host),
             None => self.host.clone(),
@@ -85,7 +85,7 @@ impl Machine {
 /// Where a record that may name a machine was written: a record without one predates this
 /// field and was written by a swarm on the same store, which until remote hosts existed meant
 /// this machine.
-pub fn whose(machine: Option<&Machine>) -> Whose {
+pub(crate) fn whose(machine: Option<&Machine>) -> Whose {
     machine.map_or(Whose::Here, Machine::whose)
 }
 

@@ -34,7 +34,7 @@ use crate::store::protocol::{timestamp_now, Payload, Protocol};
 use crate::store::roster::{Member, Roster};
 
 /// Largest `text` one message may carry.
-pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 /// Delivered messages kept in the live inbox file.
 pub const KEEP_DELIVERED: usize = 100;
 
@@ -447,7 +447,7 @@ fn check_size(message: &InboxMessage) -> Result<()> {
 /// Refuses a message whose `text` and `summary` together exceed [`MAX_MESSAGE_BYTES`]: every
 /// message into an inbox is checked here, and a caller that can refuse earlier (the launcher,
 /// before it writes anything) asks the same question.
-pub fn check_message_size(text: &str, summary: Option<&str>) -> Result<()> {
+pub(crate) fn check_message_size(text: &str, summary: Option<&str>) -> Result<()> {
     let size = text.len() + summary.map_or(0, str::len);
     if size > MAX_MESSAGE_BYTES {
         return Err(Error::MessageTooLarge {

@@ -12,9 +12,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::{Error, Result};
 
 /// The lead's name in every team.
-pub const LEAD: &str = "team-lead";
+pub(crate) const LEAD: &str = "team-lead";
 /// The sender of swarm's own notices to the lead (a member retired, its tasks returned).
-pub const SYSTEM: &str = "system";
+pub(crate) const SYSTEM: &str = "system";
 const RESERVED: &[&str] = &["team-lead", "user", "system", "main"];
 const MAX_LEN: usize = 64;
 
@@ -189,7 +189,7 @@ impl AgentName {
 
 /// The largest task id: 2^53 - 1, the largest integer Claude Code (JavaScript) reads exactly.
 /// Past it two ids would read as one number, and past `u64` they would wrap to 0.
-pub const MAX_TASK_ID: u64 = (1 << 53) - 1;
+pub(crate) const MAX_TASK_ID: u64 = (1 << 53) - 1;
 
 /// Decimal task ids, "1", "2", ... up to [`MAX_TASK_ID`]; never reused.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -23,7 +23,7 @@ const KEEP: usize = 10;
 
 /// One note.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Note {
+pub(crate) struct Note {
     pub who: String,
     pub at: String,
     pub text: String,
@@ -31,7 +31,7 @@ pub struct Note {
 
 /// Records `text` as the newest note of `who`, unless it is the newest already (a process that
 /// meets the same damage at every pass says it once).
-pub fn record(store: &Store, team: &TeamName, who: &AgentName, text: &str) -> Result<()> {
+pub(crate) fn record(store: &Store, team: &TeamName, who: &AgentName, text: &str) -> Result<()> {
     let path = store.notes_path(team, who);
     let mut notes = read(&path);
     if notes.last().is_some_and(|n| n.text == text) {
@@ -52,7 +52,7 @@ pub fn record(store: &Store, team: &TeamName, who: &AgentName, text: &str) -> Re
 /// `error` is about, when it sits at the place of a JSON record in one of `record_dirs` (an
 /// inbox, a task, a session). The rename keeps every byte (a link's target is not touched), and
 /// `swarm status` lists what was moved. `None` when `error` is not about such a file.
-pub fn move_aside_misplaced(error: &Error, record_dirs: &[PathBuf]) -> Option<PathBuf> {
+pub(crate) fn move_aside_misplaced(error: &Error, record_dirs: &[PathBuf]) -> Option<PathBuf> {
     let (path, why) = match error {
         Error::NotARegularFile { path, found } => (path, format!("it is a {found}")),
         Error::HardLinked { path, links } => (path, format!("it has {links} hard links")),
@@ -69,7 +69,7 @@ pub fn move_aside_misplaced(error: &Error, record_dirs: &[PathBuf]) -> Option<Pa
 }
 
 /// Every process's notes, oldest first by process name; unreadable files are left out.
-pub fn all(store: &Store, team: &TeamName) -> Vec<Note> {
+pub(crate) fn all(store: &Store, team: &TeamName) -> Vec<Note> {
     let dir = store.team_dir(team).join("notes");
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return vec![];

@@ -193,7 +193,7 @@ impl Store {
 /// `..` taken out of it (a part that does not exist yet cannot be a symlink, so dropping
 /// `x/..` there names what `mkdir -p` will make). A relative root read by the launcher before
 /// it makes the directory, and by a teammate after, is then one root, with one lead key.
-pub fn resolve(path: &Path) -> PathBuf {
+pub(crate) fn resolve(path: &Path) -> PathBuf {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut existing = absolute.as_path();
     let mut rest = Vec::new();

@@ -21,21 +21,21 @@ use crate::store::names::TeamName;
 use crate::store::paths::Store;
 
 /// The directory, created 0700 if missing.
-pub fn dir() -> Result<PathBuf> {
+pub(crate) fn dir() -> Result<PathBuf> {
     let dir = path()?;
     fsio::ensure_dir(&dir)?;
     Ok(dir)
 }
 
 /// `<private state>/<name>`, nothing created (a lookup must not write, a dry run among them).
-pub fn join(name: &str) -> Result<PathBuf> {
+pub(crate) fn join(name: &str) -> Result<PathBuf> {
     Ok(path()?.join(name))
 }
 
 /// The name of team `team` of `store` among the private records: a hash of the resolved root
 /// (`paths::resolve`: the same before and after the root directory exists) and the team name,
 /// then of each of `more` (a member's name).
-pub fn team_key(store: &Store, team: &TeamName, more: &[&str]) -> String {
+pub(crate) fn team_key(store: &Store, team: &TeamName, more: &[&str]) -> String {
     let root = crate::store::paths::resolve(store.root());
     let mut hash = Sha256::new();
     hash.update(root.as_os_str().as_encoded_bytes());

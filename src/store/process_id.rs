@@ -8,14 +8,14 @@
 
 /// A process swarm recorded: its pid and, where the platform tells, its start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PidRecord {
+pub(crate) struct PidRecord {
     pub pid: u32,
     pub start: Option<u64>,
 }
 
 impl PidRecord {
     /// The record of a process swarm just started (its start time read now).
-    pub fn of(pid: u32) -> PidRecord {
+    pub(crate) fn of(pid: u32) -> PidRecord {
         PidRecord {
             pid,
             start: start_time(pid),
@@ -24,7 +24,7 @@ impl PidRecord {
 
     /// Whether the recorded process is alive and is the one that started at `start` (when
     /// known). A zombie is not alive.
-    pub fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         let Some(pid) = rustix::process::Pid::from_raw(self.pid as i32) else {
             return false;
         };
@@ -53,7 +53,7 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
 
 /// Process start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
 #[cfg(target_os = "linux")]
-pub fn start_time(pid: u32) -> Option<u64> {
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
     stat_fields(pid)?.get(19)?.parse().ok()
 }
 

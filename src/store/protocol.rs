@@ -14,20 +14,20 @@ use crate::store::names::{AgentName, TeamName};
 
 mod interrupt;
 mod lifecycle;
-pub use interrupt::{
+pub(crate) use interrupt::{
     interrupt_request_id, interrupt_request_target, AfterInterrupt, InterruptRequest, INTERRUPTED,
     REQUEST_ID_FIELD,
 };
-pub use lifecycle::{lifecycle_frame, TaskCompleted, TeammateTerminated};
+pub(crate) use lifecycle::{lifecycle_frame, TaskCompleted, TeammateTerminated};
 
 /// A `shutdown_request` id, `shutdown-<ms>@<target>`: the only place one is minted.
-pub fn shutdown_request_id(target: &AgentName) -> String {
+pub(crate) fn shutdown_request_id(target: &AgentName) -> String {
     addressed_id("shutdown", target)
 }
 
 /// The teammate a shutdown request id is addressed to (the part after the last `@`), if the id
 /// has the shape [`shutdown_request_id`] mints.
-pub fn shutdown_request_target(request_id: &str) -> Option<&str> {
+pub(crate) fn shutdown_request_target(request_id: &str) -> Option<&str> {
     addressed_target("shutdown", request_id)
 }
 
@@ -47,12 +47,12 @@ fn addressed_target<'a>(kind: &str, request_id: &'a str) -> Option<&'a str> {
 }
 
 /// A `plan_approval_request` id, `plan_approval-<ms>@<name>@<team>`.
-pub fn plan_request_id(from: &AgentName, team: &TeamName) -> String {
+pub(crate) fn plan_request_id(from: &AgentName, team: &TeamName) -> String {
     format!("plan_approval-{}@{from}@{team}", now_ms())
 }
 
 /// Longest `result` an idle notification carries.
-pub const RESULT_LIMIT: usize = 4000;
+pub(crate) const RESULT_LIMIT: usize = 4000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -184,7 +184,7 @@ impl PlanApprovalResponse {
 
 /// The mode a teammate leaves plan mode into: its roster `mode` (what it was launched with),
 /// except `plan` itself, which would keep it planning; `default` when there is none.
-pub fn mode_after_plan(roster_mode: Option<&str>) -> String {
+pub(crate) fn mode_after_plan(roster_mode: Option<&str>) -> String {
     match roster_mode {
         Some(m) if !m.is_empty() && m != "plan" => m.to_string(),
         _ => "default".to_string(),
@@ -193,7 +193,7 @@ pub fn mode_after_plan(roster_mode: Option<&str>) -> String {
 
 /// `planDigest`: lowercase hex SHA-256 of the plan text's UTF-8 bytes, as Claude Code computes
 /// it over the `planContent` it mailed.
-pub fn plan_digest(plan_content: &str) -> String {
+pub(crate) fn plan_digest(plan_content: &str) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(plan_content.as_bytes())
         .iter()
@@ -345,11 +345,11 @@ impl Payload {
 }
 
 /// ISO-8601 UTC with milliseconds, as Claude Code writes timestamps.
-pub fn timestamp_now() -> String {
+pub(crate) fn timestamp_now() -> String {
     format_timestamp(crate::store::fsio::now_ms())
 }
 
-pub fn format_timestamp(ms: u64) -> String {
+pub(crate) fn format_timestamp(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
@@ -370,7 +370,7 @@ pub fn format_timestamp(ms: u64) -> String {
 }
 
 /// Milliseconds since the epoch of a [`format_timestamp`]-shaped `YYYY-MM-DDTHH:MM:SS[.mmm]Z`.
-pub fn parse_timestamp(s: &str) -> Option<u64> {
+pub(crate) fn parse_timestamp(s: &str) -> Option<u64> {
     let s = s.strip_suffix('Z')?;
     let (date, time) = s.split_once('T')?;
     let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
@@ -394,7 +394,7 @@ pub fn parse_timestamp(s: &str) -> Option<u64> {
 }
 
 /// Cuts `s` to at most `limit` bytes on a character boundary.
-pub fn truncate(s: &str, limit: usize) -> String {
+pub(crate) fn truncate(s: &str, limit: usize) -> String {
     if s.len() <= limit {
         return s.to_string();
     }

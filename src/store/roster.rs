@@ -14,7 +14,8 @@ mod member;
 pub(crate) mod removal;
 mod rewrite;
 
-pub use member::{LeadProcess, Member, TeamConfig, AGENT_FIELD, CLAUDE_LEAD_PANE, RETIRED_FIELD};
+pub use member::Member;
+pub(crate) use member::{LeadProcess, TeamConfig, AGENT_FIELD, CLAUDE_LEAD_PANE, RETIRED_FIELD};
 
 use std::fs;
 use std::path::Path;
@@ -292,7 +293,7 @@ impl<'a> Roster<'a> {
 }
 
 /// Names of every team under the store, sorted.
-pub fn list_teams(store: &Store) -> Result<Vec<TeamName>> {
+pub(crate) fn list_teams(store: &Store) -> Result<Vec<TeamName>> {
     let dir = store.teams_dir();
     let entries = match fs::read_dir(&dir) {
         Ok(e) => e,

@@ -25,9 +25,8 @@ use std::fs;
 use serde_json::Map;
 
 pub use index::TaskIndex;
-pub use task::{
-    finished_in, NewTask, Phase, Task, TaskOutcome, TaskPatch, TaskStatus, SWARM_FAILED,
-};
+pub(crate) use task::{finished_in, NewTask, Phase, TaskOutcome, SWARM_FAILED};
+pub use task::{Task, TaskPatch, TaskStatus};
 
 use crate::error::{Error, Result};
 use crate::store::fsio;

@@ -30,9 +30,9 @@ use hub::{hub, Callback, Interest};
 use crate::error::Result;
 
 /// Default interval of the fallback re-scan.
-pub const DEFAULT_RESCAN: Duration = Duration::from_millis(2000);
+pub(crate) const DEFAULT_RESCAN: Duration = Duration::from_millis(2000);
 
-pub fn rescan_interval() -> Duration {
+pub(crate) fn rescan_interval() -> Duration {
     std::env::var("SWARM_RESCAN_MS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -42,14 +42,14 @@ pub fn rescan_interval() -> Duration {
 
 /// Whether file events are on (`SWARM_NO_FS_EVENTS=1` turns them off); without them only an
 /// owner's re-scan timer notices changes.
-pub fn events_enabled() -> bool {
+pub(crate) fn events_enabled() -> bool {
     std::env::var_os("SWARM_NO_FS_EVENTS").is_none_or(|v| v != "1")
 }
 
 /// How this process learns of changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Mode {
+pub(crate) enum Mode {
     /// File events from its inotify instance.
     Inotify,
     /// Some or all of its directories are looked at every 100-250 ms (no instance or no watch
@@ -60,7 +60,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Inotify => "inotify",
             Mode::Polling => "polling",
@@ -68,7 +68,7 @@ impl Mode {
         }
     }
 
-    pub fn parse(text: &str) -> Option<Mode> {
+    pub(crate) fn parse(text: &str) -> Option<Mode> {
         [Mode::Inotify, Mode::Polling, Mode::Off]
             .into_iter()
             .find(|m| m.as_str() == text)
@@ -76,7 +76,7 @@ impl Mode {
 }
 
 /// This process's mode, as of now: polling once any of its waits had to be polled.
-pub fn mode() -> Mode {
+pub(crate) fn mode() -> Mode {
     if !events_enabled() {
         Mode::Off
     } else if hub().degraded() {
@@ -90,13 +90,13 @@ pub fn mode() -> Mode {
 /// file events into their own channel (a tokio loop sends itself a wake-up). Dropping it ends
 /// the wait. With `SWARM_NO_FS_EVENTS=1` it waits on nothing and the owner's re-scan timer
 /// (see [`rescan_interval`]) does all the work.
-pub struct Subscription {
+pub(crate) struct Subscription {
     id: Option<u64>,
 }
 
 impl Subscription {
     /// Calls `on_change` when the content of `dir` (not recursive) may have changed.
-    pub fn changes(
+    pub(crate) fn changes(
         dir: &Path,
         on_change: impl Fn() + Send + Sync + 'static,
     ) -> Result<Subscription> {
@@ -104,7 +104,7 @@ impl Subscription {
     }
 
     /// Calls `on_change` when the entry `entry` of `dir` may have changed, or `dir` went.
-    pub fn changes_to(
+    pub(crate) fn changes_to(
         dir: &Path,
         entry: &str,
         on_change: impl Fn() + Send + Sync + 'static,
@@ -114,7 +114,10 @@ impl Subscription {
 
     /// Calls `on_exit` when a runtime holding a lock in `dir` (`teams/<team>/alive/`) may have
     /// ended (see `hub::Interest::Exits`).
-    pub fn exits(dir: &Path, on_exit: impl Fn() + Send + Sync + 'static) -> Result<Subscription> {
+    pub(crate) fn exits(
+        dir: &Path,
+        on_exit: impl Fn() + Send + Sync + 'static,
+    ) -> Result<Subscription> {
         Subscription::new(dir, Interest::Exits, Arc::new(on_exit))
     }
 
@@ -250,7 +253,7 @@ impl Drop for Names {
 /// Blocks until nothing is at `path` or `until` passes; returns whether it is gone. The watch
 /// is set on the entry itself before the re-check, so a removal between the two still wakes the
 /// wait, and only this entry's removal does (see `hub::Interest::Gone`).
-pub fn wait_until_gone(path: &Path, until: Instant) -> bool {
+pub(crate) fn wait_until_gone(path: &Path, until: Instant) -> bool {
     let gone = || {
         matches!(std::fs::symlink_metadata(path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound)

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
-pub struct TeammateArgs {
+pub(crate) struct TeammateArgs {
     /// NAME@TEAM; must agree with --agent-name and --team-name.
     #[arg(long, value_name = "NAME@TEAM")]
     pub agent_id: String,
@@ -102,13 +102,13 @@ fn value_name(value: impl ValueEnum) -> String {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PromptVia {
+pub(crate) enum PromptVia {
     Arg,
     Stdin,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BuiltinAgent {
+pub(crate) enum BuiltinAgent {
     Shell,
 }
 

@@ -17,7 +17,7 @@ pub(super) const MEMBER_OPTION: &str = "@swarm-member";
 
 /// The root and team a backend opens or operates panes for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaneOwner {
+pub(crate) struct PaneOwner {
     /// The store root, resolved (`paths::resolve`) so any spelling of it (a symlink, `..`, a
     /// directory not made yet) names the same owner.
     root: String,
@@ -25,7 +25,7 @@ pub struct PaneOwner {
 }
 
 impl PaneOwner {
-    pub fn new(root: &Path, team: &str) -> PaneOwner {
+    pub(crate) fn new(root: &Path, team: &str) -> PaneOwner {
         let root = crate::store::paths::resolve(root);
         PaneOwner {
             root: root.to_string_lossy().into_owned(),

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 
 /// What a fresh pane runs until `respawn-pane` replaces it: two words, so tmux execs it without a
 /// shell, and harmless if the launcher dies before the real command starts.
-pub const PLACEHOLDER: [&str; 2] = ["sleep", "86400"];
+pub(super) const PLACEHOLDER: [&str; 2] = ["sleep", "86400"];
 
 pub(super) const NEW_PANE_FORMAT: &str = "#{pane_id}\t#{window_id}\t#{socket_path}";
 /// The border label: the member's name in its colour; other panes keep their title.
@@ -43,7 +43,7 @@ pub(super) const BORDER_FORMAT: &str =
 
 /// Where a launch puts its panes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Placement {
+pub(super) enum Placement {
     /// Outside tmux: a detached session of this name.
     Session { name: String },
     /// Inside tmux: a window of this name in session `session` (an id such as `$1`).
@@ -134,7 +134,7 @@ fn team_session(client: &Client, name: &str) -> Option<String> {
 }
 
 /// Panes in one window unless the swarm file or `--panes-per-window` says otherwise.
-pub const DEFAULT_PANES_PER_WINDOW: usize = 16;
+pub(super) const DEFAULT_PANES_PER_WINDOW: usize = 16;
 
 /// The panes of one launch so far: its placement, the team's window the next pane goes into
 /// (with how many panes it holds and which of the team's windows it is), and the server's

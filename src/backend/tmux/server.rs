@@ -23,13 +23,13 @@ use crate::process::exec::Exec;
 use crate::store::roster::Member;
 
 /// Roster field (swarm-only) holding the tmux server's socket path.
-pub const SOCKET_FIELD: &str = "swarmTmuxSocket";
+pub(crate) const SOCKET_FIELD: &str = "swarmTmuxSocket";
 /// Environment variable naming a private tmux server (`tmux -L NAME`).
-pub const SOCKET_ENV: &str = "SWARM_TMUX_SOCKET";
+pub(crate) const SOCKET_ENV: &str = "SWARM_TMUX_SOCKET";
 
 /// Which tmux server to talk to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TmuxServer {
+pub(crate) enum TmuxServer {
     /// tmux's default: `$TMUX` inside tmux, else the default socket.
     Default,
     /// `-L NAME`
@@ -41,7 +41,7 @@ pub enum TmuxServer {
 impl TmuxServer {
     /// The server a member's pane lives on: the socket recorded at launch. `None` without one:
     /// pane ids mean nothing on another server, so swarm does not guess.
-    pub fn for_member(member: &Member) -> Option<TmuxServer> {
+    pub(crate) fn for_member(member: &Member) -> Option<TmuxServer> {
         match member.extra.get(SOCKET_FIELD).and_then(Value::as_str) {
             Some(path) if !path.is_empty() => Some(TmuxServer::Path(PathBuf::from(path))),
             _ => None,
@@ -61,7 +61,7 @@ impl TmuxServer {
 
 /// What the launcher knows about the tmux it runs under.
 #[derive(Debug, Clone, Default)]
-pub struct TmuxEnv {
+pub(crate) struct TmuxEnv {
     /// `$TMUX`: `socket-path,pid,session`
     pub tmux: Option<String>,
     /// `$TMUX_PANE`
@@ -73,7 +73,7 @@ pub struct TmuxEnv {
 }
 
 impl TmuxEnv {
-    pub fn from_process() -> TmuxEnv {
+    pub(crate) fn from_process() -> TmuxEnv {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         TmuxEnv {
             tmux: var("TMUX"),
@@ -88,7 +88,7 @@ impl TmuxEnv {
     /// `<$TMUX_TMPDIR or /tmp>/tmux-<uid>/<name or default>`. A launch records it before its
     /// tmux call, so the panes of a launch killed during that call are still found by their
     /// marks; tmux's own report replaces it once the call returns.
-    pub fn expected_socket(&self) -> String {
+    pub(crate) fn expected_socket(&self) -> String {
         if self.inside() {
             if let Some((path, _)) = self.tmux.as_deref().and_then(|t| t.split_once(',')) {
                 return path.to_string();
@@ -104,7 +104,7 @@ impl TmuxEnv {
 
     /// Inside tmux, and swarm puts the team there. `SWARM_TMUX_SOCKET` wins over `$TMUX`: with
     /// it set the team goes to a detached session on that server, wherever swarm runs.
-    pub fn inside(&self) -> bool {
+    pub(crate) fn inside(&self) -> bool {
         self.tmux.is_some() && self.socket.is_none()
     }
 

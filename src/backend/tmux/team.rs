@@ -26,7 +26,7 @@ const MARKS_FORMAT: &str =
 
 /// One pane on the server whose marks name this backend's root and team.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MarkedPane {
+pub(crate) struct MarkedPane {
     pub id: PaneId,
     /// The member its marks name.
     pub member: String,
@@ -37,7 +37,11 @@ pub struct MarkedPane {
 
 impl TmuxBackend {
     /// A handle on `server` for the panes of `owner`'s team, whichever member they belong to.
-    pub fn for_team(exec: Arc<dyn Exec>, server: TmuxServer, owner: PaneOwner) -> TmuxBackend {
+    pub(crate) fn for_team(
+        exec: Arc<dyn Exec>,
+        server: TmuxServer,
+        owner: PaneOwner,
+    ) -> TmuxBackend {
         TmuxBackend {
             client: Client::new(exec, server),
             owner,
@@ -49,7 +53,7 @@ impl TmuxBackend {
 
     /// Every pane on the server marked as this backend's team's, in the server's order; no
     /// server means none.
-    pub fn team_panes(&self) -> Result<Vec<MarkedPane>> {
+    pub(crate) fn team_panes(&self) -> Result<Vec<MarkedPane>> {
         let team = self.owner.team().to_string();
         Ok(self
             .root_panes()?
@@ -62,7 +66,7 @@ impl TmuxBackend {
     /// Every pane on the server marked as belonging to this backend's root, with the team its
     /// marks name (whatever the backend's own team): how panes of a team whose directory is
     /// gone are found.
-    pub fn root_panes(&self) -> Result<Vec<(String, MarkedPane)>> {
+    pub(crate) fn root_panes(&self) -> Result<Vec<(String, MarkedPane)>> {
         let listing = match self
             .client
             .run(vec![ListPanes::new().all().format(MARKS_FORMAT).build()])
@@ -97,7 +101,7 @@ impl TmuxBackend {
     }
 
     /// Closes a pane [`Self::team_panes`] just listed; `true` when it went.
-    pub fn close_marked(&self, pane: &MarkedPane) -> bool {
+    pub(crate) fn close_marked(&self, pane: &MarkedPane) -> bool {
         self.client
             .run(vec![KillPane::new().target_pane(pane.id.as_str()).build()])
             .is_ok()
@@ -107,7 +111,7 @@ impl TmuxBackend {
     /// console's, teammates', dead ones kept by remain-on-exit), so the window or session swarm
     /// made closes with its last pane; panes without the marks are never touched. Returns how
     /// many it closed; no server means none.
-    pub fn kill_team_panes(&self) -> Result<usize> {
+    pub(crate) fn kill_team_panes(&self) -> Result<usize> {
         Ok(self
             .team_panes()?
             .iter()
@@ -118,7 +122,7 @@ impl TmuxBackend {
     /// Which of `members` of this backend's team `pane` is marked as (its `@swarm-*` marks name
     /// this root, this team and that member); `None` for any other pane, or no server. The marks
     /// are on a pane from the tmux call that made it, before the roster records its id.
-    pub fn marked_member<'m>(&self, pane: &PaneId, members: &[&'m str]) -> Option<&'m str> {
+    pub(crate) fn marked_member<'m>(&self, pane: &PaneId, members: &[&'m str]) -> Option<&'m str> {
         if !is_pane_id(pane.as_str()) {
             return None;
         }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 #[derive(Debug, Args)]
-pub struct LaunchArgs {
+pub(crate) struct LaunchArgs {
     /// Swarm file (JSON, see examples/); '-' reads standard input.
     pub file: Option<PathBuf>,
     /// A teammate and its first message (repeatable).
@@ -116,7 +116,7 @@ pub struct LaunchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Where the teammates run: auto picks tmux when it is installed, else in-process.
     #[arg(long, value_enum, default_value = "auto")]
     pub backend: crate::backend::BackendChoice,
@@ -143,7 +143,7 @@ pub struct DemoArgs {
 
 impl LaunchArgs {
     /// No file, no teammates, every flag at its default: what `swarm restart` fills in.
-    pub fn empty() -> LaunchArgs {
+    pub(crate) fn empty() -> LaunchArgs {
         LaunchArgs {
             file: None,
             teammate: vec![],

@@ -44,7 +44,7 @@ fn check_opened(file: &File, path: &Path) -> Result<()> {
 }
 
 /// Opens `path` to read, checked; `None` when it does not exist.
-pub fn open_read(path: &Path) -> Result<Option<File>> {
+pub(crate) fn open_read(path: &Path) -> Result<Option<File>> {
     let file = match options().read(true).open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
@@ -57,7 +57,7 @@ pub fn open_read(path: &Path) -> Result<Option<File>> {
 /// Creates `path` to write, mode 0600; fails if anything is there (`O_EXCL`), so the file is
 /// new and ours: a temp file about to be renamed into place, or a file that must not be
 /// overwritten.
-pub fn create_new(path: &Path) -> Result<File> {
+pub(crate) fn create_new(path: &Path) -> Result<File> {
     options()
         .write(true)
         .create_new(true)
@@ -69,7 +69,7 @@ pub fn create_new(path: &Path) -> Result<File> {
 /// truncated, since a lock file's content belongs to its holder. The open is tried without
 /// `O_CREAT` first: a file that exists (every lock after the first) then costs no lock on its
 /// directory.
-pub fn open_or_create(path: &Path) -> Result<File> {
+pub(crate) fn open_or_create(path: &Path) -> Result<File> {
     let open = |create: bool| options().read(true).write(true).create(create).open(path);
     let file = match open(false) {
         Err(e) if e.kind() == ErrorKind::NotFound => open(true),
@@ -81,7 +81,7 @@ pub fn open_or_create(path: &Path) -> Result<File> {
 }
 
 /// Opens `path` to append, checked, creating it 0600 if it is missing: a log or an archive.
-pub fn open_append(path: &Path) -> Result<File> {
+pub(crate) fn open_append(path: &Path) -> Result<File> {
     let file = options()
         .append(true)
         .create(true)
@@ -96,7 +96,10 @@ pub fn open_append(path: &Path) -> Result<File> {
 /// what it reached must be a regular file (a FIFO, a directory or a device is refused, so a
 /// FIFO planted at `.claude/settings.json` cannot hang the reader). At most `limit` bytes are
 /// read; a larger file is refused. `None` when it does not exist.
-pub fn read_foreign(path: &Path, limit: u64) -> std::result::Result<Option<Vec<u8>>, String> {
+pub(crate) fn read_foreign(
+    path: &Path,
+    limit: u64,
+) -> std::result::Result<Option<Vec<u8>>, String> {
     use std::io::Read;
     let file = match OpenOptions::new()
         .read(true)

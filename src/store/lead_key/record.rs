@@ -53,7 +53,7 @@ pub(crate) fn canonical(value: &Value) -> Vec<u8> {
 
 /// `sha256:<hex>` of the canonical JSON of `value`: what a permission decision names as the
 /// input the lead was shown.
-pub fn digest(value: &Value) -> String {
+pub(crate) fn digest(value: &Value) -> String {
     let hash = Sha256::digest(canonical(value));
     let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")

@@ -14,18 +14,18 @@ use serde_json::{Map, Value};
 use crate::store::names::AgentName;
 
 /// The field of the answering `idle_notification` that names the request (swarm-only).
-pub const REQUEST_ID_FIELD: &str = "requestId";
+pub(crate) const REQUEST_ID_FIELD: &str = "requestId";
 /// The `idleReason` of a turn the lead interrupted.
-pub const INTERRUPTED: &str = "interrupted";
+pub(crate) const INTERRUPTED: &str = "interrupted";
 
 /// An `interrupt_request` id, `interrupt-<ms>@<target>`: the only place one is minted.
-pub fn interrupt_request_id(target: &AgentName) -> String {
+pub(crate) fn interrupt_request_id(target: &AgentName) -> String {
     super::addressed_id("interrupt", target)
 }
 
 /// The teammate an interrupt request id is addressed to, if the id has the shape
 /// [`interrupt_request_id`] mints.
-pub fn interrupt_request_target(request_id: &str) -> Option<&str> {
+pub(crate) fn interrupt_request_target(request_id: &str) -> Option<&str> {
     super::addressed_target("interrupt", request_id)
 }
 

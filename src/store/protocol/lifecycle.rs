@@ -59,7 +59,7 @@ const LIFECYCLE_FRAMES: &[&str] = &["idle_notification", "teammate_terminated", 
 
 /// The lifecycle frame type `text` is, if it is a JSON object whose `type` is one of
 /// [`LIFECYCLE_FRAMES`], whatever its other fields (as Claude Code checks it).
-pub fn lifecycle_frame(text: &str) -> Option<&'static str> {
+pub(crate) fn lifecycle_frame(text: &str) -> Option<&'static str> {
     let value: Value = serde_json::from_str(text.trim()).ok()?;
     let kind = value.as_object()?.get("type")?.as_str()?;
     LIFECYCLE_FRAMES.iter().copied().find(|f| *f == kind)

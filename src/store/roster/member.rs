@@ -17,18 +17,18 @@ use crate::store::names::{AgentName, TeamName, LEAD};
 /// Swarm-only member field: when swarm retired the member (ms since the epoch). Set when a
 /// shutdown, a kill or the lead console's reaper retires it; removed when a runtime rejoins or
 /// the member is started again.
-pub const RETIRED_FIELD: &str = "swarmRetiredAt";
+pub(crate) const RETIRED_FIELD: &str = "swarmRetiredAt";
 
 /// Swarm-only roster field: the agent kind a member was launched with (`claude`, `shell`, or
 /// the command).
-pub const AGENT_FIELD: &str = "swarmAgent";
+pub(crate) const AGENT_FIELD: &str = "swarmAgent";
 
 /// The `tmuxPaneId` Claude Code's own lead records for itself: the lead runs in the user's
 /// terminal, not in a pane Claude made.
-pub const CLAUDE_LEAD_PANE: &str = "leader";
+pub(crate) const CLAUDE_LEAD_PANE: &str = "leader";
 
 /// Top-level roster field a Claude Code lead writes: the lead process that claims the team.
-pub const LEAD_PROCESS_FIELD: &str = "leadProcess";
+pub(super) const LEAD_PROCESS_FIELD: &str = "leadProcess";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -25,7 +25,7 @@ use crate::store::paths::Store;
 /// One membership the lead ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Removal {
+pub(crate) struct Removal {
     pub name: AgentName,
     pub team_created_at: u64,
     pub agent_id: String,
@@ -35,7 +35,7 @@ pub struct Removal {
 
 impl Removal {
     /// The removal of `member` from the team `config` describes, now.
-    pub fn of(config: &TeamConfig, member: &Member) -> Removal {
+    pub(crate) fn of(config: &TeamConfig, member: &Member) -> Removal {
         Removal {
             name: member.name.clone(),
             team_created_at: config.created_at,
@@ -46,7 +46,7 @@ impl Removal {
     }
 
     /// Whether this removal ends the membership `(team_created_at, agent_id, joined_at)`.
-    pub fn ends(&self, team_created_at: u64, agent_id: &str, joined_at: u64) -> bool {
+    pub(crate) fn ends(&self, team_created_at: u64, agent_id: &str, joined_at: u64) -> bool {
         self.team_created_at == team_created_at
             && self.agent_id == agent_id
             && self.joined_at == joined_at
@@ -55,7 +55,12 @@ impl Removal {
 
 /// Writes `key`'s signed record of `removal` from `team` (`key` is the lead's, which only a
 /// process on the lead's side can load).
-pub fn record(store: &Store, team: &TeamName, key: &LeadKey, removal: &Removal) -> Result<()> {
+pub(crate) fn record(
+    store: &Store,
+    team: &TeamName,
+    key: &LeadKey,
+    removal: &Removal,
+) -> Result<()> {
     let path = store.removal_path(team, &removal.name, removal.joined_at);
     fsio::ensure_dir(path.parent().expect("a removal record has a directory"))?;
     let mut value = serde_json::to_value(removal).map_err(|source| Error::Json {
@@ -69,7 +74,7 @@ pub fn record(store: &Store, team: &TeamName, key: &LeadKey, removal: &Removal) 
 /// The lead's removal of `name`'s membership that began at `joined_at`, if a record of it is
 /// there and `verifier` says the lead signed it. A record that is unreadable or does not
 /// verify is none: the membership stands.
-pub fn signed(
+pub(crate) fn signed(
     store: &Store,
     team: &TeamName,
     verifier: &LeadVerifier,

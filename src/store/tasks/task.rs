@@ -149,7 +149,7 @@ impl Phase {
 }
 
 /// Whether a blocker is finished, given the whole list: completed, or not in it (deleted).
-pub fn finished_in(tasks: &[Task]) -> impl Fn(&TaskId) -> bool + '_ {
+pub(crate) fn finished_in(tasks: &[Task]) -> impl Fn(&TaskId) -> bool + '_ {
     let unfinished: std::collections::HashSet<&TaskId> = tasks
         .iter()
         .filter(|t| t.status != TaskStatus::Completed)
@@ -159,7 +159,7 @@ pub fn finished_in(tasks: &[Task]) -> impl Fn(&TaskId) -> bool + '_ {
 }
 
 /// Metadata key of a task a teammate failed; see [`Task::parked`].
-pub const SWARM_FAILED: &str = "swarmFailed";
+pub(crate) const SWARM_FAILED: &str = "swarmFailed";
 
 /// How a teammate's turn on a task ended, for [`TaskList::finish`].
 #[derive(Debug, Clone, PartialEq)]

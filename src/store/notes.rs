@@ -44,6 +44,11 @@ pub(crate) fn record(store: &Store, team: &TeamName, who: &AgentName, text: &str
     });
     let drop = notes.len().saturating_sub(KEEP);
     notes.drain(..drop);
+    // A team deleted under a runtime that is still going: its note has nowhere to go, and
+    // making `teams/<team>/notes` would bring part of the deleted team back.
+    if !store.team_dir(team).is_dir() {
+        return Ok(());
+    }
     fsio::ensure_dir(path.parent().expect("a notes path has a directory"))?;
     fsio::write_json(&path, &notes)
 }
@@ -89,4 +94,21 @@ fn read(path: &Path) -> Vec<Note> {
         return vec![];
     }
     fsio::read_json(path).ok().flatten().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::fixture::team_with;
+
+    #[test]
+    fn a_note_for_a_deleted_team_brings_none_of_its_directory_back() {
+        let (_dir, store, team) = team_with(&["a"]);
+        let who: AgentName = "a".parse().unwrap();
+        record(&store, &team, &who, "kept").unwrap();
+        assert_eq!(all(&store, &team).len(), 1);
+        std::fs::remove_dir_all(store.team_dir(&team)).unwrap();
+        record(&store, &team, &who, "after the team was deleted").unwrap();
+        assert!(!store.team_dir(&team).exists());
+    }
 }

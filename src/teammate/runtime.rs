@@ -330,6 +330,11 @@ impl Runtime {
     /// Takes the liveness lock again if its file was deleted or replaced (else `swarm status`
     /// calls us dead and a second runtime could start), saying so in the pane.
     fn keep_alive_lock(&mut self) -> Result<()> {
+        // A deleted team is left on the next pass (`membership`); taking its lock again would
+        // bring its directory back.
+        if !self.cfg.store.team_dir(&self.cfg.team).is_dir() {
+            return Ok(());
+        }
         if self.alive.keep()? == Kept::Retaken {
             self.pane.say(format!(
                 "my liveness lock {} was deleted or replaced; took it again",

@@ -30,21 +30,35 @@ fn swarm_usage_reads_a_claude_teammates_tokens_from_its_transcript() {
 fn usage_from_transcript(claude: &super::versions::Installed) {
     let team = Team::launch(claude, Launch::new(PROMPT), script);
     team.await_lead("idle_notification");
-    let replies = team.api.turns().len() as u64;
-    assert!(replies >= 2, "a tool call and its answer: {replies}");
     let transcripts: Vec<_> = walk(&team.env.path("projects"))
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     assert!(!transcripts.is_empty(), "Claude Code wrote a transcript");
-    let usage = team.swarm(["--json", "usage"]).ok().json();
-    let coder = usage["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "coder")
-        .unwrap()["usage"]
-        .clone();
+    let coder_usage = || {
+        let usage = team.swarm(["--json", "usage"]).ok().json();
+        let coder = usage["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "coder")
+            .unwrap()["usage"]
+            .clone();
+        (usage, coder)
+    };
+    // Claude Code may append a reply's entry to its transcript a moment after its idle
+    // notification is in (seen on a loaded machine: one reply of two counted): wait until the
+    // transcript holds every reply the fake API gave, then check each figure.
+    let (usage, coder, replies) = eventually(
+        std::time::Duration::from_secs(30),
+        "every reply in the transcript",
+        || {
+            let replies = team.api.turns().len() as u64;
+            let (usage, coder) = coder_usage();
+            (coder["outputTokens"] == OUTPUT_TOKENS * replies).then_some((usage, coder, replies))
+        },
+    );
+    assert!(replies >= 2, "a tool call and its answer: {replies}");
     assert_eq!(coder["source"], "transcript", "{usage:#}");
     assert_eq!(coder["estimate"], true);
     assert_eq!(coder["inputTokens"], INPUT_TOKENS * replies, "{usage:#}");

@@ -18,6 +18,7 @@ use super::retire::{finish_worktree, kill_member, retire_member, Killed};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree;
 use crate::store::fsio;
+use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
@@ -383,6 +384,7 @@ fn stop(
     if let Some(report) = killed.report(s.name.as_str()) {
         eprintln!("swarm: warning: {report}");
     }
+    runtime_gone(store, team, member);
     outcome.killed = matches!(killed, Killed::Stopped { .. });
     let why = match &result {
         ShutdownResult::Approved => "shutdown approved".to_string(),
@@ -402,6 +404,21 @@ fn stop(
     let current = Roster::new(store, team).require_member(s.name.as_str())?;
     outcome.worktree = finish_worktree(store, team, &current)?;
     Ok(outcome)
+}
+
+/// How long a stop waits for the teammate's runtime to let go of its liveness lock.
+const RUNTIME_EXIT: Duration = Duration::from_secs(10);
+
+/// Waits, bounded, until `member`'s runtime has let go of its liveness lock: it does when it
+/// exits, a moment after its approval or its pane's close. Stopped means stopped: an `up` right
+/// after `down` met the old lock still held, and the new runtime refused to start beside it.
+fn runtime_gone(store: &Store, team: &TeamName, member: &Member) {
+    let until = Instant::now() + RUNTIME_EXIT;
+    while liveness::probe(store, team, &member.name).ok() == Some(Liveness::Alive)
+        && Instant::now() < until
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// How many teammates a shutdown asks, and stops, at once.

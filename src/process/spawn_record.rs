@@ -146,16 +146,34 @@ pub(crate) fn signal_target(
         start: record.start,
     };
     check_group(&pid).map_err(Untrusted::Group)?;
-    if !carries_token(record.pid, &record.token) {
+    if !pid.alive() {
+        // Exited, not reaped yet: nothing left to signal.
+        return Err(Untrusted::Group(Refusal::Gone));
+    }
+    match token_in(record.pid, &record.token) {
+        Token::Carried => Ok(pid),
+        // The kernel shows an exiting process's environment empty before the process is a
+        // zombie, and every process swarm starts has the token in its: this one is ending (a
+        // teammate that approved its shutdown, a pane just closed), as good as gone. Called
+        // another process, it had `swarm shutdown` report a stop it could not make.
+        Token::Empty => Err(Untrusted::Group(Refusal::Gone)),
         // A process that lost its environment after the start time check is as good as gone:
         // either way it is not the one swarm started.
-        return Err(if check_group(&pid) == Err(Refusal::Gone) {
-            Untrusted::Group(Refusal::Gone)
-        } else {
-            Untrusted::NoToken
-        });
+        // (A zombie's environment cannot be read at all.)
+        Token::Missing if check_group(&pid) == Err(Refusal::Gone) || !pid.alive() => {
+            Err(Untrusted::Group(Refusal::Gone))
+        }
+        Token::Missing => Err(Untrusted::NoToken),
     }
-    Ok(pid)
+}
+
+/// What a process's environment says of a spawn's token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    Carried,
+    /// An empty environment (or none to read): the process is exiting.
+    Empty,
+    Missing,
 }
 
 /// Forgets every record of `team`, once the team itself is gone; none is fine.
@@ -169,21 +187,29 @@ pub(crate) fn forget_team(store: &Store, team: &TeamName) -> Result<()> {
 
 /// Whether `/proc/<pid>/environ` holds `SWARM_SPAWN_TOKEN=<token>`.
 #[cfg(target_os = "linux")]
-fn carries_token(pid: u32, token: &str) -> bool {
+fn token_in(pid: u32, token: &str) -> Token {
     let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
+        return Token::Missing;
     };
+    if environ.is_empty() {
+        return Token::Empty;
+    }
     let want = format!("{TOKEN_VAR}={token}");
-    environ
+    if environ
         .split(|b| *b == 0)
         .any(|entry| entry == want.as_bytes())
+    {
+        Token::Carried
+    } else {
+        Token::Missing
+    }
 }
 
 /// No `/proc` to read another process's environment: the record's pid and start time, from
 /// swarm's own file, are what there is.
 #[cfg(not(target_os = "linux"))]
-fn carries_token(_pid: u32, _token: &str) -> bool {
-    true
+fn token_in(_pid: u32, _token: &str) -> Token {
+    Token::Carried
 }
 
 /// Refuses a record directory that is a symlink, not ours, or open to group or others.
@@ -253,9 +279,22 @@ mod tests {
             signal_target(&store, &team, "coder"),
             Err(Untrusted::NoToken)
         );
+        // One whose environment reads empty is ending (the kernel empties it before the process
+        // is a zombie): nothing to signal, and nothing to report as another process.
+        let mut ending = Command::new("/bin/sleep")
+            .arg("30")
+            .env_clear()
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        save(&store, &team, "coder", ending.id(), &token).unwrap();
+        assert_eq!(
+            signal_target(&store, &team, "coder"),
+            Err(Untrusted::Group(Refusal::Gone))
+        );
         forget_team(&store, &team).unwrap();
         assert_eq!(load(&store, &team, "coder"), None);
-        for child in [&mut with, &mut without] {
+        for child in [&mut with, &mut without, &mut ending] {
             child.kill().unwrap();
             child.wait().unwrap();
         }

@@ -61,10 +61,10 @@ pub(crate) fn close_team_panes(
 /// How long `down` waits for the lead console to end once its pane is closed.
 const CONSOLE_EXIT: Duration = Duration::from_secs(10);
 
-/// Waits, bounded, until the lead console swarm started for `team` in a tmux pane has exited. Its pane's
-/// SIGHUP ends it only after the pass it is in, and a pass can be seconds of retiring the
-/// teammates whose approvals it is reading: an `up` right after `down` raced it, and the old
-/// console closed the panes of teammates just started again. Only the process swarm's own
+/// Waits, bounded, until the lead console swarm started for `team` in a tmux pane has exited.
+/// Its pane's SIGHUP ends it only after the pass it is in, and a pass can be seconds of
+/// retiring the teammates whose approvals it is reading: an `up` right after `down` raced it,
+/// and the old console closed the panes of teammates just started again. Only the process swarm's own
 /// record names is waited for ([`spawn_record::signal_target`]).
 fn wait_for_lead_console(store: &Store, team: &TeamName) {
     let Ok(console) = spawn_record::signal_target(store, team, LEAD) else {

@@ -128,7 +128,18 @@ pub(super) fn bwrap_argv(
     let mut add = |words: &[&str]| argv.extend(words.iter().map(|w| w.to_string()));
     // Everything as it is (devices too: the pane's terminal), in a pid namespace with a /proc
     // of its own: /proc/<pid>/root of an outside process would lead around every mount below.
-    add(&["--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc"]);
+    // And gone with whatever started it (the pane's tmux server, the supervising launcher): a
+    // pane closed while bwrap was still setting up left it waiting on its child for good, a
+    // process nobody would stop.
+    add(&[
+        "--die-with-parent",
+        "--dev-bind",
+        "/",
+        "/",
+        "--unshare-pid",
+        "--proc",
+        "/proc",
+    ]);
     for dir in &layout.pinned {
         add(&["--bind", &text(dir), &text(dir)]);
     }
@@ -237,6 +248,7 @@ mod tests {
             argv,
             words(&[
                 "/usr/bin/bwrap",
+                "--die-with-parent",
                 "--dev-bind",
                 "/",
                 "/",

@@ -19,11 +19,13 @@ fn prune_with_a_team_named_leaves_the_other_teams_alone() {
     let agent = env.path("agent");
     std::fs::write(&agent, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // (No wait: a teammate that exits at once is what this test wants, not a launch's report.)
     env.swarm([
         "--team",
         "u",
         "launch",
         "--no-lead-pane",
+        "--no-wait",
         "--teammate",
         "b=hi",
     ])

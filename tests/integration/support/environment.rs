@@ -61,11 +61,15 @@ const NO_INOTIFY: &str = "has no inotify instance, and this test is about file e
 /// Fails the test, saying what it lacked, unless process `pid` holds an inotify instance.
 #[track_caller]
 pub fn needs_inotify(pid: u32, who: &str) {
-    let held = std::fs::read_dir(format!("/proc/{pid}/fd"))
+    assert!(holds_inotify(pid), "{who} (pid {pid}) {NO_INOTIFY}");
+}
+
+/// Whether process `pid` holds an inotify instance.
+pub fn holds_inotify(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .any(|target| target.to_string_lossy().contains("inotify"));
-    assert!(held, "{who} (pid {pid}) {NO_INOTIFY}");
+        .any(|target| target.to_string_lossy().contains("inotify"))
 }
 
 /// Fails the test, saying what it lacked, unless teammate `name`'s runtime watches with

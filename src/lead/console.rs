@@ -225,10 +225,11 @@ impl<'a> Console<'a> {
     }
 
     /// Whether `name` was started again after the run that sent `approval`: the approval names
-    /// its run, and the member's lock now names another. An approval read late (the console was
-    /// busy or stopped while `restart`, or `down` and `up`, ran) would otherwise close the new
-    /// run's pane and retire it. An approval that names no run (Claude Code's) is the current
-    /// run's.
+    /// its run, and the member's lock now names another, or (the lock file can be missing: a
+    /// launch removes a dead one before it starts the member again) swarm's own record of the
+    /// process it started last names another pid. An approval read late (the console was busy
+    /// or stopped while `restart`, or `down` and `up`, ran) would otherwise close the new run's
+    /// pane and retire it. An approval that names no run (Claude Code's) is the current run's.
     fn started_since(&self, name: &AgentName, approval: &ShutdownApproved) -> bool {
         let Some(sent_by) = approval
             .extra
@@ -237,7 +238,12 @@ impl<'a> Console<'a> {
         else {
             return false;
         };
-        liveness::recorded_run(self.store, self.team, name).is_some_and(|now| now != sent_by)
+        let lock = liveness::recorded_run(self.store, self.team, name);
+        let spawned = crate::process::spawn_record::load(self.store, self.team, name.as_str());
+        lock.is_some_and(|now| now != sent_by)
+            || spawned
+                .zip(liveness::run_pid(sent_by))
+                .is_some_and(|(now, then)| now.pid != then)
     }
 
     /// Whether a shutdown request with this id was sent to `name` (by this console or by

@@ -320,6 +320,11 @@ pub(crate) fn recorded_run(store: &Store, team: &TeamName, agent: &AgentName) ->
     recorded(store, team, agent).map(|h| run_id(&h))
 }
 
+/// The pid on the machine that a run id ([`this_run`]) names.
+pub(crate) fn run_pid(run: &str) -> Option<u32> {
+    run.split(':').next()?.parse().ok()
+}
+
 /// The field of a shutdown approval that names the run that sent it (swarm only).
 pub(crate) const RUN_FIELD: &str = "swarmRun";
 

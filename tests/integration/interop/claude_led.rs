@@ -260,10 +260,13 @@ fn scenario(claude: &Installed) {
                     .is_some_and(|t| t.contains("idle_notification"))
         })
     };
-    let roster_idle = |name: &str| {
-        let config = read_json(&env.path(&format!("teams/{TEAM}/config.json")));
-        member(&config, name)["isActive"] == false
+    // Claude Code rewrites its roster in place, so a read can meet it half written: such a read
+    // says nothing yet, and the next look reads it whole.
+    let roster = || -> Option<Value> {
+        let bytes = std::fs::read(env.path(&format!("teams/{TEAM}/config.json"))).ok()?;
+        serde_json::from_slice(&bytes).ok()
     };
+    let roster_idle = |name: &str| roster().is_some_and(|c| member(&c, name)["isActive"] == false);
     eventually(
         WAIT,
         "both teammates idle, in the lead's inbox and the roster",
@@ -333,7 +336,7 @@ fn scenario(claude: &Installed) {
     for pane in [&researcher, &decoy] {
         assert!(panes.alive(pane), "{pane} was closed too");
     }
-    let config = read_json(&env.path(&format!("teams/{TEAM}/config.json")));
+    let config = eventually(WAIT, "the roster read whole", roster);
     assert_eq!(member(&config, "coder")["isActive"], false);
     // `swarm kill` finds researcher the same way; the decoy survives both.
     swarm(&["kill", "researcher"]).ok();

@@ -162,6 +162,15 @@ pub enum Error {
     #[error("cannot reach host {host} over ssh: {detail}; check that `ssh {host} true` works from this shell (swarm uses your ssh configuration, or the file SWARM_SSH_CONFIG names, and needs a key or an agent: it never asks for a password)")]
     Unreachable { host: String, detail: String },
 
+    /// A path a contained teammate must not replace is, or lies under, a symlink in a directory
+    /// the teammate may write: no mount holds a symlink in place (`launch::sandbox::pins`).
+    #[error("cannot contain teammate {name}: {} is a symlink (to {}) in a directory the teammate may write, so it could put a file of its own there, which swarm and Claude Code read outside its sandbox; replace the link by what it names (for a file: cp --remove-destination \"$(readlink -f {})\" {}), or pass --no-sandbox", link.display(), target.display(), link.display(), link.display())]
+    Uncontainable {
+        name: String,
+        link: PathBuf,
+        target: PathBuf,
+    },
+
     #[error("{0}")]
     Backend(String),
 

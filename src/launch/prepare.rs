@@ -300,7 +300,7 @@ impl Shared<'_> {
         let contain = t.sandbox.unwrap_or(!inh.no_sandbox);
         let containment = match &remote {
             Some(_) => Containment::remote(),
-            None => (self.sandbox).contain(&mut launch, &self.root, self.team, name, contain),
+            None => (self.sandbox).contain(&mut launch, &self.root, self.team, name, contain)?,
         };
         let mut member = match previous {
             Some(p) => super::recorded::fresh_entry(p),

@@ -12,7 +12,9 @@
 //! members' session files) are read-only, the user's Claude Code files that swarm believes
 //! outside are not the real ones writable (each global config `.claude.json` is the teammate's
 //! own copy, each user-level `settings.json` read-only: `claude_files`), the directories above
-//! all of these cannot be moved away to make new ones in their place (`pins`), `TMUX` and
+//! all of these cannot be moved away to make new ones in their place (`pins`; and a teammate
+//! that reaches one of them through a symlink it could replace is refused, not contained in
+//! name only), `TMUX` and
 //! `TMUX_PANE` are unset, and the teammate has a pid namespace and `/proc` of its own, so it
 //! can neither see nor signal anything outside its tree. The network is shared.
 //!
@@ -126,7 +128,9 @@ impl Sandbox {
         }
     }
 
-    /// Puts `launch` in the sandbox when `wanted` and this machine can; says which.
+    /// Puts `launch` in the sandbox when `wanted` and this machine can; says which. Refuses a
+    /// teammate whose protected files are reached through a symlink it could replace (the
+    /// sandbox step checks again as it starts, against everything it protects).
     pub(super) fn contain(
         &self,
         launch: &mut Launch,
@@ -134,14 +138,25 @@ impl Sandbox {
         team: &TeamName,
         name: &AgentName,
         wanted: bool,
-    ) -> Containment {
+    ) -> Result<Containment> {
         if !wanted {
-            return Containment::uncontained("--no-sandbox");
+            return Ok(Containment::uncontained("--no-sandbox"));
         }
         let bwrap = match self.usable() {
             Ok(bwrap) => bwrap,
-            Err(why) => return Containment::uncontained(why),
+            Err(why) => return Ok(Containment::uncontained(why)),
         };
+        let homes: Vec<PathBuf> = self.home.iter().cloned().collect();
+        let dirs: Vec<PathBuf> = self
+            .config_dir
+            .iter()
+            .cloned()
+            .chain([root.into()])
+            .collect();
+        let claude = ClaudeFiles::of(&homes, &dirs);
+        let protected = claude.configs.iter().chain(&claude.settings);
+        let store = [root.to_path_buf()];
+        layout::refuse_replaceable_links(name, protected.chain(&self.hidden).chain(&store))?;
         let text = |p: &Path| p.display().to_string();
         let mut argv = vec![text(&self.swarm_exe), STEP.into()];
         argv.extend(["--bwrap".into(), text(bwrap), "--root".into(), text(root)]);
@@ -158,10 +173,10 @@ impl Sandbox {
         argv.push("--".into());
         argv.append(&mut launch.argv);
         launch.argv = argv;
-        Containment {
+        Ok(Containment {
             contained: true,
             how: "bwrap".into(),
-        }
+        })
     }
 
     /// The `bwrap` to use, or why there is none; the first answer of a launch that is "none"

@@ -167,8 +167,8 @@ impl HookContext {
 const SETTINGS_LIMIT: u64 = 4 * 1024 * 1024;
 
 /// The user's settings file (under `$CLAUDE_CONFIG_DIR`, else `~/.claude`): always trusted, as
-/// no contained teammate can write it (its sandbox binds it read-only: `launch::sandbox`; one
-/// that is a symlink can still be replaced, README "Containment").
+/// no contained teammate can write it (its sandbox binds it read-only, and no teammate is
+/// contained where it is a symlink it could replace: `launch::sandbox`).
 fn user_settings() -> Option<PathBuf> {
     std::env::var_os("CLAUDE_CONFIG_DIR")
         .filter(|d| !d.is_empty())

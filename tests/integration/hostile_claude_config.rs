@@ -203,44 +203,51 @@ fn a_teammate_cannot_put_its_own_private_state_where_swarm_looks() {
 }
 
 /// Attacks that still succeed, each kept as the assertion that should hold.
-mod known_gaps {
-    use super::*;
+/// The user's `~/.claude/settings.json` is a symlink (a dotfiles checkout). A mount cannot hold
+/// a symlink in place (it lands on what the link names), so a contained teammate could remove the
+/// link from the writable `~/.claude` and write a file with its own hook there, which the lead's
+/// `swarm task create` (and Claude Code, outside any sandbox) would run. The launch refuses that
+/// teammate, naming the link and what to do, and changes nothing and opens no pane; done as it says, the same launch
+/// starts the teammate contained.
+#[test]
+fn a_symlinked_user_settings_file_is_refused_at_launch_not_left_replaceable() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let proj = env.path("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let home = env.path("state/home");
+    let link = home.join(".claude/settings.json");
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::create_dir_all(home.join("dotfiles")).unwrap();
+    std::fs::write(home.join("dotfiles/settings.json"), "{}").unwrap();
+    std::os::unix::fs::symlink("../dotfiles/settings.json", &link).unwrap();
+    let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
+        "teammates": [{"name": "evil"}]});
+    let file = env.path("team.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let launch_it = || {
+        env.swarm(["launch", file.to_str().unwrap()])
+            .env("SWARM_TMUX_SOCKET", &tmux.socket)
+    };
+    let before = env.snapshot();
+    let out = launch_it().run_within(REFUSAL_LIMIT);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        env.snapshot(),
+        before,
+        "the refused launch changed the store"
+    );
+    out.stderr_has("cannot contain teammate evil");
+    out.stderr_has(&format!("{} is a symlink", link.display()));
+    out.stderr_has("--no-sandbox");
+    assert!(panes(&tmux).is_empty(), "a pane was opened: {out:?}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
 
-    /// The user's `~/.claude/settings.json` is a symlink: a bind cannot cover a symlink (the
-    /// mount lands on what it names), so the teammate removes the link from the writable
-    /// `~/.claude` and writes a file with its hook in its place.
-    #[test]
-    #[ignore = "issue 22: a symlinked ~/.claude/settings.json can be replaced from inside the sandbox (its directory stays writable), and the hook planted there runs in the lead's shell"]
-    fn a_teammate_cannot_replace_a_symlinked_user_settings_file() {
-        let env = Env::new();
-        let tmux = Tmux::new();
-        let proj = env.path("proj");
-        std::fs::create_dir_all(&proj).unwrap();
-        let home = env.path("state/home");
-        std::fs::create_dir_all(home.join(".claude")).unwrap();
-        std::fs::create_dir_all(home.join("dotfiles")).unwrap();
-        std::fs::write(home.join("dotfiles/settings.json"), "{}").unwrap();
-        std::os::unix::fs::symlink(
-            "../dotfiles/settings.json",
-            home.join(".claude/settings.json"),
-        )
-        .unwrap();
-        let doc = json!({"team": TEAM, "agent": "shell", "cwd": proj,
-            "teammates": [{"name": "evil"}]});
-        launch(&env, &tmux, &doc);
-        let fill = fill(&env, &proj);
-        let attack = &SYMLINKED_SETTINGS;
-        owned_task(&env, "evil", attack.name, &attack.script(&fill), &[]);
-        let said = report(&proj, attack.name);
-        says(&said, "hooks: ready");
-        let out = env
-            .swarm(["task", "create", "lead-probe"])
-            .current_dir(&proj)
-            .run_within(REFUSAL_LIMIT);
-        env.swarm(["down"]).ok();
-        assert!(
-            !proj.join("hook-ran").exists(),
-            "the planted hook ran in the lead's shell: {said}\n{out:?}"
-        );
-    }
+    // Done as the message says, the launch goes on, contained.
+    std::fs::remove_file(&link).unwrap();
+    std::fs::copy(home.join("dotfiles/settings.json"), &link).unwrap();
+    launch_it().ok();
+    let status = env.swarm(["--json", "status"]).ok().json();
+    env.swarm(["down"]).ok();
+    assert_eq!(member(&status, "evil")["contained"], true, "{status}");
 }

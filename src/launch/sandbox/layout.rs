@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::claude_files::{ClaudeFiles, OwnCopy};
 use super::{pins, STEP};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::fsio;
 use crate::store::liveness::SANDBOX_PID_ENV;
 use crate::store::names::{AgentName, TeamName};
@@ -90,7 +90,13 @@ impl Layout {
             }
         }
         let overs = own_copies.iter().map(|own| &own.over);
-        let kept = hidden.iter().chain(&sockets).chain(&read_only).chain(overs);
+        let kept: Vec<&PathBuf> = hidden
+            .iter()
+            .chain(&sockets)
+            .chain(&read_only)
+            .chain(overs)
+            .collect();
+        refuse_replaceable_links(name, kept.iter().copied())?;
         Ok(Layout {
             pinned: pins::pins(kept),
             hidden,
@@ -101,6 +107,22 @@ impl Layout {
             pid: std::process::id(),
             cwd: cwd.to_path_buf(),
         })
+    }
+}
+
+/// Refuses to contain `name` when a path it must not replace is reached through a symlink it
+/// could replace (`pins::replaceable_link`): never a sandbox that only looks whole.
+pub(super) fn refuse_replaceable_links<'a>(
+    name: &AgentName,
+    paths: impl IntoIterator<Item = &'a PathBuf>,
+) -> Result<()> {
+    match pins::replaceable_link(paths) {
+        Some((link, target)) => Err(Error::Uncontainable {
+            name: name.to_string(),
+            link,
+            target,
+        }),
+        None => Ok(()),
     }
 }
 
@@ -221,6 +243,23 @@ mod tests {
             dir.path(),
         );
         assert!(holding.unwrap().hidden.is_empty());
+    }
+
+    #[test]
+    fn a_teammate_whose_user_settings_are_a_symlink_is_not_contained_as_it_starts() {
+        let (dir, store, team) = team_with(&["a"]);
+        let me: AgentName = "a".parse().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::write(dir.path().join("dotfiles.json"), "{}").unwrap();
+        let link = home.join(".claude/settings.json");
+        std::os::unix::fs::symlink(dir.path().join("dotfiles.json"), &link).unwrap();
+        let claude = ClaudeFiles::of(std::slice::from_ref(&home), &[]);
+        let refused = Layout::at_start(&store, &team, &me, &[], &claude, dir.path());
+        match refused {
+            Err(Error::Uncontainable { link: found, .. }) => assert_eq!(found, link),
+            other => panic!("contained through a replaceable link: {other:?}"),
+        }
     }
 
     #[test]

@@ -32,6 +32,24 @@ pub(super) fn pins<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Vec<Path
     pinned
 }
 
+/// The first symlink on the way to one of `paths` (the path itself or a directory above it, as
+/// given) that sits in a directory this process may write, with what it names. A mount cannot
+/// cover a symlink (it lands on what the link names) and pinning cannot keep one in place, so a
+/// teammate could remove such a link and put its own file or directory there: nothing
+/// protected behind it is protected.
+pub(super) fn replaceable_link<'a>(
+    paths: impl IntoIterator<Item = &'a PathBuf>,
+) -> Option<(PathBuf, PathBuf)> {
+    paths.into_iter().find_map(|path| {
+        path.ancestors().find_map(|at| {
+            let parent = at.parent().filter(|p| !p.as_os_str().is_empty())?;
+            let link = std::fs::symlink_metadata(at).ok()?.file_type().is_symlink();
+            (link && writable(parent))
+                .then(|| (at.to_path_buf(), std::fs::read_link(at).unwrap_or_default()))
+        })
+    })
+}
+
 fn writable(dir: &Path) -> bool {
     rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).is_ok()
 }
@@ -64,5 +82,31 @@ mod tests {
         assert!(!got.contains(&PathBuf::from("/")));
         let depths: Vec<usize> = got.iter().map(|p| p.components().count()).collect();
         assert!(depths.windows(2).all(|w| w[0] <= w[1]), "{got:?}");
+    }
+
+    #[test]
+    fn a_symlink_in_a_writable_directory_on_the_way_to_a_protected_path_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(base.join("home/.claude")).unwrap();
+        std::fs::create_dir_all(base.join("dotfiles/state")).unwrap();
+        std::fs::write(base.join("home/.claude/settings.json"), "{}").unwrap();
+        let plain = [base.join("home/.claude/settings.json")];
+        assert_eq!(replaceable_link(&plain), None, "no link, nothing found");
+        std::fs::write(base.join("dotfiles/s.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("../../dotfiles/s.json", base.join("home/.claude/c.json"))
+            .unwrap();
+        std::os::unix::fs::symlink(base.join("dotfiles/state"), base.join("home/.state")).unwrap();
+        let file = [base.join("home/.claude/c.json")];
+        assert_eq!(
+            replaceable_link(&file),
+            Some((file[0].clone(), "../../dotfiles/s.json".into()))
+        );
+        let under = [base.join("home/.state/swarm")];
+        assert_eq!(
+            replaceable_link(&under),
+            Some((base.join("home/.state"), base.join("dotfiles/state"))),
+            "a link above the path counts too"
+        );
     }
 }

@@ -114,6 +114,9 @@ pub(crate) struct Launched {
     pub(crate) not_up: Vec<super::verify::NotUp>,
     #[serde(skip)]
     pub(super) in_process: Option<InProcessBackend>,
+    /// When the launch began: a liveness lock taken since then is this launch's runtime's.
+    #[serde(skip)]
+    pub(super) began: std::time::SystemTime,
 }
 
 impl Launched {
@@ -124,6 +127,7 @@ impl Launched {
             .map(|t| Starting {
                 name: t.name.clone(),
                 claude: t.agent == AgentKind::Claude.label(),
+                since: self.began,
             })
             .collect()
     }

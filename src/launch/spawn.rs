@@ -48,6 +48,7 @@ pub(crate) type Progress<'a> = &'a mut dyn FnMut(&str);
 impl Prepared {
     /// Creates the team, seeds the tasks and spawns every teammate.
     pub(crate) fn execute(self, store: &Store, progress: Progress) -> Result<Launched> {
+        let began = std::time::SystemTime::now();
         let nothing = self.teammates.is_empty() && self.lead.is_none();
         // The backend before anything is written: it writes nothing itself, and its socket
         // path is part of the intent the roster records.
@@ -104,6 +105,7 @@ impl Prepared {
                 attach_hint: None,
                 not_up: vec![],
                 in_process: None,
+                began,
             });
         };
         let backend = any.as_dyn();
@@ -161,6 +163,7 @@ impl Prepared {
             attach_hint,
             not_up: vec![],
             in_process: any.into_children(),
+            began,
         })
     }
 

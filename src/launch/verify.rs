@@ -74,6 +74,10 @@ pub(crate) struct Starting {
     pub(crate) name: String,
     /// A native `claude` teammate (no swarm runtime, no liveness lock).
     pub(crate) claude: bool,
+    /// When its launch began: a runtime that took its lock since then came up, even when it
+    /// has already ended by the time the wait looks (a quick team's lead stops it once its
+    /// tasks are done).
+    pub(crate) since: std::time::SystemTime,
 }
 
 /// Waits until every teammate in `starting` is up, giving up on the rest once none came up for
@@ -101,7 +105,7 @@ pub(crate) fn wait_until_up(
         pending.retain(|t| {
             let member = config.as_ref().and_then(|c| c.member(&t.name));
             let started = start.elapsed() >= startup;
-            match member.map(|m| state(store, team, m, t.claude, started, panes)) {
+            match member.map(|m| state(store, team, m, t, started, panes)) {
                 Some(Up::Yes) => false,
                 Some(Up::NotYet) => true,
                 Some(Up::GoneUntold) => {
@@ -176,10 +180,11 @@ fn state(
     store: &Store,
     team: &TeamName,
     member: &Member,
-    claude: bool,
+    starting: &Starting,
     started: bool,
     panes: bool,
 ) -> Up {
+    let claude = starting.claude;
     // The lock first: it needs no tmux call, and a pane is looked at only every
     // [`PANES_EVERY`] (each look is a tmux call per teammate still starting: with 200
     // starting, 200 tmux processes every 50 ms on two cores, slowing the very start it waited
@@ -209,6 +214,19 @@ fn state(
             }),
         other => other,
     };
+    // Gone with no failure on record (its pane closed, or no status): a runtime that took its
+    // lock during this launch came up, and was stopped before the wait looked again.
+    let untold = matches!(
+        pane,
+        PaneState::Gone
+            | PaneState::Dead {
+                code: None,
+                signal: None
+            }
+    );
+    if untold && !claude && liveness::taken_since(store, team, &member.name, starting.since) {
+        return Up::Yes;
+    }
     match pane {
         PaneState::Dead { code: Some(0), .. } => Up::Yes,
         PaneState::Dead { code: Some(c), .. } => {

@@ -306,6 +306,20 @@ fn recorded(store: &Store, team: &TeamName, agent: &AgentName) -> Option<Holder>
     Holder::parse(&text)
 }
 
+/// Whether the member's runtime took its lock at `since` or later (alive now or not): its lock
+/// file, written as it is taken, is that recent. A launch's wait asks it of a teammate whose
+/// pane it finds ended, which may have come up and been stopped between two looks.
+pub(crate) fn taken_since(
+    store: &Store,
+    team: &TeamName,
+    agent: &AgentName,
+    since: std::time::SystemTime,
+) -> bool {
+    let path = store.alive_path(team, agent);
+    let written = std::fs::symlink_metadata(&path).and_then(|m| m.modified());
+    written.is_ok_and(|at| at >= since) && recorded(store, team, agent).is_some()
+}
+
 /// Which run of a member's runtime this is: its pid on the machine and start time, as its lock
 /// file records them. A runtime puts it on its shutdown approval ([`RUN_FIELD`]), so the lead
 /// console can tell an approval from the run that holds (or last held) the lock from one an

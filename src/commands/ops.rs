@@ -92,6 +92,9 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
             "pendingPlans": plans,
             "quarantined": quarantined,
             "notes": notes,
+            "ignoredFields": config.ignored_fields().iter()
+                .map(|(field, why)| json!({"field": field, "why": why}))
+                .collect::<Vec<_>>(),
             "memory": memory.as_ref().map(|(m, f)| match f {
                 Ok(f) => json!({"dir": m.dir(), "topics": f.topics,
                     "lastWriteBy": f.last_write_by, "lastWriteAt": f.last_write_at}),
@@ -203,6 +206,9 @@ pub(crate) fn status(ctx: &Context) -> Result<()> {
         for q in &quarantined {
             output::line(format!("  {}", visible(q)))?;
         }
+    }
+    for (field, why) in config.ignored_fields() {
+        output::line(format!("ignored: config.json's {field}: {why}"))?;
     }
     if !notes.is_empty() {
         output::line("notes (damage met and gone past):")?;

@@ -96,7 +96,14 @@ pub(super) struct Shared<'a> {
 pub(crate) fn prepare(store: &Store, plan: LaunchPlan, opts: &LaunchOptions) -> Result<Prepared> {
     let roster = Roster::new(store, &plan.team);
     let existing: Option<TeamConfig> = if roster.exists() {
-        Some(roster.load()?)
+        let config = roster.load()?;
+        for (field, why) in config.ignored_fields() {
+            eprintln!(
+                "swarm: warning: team {}: config.json's {field} is ignored: {why}",
+                plan.team
+            );
+        }
+        Some(config)
     } else {
         None
     };

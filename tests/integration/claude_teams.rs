@@ -369,3 +369,54 @@ fn a_swarm_file_task_keeps_its_active_form() {
         .get("activeForm")
         .is_none());
 }
+
+/// Issue 25 item 3: a team Claude Code 2.1.328 made may carry `teamAllowedPaths`, which it
+/// turned into allow rules for its teammates and which 2.1.329 and later ignore with a warning.
+/// swarm applies none of it either, and says so where the team is looked at (`swarm status`,
+/// text and `--json`) and where it is launched into (`swarm up`); a roster rewrite keeps it.
+#[test]
+fn team_allowed_paths_are_kept_said_to_be_ignored_and_never_applied() {
+    let env = Env::new();
+    claude_team(&env);
+    let allowed = serde_json::json!([{"path": "/srv/shared", "addedBy": "team-lead"}]);
+    patch_roster(&env, |c| c["teamAllowedPaths"] = allowed.clone());
+    let status = swarm(&env, &["status"]).ok();
+    let said = "config.json's teamAllowedPaths: Claude Code 2.1.329 and later ignore it";
+    assert!(
+        status.stdout.contains(&format!("ignored: {said}")),
+        "{status:?}"
+    );
+    let json = swarm(&env, &["--json", "status"]).ok().json();
+    assert_eq!(
+        json["ignoredFields"][0]["field"], "teamAllowedPaths",
+        "{json}"
+    );
+    swarm(&env, &["team", "add", "helper"]).ok();
+    assert_eq!(read_json(&config_path(&env))["teamAllowedPaths"], allowed);
+
+    // Without the field, nothing is said.
+    patch_roster(&env, |c| {
+        c.as_object_mut().unwrap().remove("teamAllowedPaths");
+    });
+    let plain = swarm(&env, &["--json", "status"]).ok().json();
+    assert_eq!(plain["ignoredFields"], serde_json::json!([]), "{plain}");
+
+    // A launch into a team of swarm's own that carries it warns the same way.
+    let own = Env::with_team(&[]);
+    let config = own.path("teams/t/config.json");
+    let mut doc = read_json(&config);
+    doc["teamAllowedPaths"] = allowed;
+    std::fs::write(&config, doc.to_string()).unwrap();
+    let file = own.path("team.json");
+    let plan = serde_json::json!({"team": "t", "agent": "shell", "teammates": [{"name": "a"}]});
+    std::fs::write(&file, plan.to_string()).unwrap();
+    own.swarm([
+        "launch",
+        file.to_str().unwrap(),
+        "--backend",
+        "in-process",
+        "--dry-run",
+    ])
+    .ok()
+    .stderr_has("swarm: warning: team t: config.json's teamAllowedPaths is ignored");
+}

@@ -188,7 +188,25 @@ pub struct LeadProcess {
     pub proc_start: Option<String>,
 }
 
+/// Roster fields Claude Code once read and no longer does, with what to say of each: swarm
+/// keeps them byte for byte (`extra`) and applies none, as the newest Claude Code does.
+const IGNORED_FIELDS: &[(&str, &str)] = &[(
+    "teamAllowedPaths",
+    "Claude Code 2.1.329 and later ignore it (2.1.328 turned it into allow rules for its \
+     teammates) and swarm never applied it; give teammates those paths as allow rules in their \
+     settings (`permissions.allow`, e.g. \"Edit(/path/**)\") instead",
+)];
+
 impl TeamConfig {
+    /// The fields of this roster that nobody applies ([`IGNORED_FIELDS`]), each with why.
+    pub(crate) fn ignored_fields(&self) -> Vec<(&'static str, &'static str)> {
+        IGNORED_FIELDS
+            .iter()
+            .filter(|(field, _)| self.extra.contains_key(*field))
+            .copied()
+            .collect()
+    }
+
     pub fn member(&self, name: &str) -> Option<&Member> {
         self.members.iter().find(|m| m.name == name)
     }

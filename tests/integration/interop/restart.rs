@@ -16,8 +16,9 @@ use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{json, Value};
 
 use super::fake_api::{Reply, Turn};
-use super::versions::each_claude;
+use super::versions::{each_claude, Installed};
 use super::{Launch, Team, WAIT};
+use crate::support::Out;
 
 const PROMPT: &str = "Say hello, then wait (interop restart)";
 
@@ -130,6 +131,39 @@ fn shown(team: &Team, needle: &str) -> Option<String> {
 
 #[test]
 fn a_restarted_claude_teammate_believes_what_the_lead_sent_before_it_started() {
+    started_again_believes_its_lead(|team, claude| {
+        team.swarm(["restart", "coder"])
+            .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude.bin)
+            .run_within(WAIT)
+    });
+}
+
+/// The same through `swarm up` of the team's file, which starts every teammate not running.
+#[test]
+fn a_claude_teammate_brought_back_by_up_believes_what_the_lead_sent_before_it_started() {
+    started_again_believes_its_lead(|team, claude| {
+        let file = team.env.path("team.json");
+        let args = [
+            "up",
+            file.to_str().unwrap(),
+            "--agent",
+            "claude",
+            "--backend",
+            "tmux",
+        ];
+        let mut up = team
+            .swarm(args.iter().copied().chain(["--no-lead-pane"]))
+            .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude.bin);
+        for (k, v) in super::teammate_env(&team.api).as_object().unwrap() {
+            up = up.env(k, v.as_str().unwrap());
+        }
+        up.run_within(WAIT)
+    });
+}
+
+/// Stops coder, ages the team's key an hour and fills coder's inbox while it is down, starts
+/// it again with `start_again`, and checks what the new process believes.
+fn started_again_believes_its_lead(start_again: impl Fn(&Team, &Installed) -> Out) {
     each_claude(|claude| {
         let team = Team::launch(claude, Launch::new(PROMPT), script);
         team.await_lead("idle_notification");
@@ -175,10 +209,7 @@ fn a_restarted_claude_teammate_believes_what_the_lead_sent_before_it_started() {
         team.swarm(["send", "--to", "coder", "PING-NEW while it was down"])
             .ok();
 
-        let out = team
-            .swarm(["restart", "coder"])
-            .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude.bin)
-            .run_within(WAIT);
+        let out = start_again(&team, claude);
         assert_eq!(out.code, 0, "{out:?}");
         let (old, new) = team.eventually("both pings shown to the restarted coder", || {
             Some((shown(&team, "PING-OLD")?, shown(&team, "PING-NEW")?))

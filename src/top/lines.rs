@@ -91,6 +91,14 @@ fn facts(model: &Model) -> BTreeMap<String, Fact> {
             },
         );
     }
+    // Tokens and estimated cost: a line of its own, printed again only when a figure moves.
+    out.insert(
+        "usage".into(),
+        Fact {
+            text: visible(&model.usage).into_owned(),
+            json: json!({"kind": "usage", "text": model.usage}),
+        },
+    );
     for r in &model.requests {
         out.insert(
             format!("request {}", r.id()),

@@ -18,7 +18,7 @@ use crate::support::*;
 mod looking_back;
 pub(crate) mod torn_roster;
 
-const TEAM: &str = "session-1a2b3c4d";
+pub(crate) const TEAM: &str = "session-1a2b3c4d";
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration/claude_teams/session-1a2b3c4d")

@@ -61,7 +61,7 @@ impl<'a> Dashboard<'a> {
             tmux,
             pane: out.stdout.trim().to_string(),
         };
-        dash.wait_for("the first frame", |s| s.contains("swarm top: team t"));
+        dash.wait_for("the first frame", |s| s.contains("swarm top: team "));
         dash
     }
 

@@ -141,3 +141,17 @@ fn usage_of_a_claude_made_team_is_read_from_its_session_transcripts() {
     std::fs::write(&settings, r#"{"prices": {"sonnet": {"input": "cheap"}}}"#).unwrap();
     swarm(&env, &["usage"]).refused("has a bad price for \"sonnet\"");
 }
+
+/// The same figures in `swarm top`: on its title line, full screen in a real terminal, and as a
+/// line of their own where it has no terminal (`status --watch`).
+#[test]
+fn swarm_top_shows_the_teams_usage_on_screen_and_in_its_lines() {
+    let env = Env::new();
+    claude_team(&env);
+    let tmux = Tmux::new();
+    let dash = crate::top::Dashboard::start(&env, &tmux, &[("SWARM_TEAM", super::TEAM)]);
+    let screen = dash.wait_for("the usage figures", |s| s.contains("usage (estimate): ~$"));
+    assert!(screen.contains("researcher "), "{screen}");
+    let mut watch = swarm(&env, &["status", "--watch"]).live();
+    watch.expect("usage (estimate): ~$");
+}

@@ -148,6 +148,45 @@ fn the_timeline_of_a_shell_team_lists_its_tasks_messages_and_a_permission_in_ord
         !text.contains("claimed task #1"),
         "only what b did or was done to b: {text}"
     );
+
+    // --since a time: the events from then on, none before; --since a duration: all of them.
+    let message = events
+        .iter()
+        .find(|e| is(e, "message", "b", &json!({"to": "a"})))
+        .unwrap();
+    let since = message["at"].as_str().unwrap();
+    let later: Vec<Value> = env
+        .swarm(["--json", "timeline", "--since", since])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        !later.is_empty() && later.len() < events.len(),
+        "{later:#?}"
+    );
+    assert!(
+        later.iter().all(|e| e["at"].as_str().unwrap() >= since),
+        "{later:#?}"
+    );
+    assert!(
+        later.iter().any(|e| e["request"] == json!(id)),
+        "{later:#?}"
+    );
+    assert!(
+        !later.iter().any(|e| e["kind"] == "task.created"),
+        "{later:#?}"
+    );
+    let hour = env
+        .swarm(["--json", "timeline", "--since", "1h"])
+        .ok()
+        .stdout;
+    // (The test's members were put on the roster by hand, as having joined in 1970.)
+    let this_run = events
+        .iter()
+        .filter(|e| e["sinceStart"].as_i64() >= Some(0));
+    assert_eq!(hour.lines().count(), this_run.count(), "{hour}");
 }
 
 #[test]

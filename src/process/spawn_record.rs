@@ -157,13 +157,34 @@ pub(crate) fn signal_target(
         // teammate that approved its shutdown, a pane just closed), as good as gone. Called
         // another process, it had `swarm shutdown` report a stop it could not make.
         Token::Empty => Err(Untrusted::Group(Refusal::Gone)),
-        // A process that lost its environment after the start time check is as good as gone:
-        // either way it is not the one swarm started.
-        // (A zombie's environment cannot be read at all.)
-        Token::Missing if check_group(&pid) == Err(Refusal::Gone) || !pid.alive() => {
-            Err(Untrusted::Group(Refusal::Gone))
+        Token::Missing => look_again(&pid, &record.token),
+    }
+}
+
+/// How long a process whose environment lacks the token is watched before it is called
+/// another one.
+const EXITING_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// A process that is exiting can show a part of its environment without the token (a read
+/// that ends where the kernel let go of its memory) before it reads empty, and then as a
+/// zombie none at all: looked at again for a moment, the one swarm started goes (or shows the
+/// token after all), where another process keeps running without it. Called another process
+/// at the first look, it had `swarm shutdown` report a stop it could not make (a full run:
+/// "that process does not carry the token", of a teammate that had just approved).
+fn look_again(pid: &PidRecord, token: &str) -> std::result::Result<PidRecord, Untrusted> {
+    let until = std::time::Instant::now() + EXITING_WAIT;
+    loop {
+        if check_group(pid) == Err(Refusal::Gone) || !pid.alive() {
+            return Err(Untrusted::Group(Refusal::Gone));
         }
-        Token::Missing => Err(Untrusted::NoToken),
+        match token_in(pid.pid, token) {
+            Token::Carried => return Ok(*pid),
+            Token::Empty => return Err(Untrusted::Group(Refusal::Gone)),
+            Token::Missing if std::time::Instant::now() >= until => {
+                return Err(Untrusted::NoToken)
+            }
+            Token::Missing => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
     }
 }
 
@@ -188,9 +209,14 @@ pub(crate) fn forget_team(store: &Store, team: &TeamName) -> Result<()> {
 /// Whether `/proc/<pid>/environ` holds `SWARM_SPAWN_TOKEN=<token>`.
 #[cfg(target_os = "linux")]
 fn token_in(pid: u32, token: &str) -> Token {
-    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+    // Read in one go where it fits: a read in small pieces sees more of an exiting
+    // process's environment vanish between two of them.
+    let mut environ = Vec::with_capacity(256 * 1024);
+    let read = std::fs::File::open(format!("/proc/{pid}/environ"))
+        .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut environ));
+    if read.is_err() {
         return Token::Missing;
-    };
+    }
     if environ.is_empty() {
         return Token::Empty;
     }

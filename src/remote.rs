@@ -80,6 +80,9 @@ pub(crate) struct RemoteMember {
     /// Its pane there and that pane's tmux server.
     pub(crate) pane: String,
     pub(crate) socket: String,
+    /// When its host answered that it started it, by this machine's clock.
+    #[serde(default)]
+    pub(crate) started_ms: u64,
 }
 
 impl RemoteMember {

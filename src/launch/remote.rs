@@ -350,6 +350,7 @@ fn spawn_one(
         root: r.info.root.clone(),
         pane: pane.pane.clone(),
         socket: pane.socket.clone(),
+        started_ms: fsio::now_ms(),
     };
     let record = serde_json::to_value(&record).map_err(|e| Error::Backend(e.to_string()))?;
     Roster::new(store, team).update_member(&t.name, |m| {

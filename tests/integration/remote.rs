@@ -7,6 +7,7 @@
 mod bench;
 mod claims;
 mod claude;
+mod contain;
 mod partition;
 mod refusals;
 mod shell;

@@ -4,6 +4,7 @@
 //! and a private tmux server. Every assertion reads the home store (the source of truth) or a
 //! host's mirror through the files PROTOCOL.md documents.
 
+mod attach;
 mod bench;
 mod claims;
 mod claude;

@@ -12,8 +12,10 @@
 //! The wing: `plan` (what to launch), `swarmfile` (the file that fills a plan in), `program`
 //! and `command_line` (section 10's argv and environment), `prepare` with its `checks`,
 //! `dry_run`, `spawn` (with rollback), `running` (the backend and the running team) and
-//! `supervisor` (in-process teammates), and `sandbox` (each local teammate in bubblewrap). A teammate's git worktree is made through
-//! [`crate::lifecycle::worktree`], which also finishes it when the teammate retires.
+//! `supervisor` (in-process teammates), `sandbox` (each teammate in bubblewrap), `remote` (a
+//! launch's teammates on other hosts) and `host` (what starts one on its host, contained). A
+//! teammate's git worktree is made through [`crate::lifecycle::worktree`], which also finishes
+//! it when the teammate retires.
 
 mod again;
 mod checks;
@@ -21,6 +23,7 @@ mod command_line;
 mod dry_run;
 #[cfg(feature = "seams")]
 mod fault;
+pub(crate) mod host;
 mod lead_pane;
 mod local;
 mod plan;

@@ -19,8 +19,9 @@
 //! The wing sits under `lifecycle` and `launch` and over `backend` and `store`: `host` and
 //! `ssh` reach a host (all quoting for the remote shell is in `ssh`), `hello` checks it,
 //! `daemon` starts and stops links, `local` is what runs on a remote host, `attach` is a remote
-//! member's pane. Containment of remote teammates (issue 22) plugs in where `local` starts a
-//! pane on the remote host: the one place a remote teammate's process begins.
+//! member's pane. A remote teammate is contained on its host as a local one is here: `swarm
+//! relay spawn` (`launch::host`) wraps its command in the same sandbox before `local` starts its
+//! pane, the one place a remote teammate's process begins.
 
 pub(crate) mod admit;
 pub(crate) mod attach;
@@ -80,6 +81,9 @@ pub(crate) struct RemoteMember {
     /// Its pane there and that pane's tmux server.
     pub(crate) pane: String,
     pub(crate) socket: String,
+    /// When its host answered that it started it, by this machine's clock.
+    #[serde(default)]
+    pub(crate) started_ms: u64,
 }
 
 impl RemoteMember {

@@ -2,8 +2,8 @@
 //!
 //! On the lead's machine, `link` runs a host's link and `attach` is a remote member's pane. On
 //! a remote host, run by the lead's machine over ssh, `serve` is the relay, `hello` describes
-//! the host for a launch, `spawn` starts a member's pane, `kill` stops it, `view` shows it and
-//! `worktree` finishes a member's worktree. The remote commands name the mirror by its id and
+//! the host for a launch, `spawn` starts a member's pane, contained (`launch::host`), `kill`
+//! stops it, `view` shows it and `worktree` finishes a member's worktree. The remote commands name the mirror by its id and
 //! read everything a user wrote (directories, command lines, environment) as JSON on standard
 //! input, so nothing of it is ever on a command line a remote shell parses.
 
@@ -41,21 +41,7 @@ pub(crate) fn run(ctx: &Context, cmd: RelayCommand) -> Result<i32> {
         RelayCommand::Spawn { mirror } => {
             let spec: SpawnSpec = read_stdin("the spawn spec")?;
             let store = Store::new(mirror_root(&mirror)?);
-            if let Some(wt) = &spec.worktree {
-                let wt: Worktree = serde_json::from_value(wt.clone())
-                    .map_err(|e| Error::usage(format!("the worktree record is invalid: {e}")))?;
-                if !wt.path.is_dir() {
-                    wt.create()?;
-                }
-            }
-            let launch = crate::backend::Launch {
-                argv: spec.exec.argv,
-                env: spec.exec.env,
-                cwd: spec.exec.cwd,
-                log: None,
-            };
-            let pane = local::open(&store, &spec.team, &spec.name, &spec.color, &launch)?;
-            output::json(&pane).map(|()| 0)
+            output::json(&crate::launch::host::spawn(&store, spec)?).map(|()| 0)
         }
         RelayCommand::Kill { mirror, name } => {
             let store = Store::new(mirror_root(&mirror)?);

@@ -293,7 +293,7 @@ impl Shared<'_> {
             agent: None,
             command: vec![],
         };
-        let (mut launch, remote) = match place {
+        let (mut launch, mut remote) = match place {
             Some(place) => {
                 let (launch, remote) =
                     self.remote_launch(t, &agent, &identity, &flags, place, cwd.clone())?;
@@ -305,8 +305,12 @@ impl Shared<'_> {
             ),
         };
         let contain = t.sandbox.unwrap_or(!inh.no_sandbox);
-        let containment = match &remote {
-            Some(_) => Containment::remote(),
+        let containment = match &mut remote {
+            // Contained by its host as it starts there (`launch::host`), which says how.
+            Some(r) => {
+                r.sandbox = contain;
+                Containment::not_started_on(&r.host)
+            }
             None => (self.sandbox).contain(&mut launch, &self.root, self.team, name, contain)?,
         };
         let mut member = match previous {
@@ -421,6 +425,8 @@ pub(crate) struct RemoteLaunch {
     pub(crate) launch: Launch,
     /// A worktree to create there (not one it keeps from an earlier run).
     pub(crate) worktree: Option<Worktree>,
+    /// Whether its host is to contain it (`launch::host`).
+    pub(crate) sandbox: bool,
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 //! line) and the one its local pane runs, `swarm relay attach`. Executing starts each host's
 //! link, waits until the host's mirror holds the roster and the teammate's first message (a
 //! signed lead entry must reach a Claude Code teammate well within the 120 s it accepts), then
-//! starts the teammate there (`swarm relay spawn`, the spec on stdin) and records where it runs.
+//! starts the teammate there (`swarm relay spawn`, the spec on stdin, `launch::host`), which
+//! contains it as a local one is contained unless the member opted out, and records where it
+//! runs and how its host contained it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,7 +18,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::command_line::{self, AgentFlags};
+use super::host::Spawned;
 use super::prepare::{PreparedTeammate, RemoteLaunch, Shared};
+use super::sandbox;
 use super::{AgentKind, Prepared, TeammatePlan};
 use crate::backend::pane_exec::ExecSpec;
 use crate::backend::{BackendKind, Launch};
@@ -194,6 +198,8 @@ impl Shared<'_> {
                 log: None,
             },
             worktree: place.planned.clone(),
+            // The member's wish, which `prepare` puts here.
+            sandbox: true,
         };
         Ok((self.attach_launch(t), remote))
     }
@@ -309,7 +315,8 @@ impl Prepared {
     }
 }
 
-/// `swarm relay spawn` for one teammate; records its place in the roster.
+/// `swarm relay spawn` for one teammate; records its place and how its host contained it in
+/// the roster (a host that could not contain it, though wanted, is said on stderr).
 fn spawn_one(
     store: &Store,
     team: &crate::store::names::TeamName,
@@ -324,6 +331,7 @@ fn spawn_one(
         color: t.color.clone(),
         exec: ExecSpec::of(&r.launch),
         worktree: r.worktree.as_ref().map(Worktree::to_json),
+        sandbox: r.sandbox,
     };
     let input = serde_json::to_vec(&spec).map_err(|e| Error::Backend(e.to_string()))?;
     let out = ssh.run(
@@ -336,13 +344,23 @@ fn spawn_one(
         ],
         &input,
     )?;
-    let pane: LocalPane = serde_json::from_str(&out).map_err(|e| {
+    let Spawned {
+        pane,
+        mut containment,
+    } = serde_json::from_str(&out).map_err(|e| {
         Error::Backend(format!(
             "swarm relay spawn on {} answered something else ({e}): {}",
             r.host,
             out.trim()
         ))
     })?;
+    if r.sandbox && !containment.contained {
+        containment.how = format!("{} on {}", containment.how, r.host);
+        eprintln!(
+            "swarm: warning: teammate {} runs uncontained: {}; install bubblewrap on {}, or pass --no-sandbox (\"sandbox\": false) to silence this",
+            t.name, containment.how, r.host
+        );
+    }
     let record = RemoteMember {
         host: r.host.clone(),
         exe: r.info.exe.clone(),
@@ -350,10 +368,12 @@ fn spawn_one(
         root: r.info.root.clone(),
         pane: pane.pane.clone(),
         socket: pane.socket.clone(),
+        started_ms: fsio::now_ms(),
     };
     let record = serde_json::to_value(&record).map_err(|e| Error::Backend(e.to_string()))?;
     Roster::new(store, team).update_member(&t.name, |m| {
         m.extra.insert(REMOTE_FIELD.into(), record);
+        m.extra.insert(sandbox::FIELD.into(), containment.to_json());
     })?;
     Ok(pane)
 }

@@ -1,4 +1,4 @@
-//! Contained teammates: every local teammate's process tree runs inside bubblewrap (`bwrap`).
+//! Contained teammates: every teammate's process tree runs inside bubblewrap (`bwrap`).
 //!
 //! Every teammate runs as the user's uid, so what protects the lead is only what a teammate's
 //! processes cannot touch. On Linux swarm starts each one as `<swarm> sandbox-exec ... -- ARGV`:
@@ -35,7 +35,9 @@
 //! A launch that cannot contain (no `bwrap` on PATH, or a kernel without user namespaces:
 //! probed once per launch) says so on one line and records it; `--no-sandbox` (or
 //! `"sandbox": false` in a swarm file) opts out. The choice is the member's roster field
-//! [`FIELD`], which `swarm status` shows. Remote teammates and macOS are not contained.
+//! [`FIELD`], which `swarm status` shows. A teammate on another host is contained by that host,
+//! as it starts there ([`Sandbox::of_process`], used by `launch::host`), which reports how; macOS
+//! is not contained.
 
 mod claude_files;
 mod layout;
@@ -48,8 +50,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::LaunchOptions;
+use crate::backend::tmux::TmuxEnv;
 use crate::backend::Launch;
 use crate::error::{Error, Result};
+use crate::remote::Host;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::Member;
@@ -78,9 +82,10 @@ impl Containment {
         }
     }
 
-    /// A teammate on another host: its host starts it, uncontained.
-    pub(crate) fn remote() -> Containment {
-        Containment::uncontained("remote host")
+    /// A teammate on another host before its host has started it (and said how it is
+    /// contained there): not contained yet.
+    pub(crate) fn not_started_on(host: &Host) -> Containment {
+        Containment::uncontained(&format!("not started on {host} yet"))
     }
 
     pub(crate) fn to_json(&self) -> Value {
@@ -105,7 +110,7 @@ impl Containment {
 
 /// One launch's sandbox: whether `bwrap` works here (probed once, at the first teammate that
 /// wants it) and the private directories every teammate gets hidden.
-pub(super) struct Sandbox {
+pub(crate) struct Sandbox {
     path_env: String,
     swarm_exe: PathBuf,
     hidden: Vec<PathBuf>,
@@ -117,13 +122,30 @@ pub(super) struct Sandbox {
 }
 
 impl Sandbox {
+    /// The sandbox of a launch on this machine, from the launcher's surroundings.
     pub(super) fn new(opts: &LaunchOptions) -> Sandbox {
+        let var = |k: &str| opts.env_var(k).map(str::to_string);
+        Sandbox::of(&var, opts.swarm_exe.clone(), &opts.tmux_env)
+    }
+
+    /// The sandbox of this process's own surroundings: what `swarm relay spawn` contains a
+    /// remote teammate with on its host (its private state, its tmux socket directories, its
+    /// `bwrap`), exactly as a launch contains a local one.
+    pub(crate) fn of_process() -> Result<Sandbox> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let exe = crate::process::swarm_exe()?;
+        Ok(Sandbox::of(&var, exe, &TmuxEnv::from_process()))
+    }
+
+    /// `var` answers for the environment (an empty value counts as unset), `tmux` for the tmux
+    /// surroundings.
+    fn of(var: &dyn Fn(&str) -> Option<String>, swarm_exe: PathBuf, tmux: &TmuxEnv) -> Sandbox {
         Sandbox {
-            path_env: opts.env_var("PATH").unwrap_or_default().to_string(),
-            swarm_exe: opts.swarm_exe.clone(),
-            hidden: private_dirs(opts),
-            home: opts.env_var("HOME").map(PathBuf::from),
-            config_dir: opts.env_var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
+            path_env: var("PATH").unwrap_or_default(),
+            swarm_exe,
+            hidden: private_dirs(var, tmux),
+            home: var("HOME").map(PathBuf::from),
+            config_dir: var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
             usable: OnceCell::new(),
         }
     }
@@ -131,7 +153,7 @@ impl Sandbox {
     /// Puts `launch` in the sandbox when `wanted` and this machine can; says which. Refuses a
     /// teammate whose protected files are reached through a symlink it could replace (the
     /// sandbox step checks again as it starts, against everything it protects).
-    pub(super) fn contain(
+    pub(crate) fn contain(
         &self,
         launch: &mut Launch,
         root: &Path,
@@ -230,21 +252,16 @@ fn probe(path: &str, swarm_exe: &Path) -> std::result::Result<PathBuf, String> {
     Ok(bwrap)
 }
 
-/// Where swarm keeps what a teammate must not reach, as the launcher's environment names it:
-/// its state (the lead keys), its ssh control sockets, and tmux's socket directories.
-fn private_dirs(opts: &LaunchOptions) -> Vec<PathBuf> {
+/// Where swarm keeps what a teammate must not reach, as the environment `var` names it: its
+/// state (the lead keys), its ssh control sockets, and tmux's socket directories.
+fn private_dirs(var: &dyn Fn(&str) -> Option<String>, tmux: &TmuxEnv) -> Vec<PathBuf> {
     let uid = rustix::process::getuid().as_raw();
-    let var = |k: &str| {
-        opts.env_var(k)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
+    let var = |k: &str| var(k).map(PathBuf::from).filter(|p| p.is_absolute());
     let mut dirs = Vec::new();
     dirs.extend(var("XDG_STATE_HOME").map(|d| d.join("swarm")));
     dirs.extend(var("HOME").map(|h| h.join(".local/state/swarm")));
     dirs.extend(var("XDG_RUNTIME_DIR").map(|d| d.join("swarm-ssh")));
     dirs.push(PathBuf::from(format!("/tmp/swarm-ssh-{uid}")));
-    let tmux = &opts.tmux_env;
     let base = tmux.tmpdir.as_deref().unwrap_or("/tmp");
     dirs.push(Path::new(base).join(format!("tmux-{uid}")));
     if let Some((socket, _)) = tmux.tmux.as_deref().and_then(|t| t.split_once(',')) {
@@ -367,6 +384,32 @@ mod tests {
 
     fn words(v: &[&str]) -> Vec<String> {
         v.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn a_sandbox_from_an_environment_hides_that_environments_state_and_tmux_dirs() {
+        // What a host's `swarm relay spawn` sees: its own HOME and TMUX_TMPDIR.
+        let var = |k: &str| match k {
+            "HOME" => Some("/h".to_string()),
+            "PATH" => Some("/bin".to_string()),
+            _ => None,
+        };
+        let tmux = TmuxEnv {
+            tmpdir: Some("/h/tmux".into()),
+            ..TmuxEnv::default()
+        };
+        let sandbox = Sandbox::of(&var, "/opt/swarm".into(), &tmux);
+        let uid = rustix::process::getuid().as_raw();
+        assert_eq!(
+            sandbox.hidden,
+            [
+                PathBuf::from("/h/.local/state/swarm"),
+                PathBuf::from(format!("/tmp/swarm-ssh-{uid}")),
+                PathBuf::from(format!("/h/tmux/tmux-{uid}")),
+            ]
+        );
+        assert_eq!(sandbox.home, Some(PathBuf::from("/h")));
+        assert_eq!(sandbox.path_env, "/bin");
     }
 
     #[test]

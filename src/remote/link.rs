@@ -355,6 +355,7 @@ impl Link<'_> {
             Up::Report { members } => {
                 if members != self.state.members {
                     self.state.members = members;
+                    self.state.members_ms = fsio::now_ms();
                     self.save_state();
                 }
             }

@@ -10,8 +10,10 @@
 //! own pane facts into its view of the roster; `kill` and `view` act only on a recorded pane
 //! whose tags still say it is that member's.
 //!
-//! This is the one place a remote teammate's process starts ([`open`]): containment of remote
-//! teammates (issue 22) wraps the launch here, on the host where it runs.
+//! This is the one place a remote teammate's process starts ([`open`]); what it opens is already
+//! contained as a local teammate is (`launch::host`, the `swarm relay spawn` step that calls it,
+//! wraps the command in the same sandbox, built from this host's surroundings, so this wing
+//! never reaches up into `launch`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,7 +40,8 @@ pub(crate) struct LocalPane {
 }
 
 /// What the lead's machine sends `swarm relay spawn` on its standard input: the member, its
-/// command line as built for this host, and the worktree to make first (planned by `hello`).
+/// command line as built for this host, the worktree to make first (planned by `hello`), and
+/// whether the member is to run contained (`--no-sandbox` or `"sandbox": false` at home: not).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SpawnSpec {
@@ -48,6 +51,7 @@ pub(crate) struct SpawnSpec {
     pub(crate) exec: crate::backend::pane_exec::ExecSpec,
     #[serde(default)]
     pub(crate) worktree: Option<serde_json::Value>,
+    pub(crate) sandbox: bool,
 }
 
 fn path(store: &Store, team: &TeamName) -> std::path::PathBuf {

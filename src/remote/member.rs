@@ -5,8 +5,10 @@
 //! combines the pane with what the host's link last heard: while the link is connected the
 //! relay's report of the member (its runtime's liveness lock, else its pane there) is its
 //! liveness; while it is not, nothing says either way and the member is unknown, never dead, so
-//! nothing retires it on a guess. [`stop`] closes its pane on its host (by the recorded pane,
-//! whose marks are checked there), and [`run_on_host`] runs one `swarm relay` command there.
+//! nothing retires it on a guess; nor is it dead by a report the host made before it started
+//! the member again (a contained runtime takes a moment to take its lock). [`stop`] closes its
+//! pane on its host (by the recorded pane, whose marks are checked there), and [`run_on_host`]
+//! runs one `swarm relay` command there.
 
 use super::frame::Life;
 use super::ssh::Ssh;
@@ -44,9 +46,14 @@ pub(crate) fn judge(
         };
         return Some((Liveness::Unknown, pane));
     }
+    // What the host said before it started the member again (`up`, `restart`) is of the run
+    // before: until the host says anything newer, the member is starting, not dead.
+    let started_ms = RemoteMember::of(member).map_or(0, |r| r.started_ms);
+    let heard_before = state.as_ref().is_some_and(|s| s.members_ms < started_ms);
     let life = state.and_then(|s| s.members.get(member.name.as_str()).copied());
     let liveness = match life {
         Some(Life::Alive) => Liveness::Alive,
+        Some(Life::Dead { .. }) if heard_before => Liveness::Unknown,
         Some(Life::Dead { .. }) => Liveness::Dead,
         Some(Life::Unknown) | None => Liveness::Unknown,
     };

@@ -336,12 +336,24 @@ impl Relay<'_> {
             } else {
                 PaneState::Unknown
             };
+            // A free lock whose record names another process than the pane's is an earlier
+            // runtime's: the pane's own (the same pid: the trampoline and a sandbox step exec
+            // into it) is starting, started again by `up` or `restart`, or slow in its
+            // sandbox, and takes the lock in a moment (as `lifecycle::health` judges at home).
+            let earlier = match pane {
+                PaneState::Alive { pid: Some(pid) } => {
+                    liveness::recorded_holder(self.store, self.team, &agent)
+                        .is_some_and(|h| h != pid)
+                }
+                _ => false,
+            };
             let life = match (lock, pane) {
                 (_, PaneState::Dead { code, signal }) => Life::Dead { code, signal },
                 (_, PaneState::Gone) => Life::Dead {
                     code: None,
                     signal: None,
                 },
+                (Liveness::Dead, _) if earlier => Life::Unknown,
                 (Liveness::Dead, _) => Life::Dead {
                     code: None,
                     signal: None,

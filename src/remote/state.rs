@@ -57,6 +57,10 @@ pub(crate) struct LinkState {
     pub(crate) synced_ms: u64,
     #[serde(default)]
     pub(crate) members: BTreeMap<String, Life>,
+    /// When `members` last changed, by this machine's clock: a member started on its host
+    /// after that is not judged by it (`member::judge`).
+    #[serde(default)]
+    pub(crate) members_ms: u64,
 }
 
 pub(crate) fn path(store: &Store, team: &TeamName, host: &Host) -> PathBuf {
@@ -75,6 +79,7 @@ impl LinkState {
             skew_ms: None,
             synced_ms: 0,
             members: BTreeMap::new(),
+            members_ms: 0,
         }
     }
 

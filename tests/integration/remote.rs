@@ -4,9 +4,11 @@
 //! and a private tmux server. Every assertion reads the home store (the source of truth) or a
 //! host's mirror through the files PROTOCOL.md documents.
 
+mod attach;
 mod bench;
 mod claims;
 mod claude;
+mod contain;
 mod partition;
 mod refusals;
 mod shell;

@@ -32,7 +32,8 @@ pub(crate) enum RelayCommand {
     },
     /// On a remote host: describe it and one teammate's place there (request on stdin).
     Hello,
-    /// On a remote host: start a member's pane (its spec on stdin); prints where it runs.
+    /// On a remote host: start a member's pane, contained unless the spec says not (the spec
+    /// on stdin); prints where it runs and how it is contained.
     Spawn {
         #[arg(long)]
         mirror: String,

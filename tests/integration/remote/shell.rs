@@ -65,9 +65,9 @@ fn a_remote_shell_teammate_works_tasks_messages_the_lead_and_gets_a_permission_d
     let builder = member(&status, "builder");
     assert_eq!(builder["host"], "box1");
     assert_eq!(builder["state"], "idle", "{status}");
-    // Its host starts it as before: uncontained, and said so (`launch::sandbox`).
-    assert_eq!(builder["contained"], false, "{status}");
-    assert_eq!(builder["containment"], "remote host", "{status}");
+    // Its host contains it as a local teammate is contained, and says so (`launch::host`).
+    assert_eq!(builder["contained"], true, "{status}");
+    assert_eq!(builder["containment"], "bwrap", "{status}");
     assert_eq!(status["hosts"][0]["host"], "box1");
     assert_eq!(status["hosts"][0]["connected"], true);
     let text = team.swarm(["status"]).ok().stdout;

@@ -78,13 +78,18 @@ impl Host {
     /// Writes the server's config and starts it; returns once it accepts connections.
     fn start(&self) {
         let bin_dir = Path::new(BIN).parent().unwrap();
+        // A PATH among the extra variables replaces the default one.
+        let default_path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin_dir.display());
+        let given = |key: &str| self.extra_env.iter().any(|(k, _)| k == key);
         let mut set_env = format!(
-            "SetEnv HOME={} PATH={}:/usr/local/bin:/usr/bin:/bin TMUX_TMPDIR={}",
+            "SetEnv HOME={} TMUX_TMPDIR={}",
             self.home.display(),
-            bin_dir.display(),
             self.home.join("tmux").display()
         );
-        if !self.extra_env.iter().any(|(k, _)| k == "SWARM_RELAY_TRACE") {
+        if !given("PATH") {
+            set_env.push_str(&format!(" PATH={default_path}"));
+        }
+        if !given("SWARM_RELAY_TRACE") {
             set_env.push_str(" SWARM_RELAY_TRACE=1");
         }
         for (k, v) in &self.extra_env {

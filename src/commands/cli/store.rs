@@ -194,6 +194,9 @@ pub(crate) enum TaskCommand {
     /// Delete a task; its id is never issued again.
     Delete { id: TaskId },
     /// Show (or with --claim, claim) the next available task.
+    ///
+    /// With --claim, an agent that already owns an unfinished task gets that task again, so a
+    /// claimer may run it again when it was not told how its claim went (exit 3, or killed).
     Next {
         #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
         agent: Option<AgentName>,

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use clap::{Args, Subcommand};
 
 use crate::error::Error;
-use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::names::{AgentName, MessageId, TaskId, TeamName};
 use crate::store::tasks::TaskStatus;
 
 /// Who `swarm send --to` writes to: one member, or `*` for every member but the sender.
@@ -92,6 +92,12 @@ pub(crate) struct SendArgs {
     /// message. Without it, a message to a stopped teammate is delivered and stderr says so.
     #[arg(long)]
     pub(crate) wake: bool,
+    /// The message's id (msg_id) instead of a new one. Sending again with the same id stores
+    /// nothing where the inbox holds it already, read or not: a script that must know its
+    /// message arrived sends again with the id the first try printed (or one it chose) after
+    /// exit 1 or 3.
+    #[arg(long, value_name = "ID")]
+    pub(crate) id: Option<MessageId>,
     /// The message; '-' reads it from standard input.
     pub(crate) text: String,
 }

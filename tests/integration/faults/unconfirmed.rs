@@ -6,9 +6,14 @@
 
 use serde_json::Value;
 
+use super::read_json_array;
 use crate::support::*;
 
 const FAULT: &str = "SWARM_FSYNC_FAULT";
+
+fn inbox(env: &Env) -> Vec<Value> {
+    read_json_array(&env.path("teams/t/inboxes/coder.json"))
+}
 
 #[test]
 fn a_claim_whose_directory_sync_failed_exits_3_and_its_retry_gets_the_same_task() {
@@ -52,4 +57,52 @@ fn a_claim_whose_directory_sync_failed_exits_3_and_its_retry_gets_the_same_task(
     );
     // Without the fault the same commands exit 0: the fault was what made them 3.
     env.swarm(["task", "claim", "2", "--agent", "tester"]).ok();
+}
+
+#[test]
+fn a_send_whose_directory_sync_failed_exits_3_and_its_retry_with_the_same_id_is_stored_once() {
+    let env = Env::with_team(&["coder"]);
+    let out = env
+        .swarm(["--json", "send", "--to", "coder", "hello"])
+        .env(FAULT, "dir")
+        .code(3);
+    out.stderr_has("not confirmed durable").stderr_has("--id");
+    let id = out.json()["msgId"].as_str().unwrap().to_string();
+    assert_eq!(inbox(&env).len(), 1, "the message is delivered");
+    assert_eq!(inbox(&env)[0]["msg_id"], id.as_str());
+
+    // The retry a script makes with the id it was given adds nothing, now or once read.
+    let retry = ["send", "--to", "coder", "--id", &id, "hello"];
+    let out = env.swarm(retry).ok();
+    assert!(out.stdout.contains(&id), "{}", out.stdout);
+    assert_eq!(inbox(&env).len(), 1, "{:?}", inbox(&env));
+    env.swarm(["inbox", "coder", "--mark-read"]).ok();
+    env.swarm(retry).ok();
+    let held = inbox(&env);
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(
+        (&held[0]["text"], &held[0]["read"]),
+        (&"hello".into(), &true.into())
+    );
+
+    // An id of the caller's own from the start works the same, and another id is another
+    // message: the id, not the words, is what a retry is known by.
+    for _ in 0..2 {
+        env.swarm(["send", "--to", "coder", "--id", "report-7", "hello"])
+            .ok();
+    }
+    let ids: Vec<String> = inbox(&env)
+        .iter()
+        .map(|m| m["msg_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, [id, "report-7".to_string()]);
+    // A broadcast given an id is stored once per recipient too, read or not.
+    let all = ["--json", "send", "--to", "*", "--id", "all-1", "to all"];
+    assert_eq!(env.swarm(all).ok().json()["msgId"], "all-1");
+    env.swarm(["inbox", "coder", "--mark-read"]).ok();
+    env.swarm(all).ok();
+    let copies = inbox(&env).iter().filter(|m| m["text"] == "to all").count();
+    assert_eq!(copies, 1, "{:?}", inbox(&env));
+    env.swarm(["send", "--to", "coder", "--id", "has space", "x"])
+        .refused("invalid message id");
 }

@@ -187,7 +187,7 @@ pub enum Error {
 
     /// Not a failure: the change was made and is visible, but the directory sync after its
     /// rename failed (`fsio::unconfirmed`). A one-shot command's outcome, said as a warning.
-    #[error("done, but not confirmed durable: the change is made and everyone sees it, but the sync of the directory {} after it failed ({detail}), so a crash of the machine could still undo it; check the disk (`dmesg`, free space). Running the same command again is safe, and exits 0 once the directory syncs: a claim gets the task it already owns, a send given the same --id (the id it printed) is not stored twice", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))]
+    #[error("done, but not confirmed durable: the change is made and everyone sees it, but the sync of the directory {} after it failed ({detail}), so a crash of the machine could still undo it; check the disk (`dmesg`, free space). Trying again is safe for a claim, which gets the task it already owns, and for a send given the same --id (the id it printed), which is not stored twice; either exits 0 once the directory syncs. Look before running anything else again: it is done (a second `task create` makes a second task)", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))]
     NotDurable { dirs: Vec<PathBuf>, detail: String },
 }
 

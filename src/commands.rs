@@ -103,6 +103,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<i32> {
 
 /// Runs `command` in `ctx`.
 fn run(ctx: &Context, command: Command) -> Result<i32> {
+    if reports_unconfirmed(&command) {
+        crate::store::fsio::unconfirmed::collect();
+    }
     match command {
         Command::Team(cmd) => team::run(ctx, cmd).map(|()| 0),
         Command::Send(args) => message::send(ctx, args).map(|()| 0),
@@ -155,6 +158,21 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
         Command::Relay(cmd) => relay::run(ctx, cmd),
         #[cfg(feature = "seams")]
         Command::Debug(cmd) => debug::run(ctx, cmd),
+    }
+}
+
+/// The one-shot store commands, whose outcome says that a change they made is not confirmed
+/// durable (exit 3, see `fsio::unconfirmed`). The rest say it on stderr as it happens: a
+/// long-lived process goes on, and `permission request --wait` keeps its exit codes.
+fn reports_unconfirmed(command: &Command) -> bool {
+    match command {
+        Command::Inbox(args) => !args.follow,
+        Command::Team(_)
+        | Command::Send(_)
+        | Command::Task(_)
+        | Command::Memory(_)
+        | Command::Done(_) => true,
+        _ => false,
     }
 }
 

@@ -3,7 +3,7 @@
 //! Every failure a user can see is a variant here, and every message says what failed and, where
 //! there is something to do about it, what to do. `main` alone turns an error into an exit code:
 //! bad input (a name, a flag, a missing team) exits 2, a failure of the world (I/O, tmux, a lock
-//! that never freed) exits 1.
+//! that never freed) exits 1, and a change that was made but not confirmed durable exits 3.
 
 use std::io;
 use std::path::PathBuf;
@@ -184,6 +184,11 @@ pub enum Error {
 
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+
+    /// Not a failure: the change was made and is visible, but the directory sync after its
+    /// rename failed (`fsio::unconfirmed`). A one-shot command's outcome, said as a warning.
+    #[error("done, but not confirmed durable: the change is made and everyone sees it, but the sync of the directory {} after it failed ({detail}), so a crash of the machine could still undo it; check the disk (`dmesg`, free space). Trying again is safe for a claim, which gets the task it already owns, and for a send given the same --id (the id it printed), which is not stored twice; either exits 0 once the directory syncs. Look before running anything else again: it is done (a second `task create` makes a second task)", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NotDurable { dirs: Vec<PathBuf>, detail: String },
 }
 
 /// Why a claim did not go through; the names match Claude Code's claim results.
@@ -213,11 +218,12 @@ impl std::fmt::Display for ClaimFailure {
 }
 
 impl Error {
-    /// 2 for input the user can correct (a usage error), 1 for everything else: a runtime
-    /// failure, and a team, member, task, request or topic that is not there (as gh and kubectl
-    /// exit). README "Exit status" lists them.
+    /// 2 for input the user can correct (a usage error), 3 for a change made but not confirmed
+    /// durable, 1 for everything else: a runtime failure, and a team, member, task, request or
+    /// topic that is not there (as gh and kubectl exit). README "Exit status" lists them.
     pub fn exit_code(&self) -> i32 {
         match self {
+            Error::NotDurable { .. } => 3,
             Error::InvalidName { .. }
             | Error::Usage(_)
             | Error::TeamExists(_)

@@ -68,7 +68,17 @@ pub fn run() -> i32 {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),
     };
-    match commands::dispatch(cli) {
+    let outcome = commands::dispatch(cli);
+    // A change made but not confirmed durable is said even when a later step failed.
+    let unconfirmed = store::fsio::unconfirmed::take();
+    if let Some(e) = &unconfirmed {
+        eprintln!(
+            "swarm: warning: {}",
+            output::terminal::visible(&e.to_string())
+        );
+    }
+    match outcome {
+        Ok(0) => unconfirmed.map_or(0, |e| e.exit_code()),
         Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => 0,
         Err(e) => {

@@ -59,17 +59,30 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
         })
     };
     let sender = member(from.as_str())?;
-    let message = InboxMessage::new(&from, text)
+    let mut message = InboxMessage::new(&from, text)
         .with_summary(args.summary)
         .with_color(Some(sender.color_or_default().to_string()));
+    if let Some(id) = &args.id {
+        message.msg_id = Some(id.to_string());
+    }
+    // The id to send again with: a broadcast without --id is known by its words instead.
+    let id = match args.to {
+        Recipient::Everyone => args.id.as_ref().map(ToString::to_string),
+        Recipient::Agent(_) => message.msg_id.clone(),
+    };
     let mailbox = Mailbox::new(&ctx.store, &team);
     if args.wake {
         crate::store::authority::require_lead(&ctx.store, &team, "wake teammates")?;
     }
-    let recipients: Vec<AgentName> = match args.to {
-        Recipient::Everyone => mailbox.broadcast(message)?,
-        Recipient::Agent(to) => {
-            mailbox.send_to(member(to.as_str())?, message)?;
+    let recipients: Vec<AgentName> = match (args.to, args.id.is_some()) {
+        (Recipient::Everyone, false) => mailbox.broadcast(message)?,
+        (Recipient::Everyone, true) => mailbox.broadcast_once(message)?,
+        (Recipient::Agent(to), chosen) => {
+            let member = member(to.as_str())?;
+            match chosen {
+                true => mailbox.send_once_to(member, message)?,
+                false => mailbox.send_to(member, message)?,
+            }
             vec![to]
         }
     };
@@ -87,18 +100,23 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
             }
         }
     }
+    let to: Vec<&str> = recipients.iter().map(AgentName::as_str).collect();
     if ctx.json {
-        let to: Vec<&str> = recipients.iter().map(AgentName::as_str).collect();
-        output::json(&json!({"team": team.as_str(), "from": from.as_str(), "to": to}))
+        output::json(&json!({
+            "team": team.as_str(),
+            "from": from.as_str(),
+            "to": to,
+            "msgId": id,
+        }))
     } else {
-        let to: Vec<&str> = recipients.iter().map(AgentName::as_str).collect();
         output::line(format!(
-            "sent to {}",
+            "sent to {}{}",
             if to.is_empty() {
                 "nobody (no other members)".into()
             } else {
                 to.join(", ")
-            }
+            },
+            id.map(|id| format!(" (id {id})")).unwrap_or_default()
         ))
     }
 }

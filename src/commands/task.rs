@@ -162,7 +162,7 @@ pub(crate) fn run(ctx: &Context, cmd: TaskCommand) -> Result<()> {
             }
             let next = match (claim, name) {
                 (true, Some(n)) => {
-                    TaskIndex::open_by_stat(&ctx.store, &team)?.claim_next(&n, true)?
+                    TaskIndex::open_by_stat(&ctx.store, &team)?.claim_next_or_owned(&n)?
                 }
                 _ => tasks.available()?.into_iter().next(),
             };

@@ -2,7 +2,8 @@
 //!
 //! A reader must never see half a file and a writer must never lose what was there: every write
 //! goes to a temp file in the same directory, is fsynced, renamed over the target and the
-//! directory fsynced. A file that does not parse is moved aside to `<file>.corrupt-<ms>` (and
+//! directory fsynced (a rename whose directory sync fails is done, only not confirmed durable:
+//! `unconfirmed.rs`). A file that does not parse is moved aside to `<file>.corrupt-<ms>` (and
 //! said on stderr) instead of being read as empty and overwritten, which is how Claude Code loses
 //! inboxes. Symlinks, FIFOs and other non-regular files where a store file belongs are refused.
 //! Every path is first walked from the store root down by [`guard`]: directories and files
@@ -10,10 +11,12 @@
 //! refused. Every store file, here and elsewhere, is opened by one of the functions of `open.rs`.
 
 mod open;
+pub(crate) mod unconfirmed;
 
 pub(crate) use open::{create_new, open_append, open_or_create, open_read, read_foreign};
+pub(crate) use unconfirmed::sync_dir;
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -121,10 +124,12 @@ pub(crate) fn append_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
 ///
 /// The temp file has a random name (so a reused pid never meets a killed writer's leftover) and
 /// is flocked while it exists under that name, which is how [`sweep_temp_files`] tells a dead
-/// writer's leftover from a live writer's file.
+/// writer's leftover from a live writer's file. Once the rename is done, so is the write: a
+/// directory sync that fails after it is noted, not returned (see [`unconfirmed`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     replace_unsynced(path, bytes)?;
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
+    sync_dir(path.parent().unwrap_or(Path::new(".")));
+    Ok(())
 }
 
 /// [`write_atomic`] without the final directory sync, for a caller that shares one sync among
@@ -281,12 +286,6 @@ pub(crate) fn sweep_temp_files(dir: &Path) {
     }
 }
 
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(Error::io("sync directory", dir))
-}
-
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
         path: path.to_path_buf(),
@@ -326,7 +325,8 @@ pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
             Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(false),
             Err(e) => return Err(Error::io("create", path)(e)),
         }
-        sync_dir(dir).map(|()| true)
+        sync_dir(dir);
+        Ok(true)
     })();
     let _ = fs::remove_file(&tmp);
     result
@@ -444,6 +444,7 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

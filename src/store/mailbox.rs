@@ -1,10 +1,12 @@
 //! Inboxes: `teams/<team>/inboxes/<agent>.json` (PROTOCOL.md section 6).
 //!
 //! An inbox is a pretty-printed JSON array anyone can `cat`, written atomically under the inbox
-//! lock Claude Code takes too. Appends are group-committed (`commit.rs`): senders that meet a
-//! busy lock spool their entry and the holder takes them all in with one rewrite, so sixteen
-//! writers pay for one fsync between them instead of one each. Delivery is marked per message by `msg_id` (`read: true`), never
-//! "mark all", so a message that arrives between a read and its mark is not lost. Delivered
+//! lock Claude Code takes too. Appends are group-committed (`commit.rs`): senders that meet a busy
+//! lock spool their entry and the holder takes them all in with one rewrite, so sixteen writers pay
+//! for one fsync between them instead of one each. Delivery is marked per message by `msg_id`
+//! (`read: true`), never "mark all", so a message that arrives between a read and its mark is not
+//! lost. A send that may be a retry (a broadcast run again, `swarm send --id`) is decided by
+//! `msg_id` under the lock (`once.rs`), so sending again never stores a message twice. Delivered
 //! messages beyond the newest 100 move to `<agent>.archive.jsonl`: the live file stays small and
 //! the history stays on disk.
 
@@ -12,6 +14,7 @@ mod commit;
 mod file;
 mod first;
 mod flush;
+mod once;
 mod relayed;
 mod restamp;
 mod sidecar;
@@ -189,35 +192,6 @@ impl<'a> Mailbox<'a> {
         self.append(&to.name, message)
     }
 
-    /// Sends a copy to every member but the sender; returns who got it. One bad inbox does not
-    /// stop the others: every good inbox gets its copy and the error names the ones that did
-    /// not. Each copy's `msg_id` comes from the broadcast and its recipient, so running the same
-    /// broadcast again (after a partial failure) skips recipients who have it unread.
-    pub fn broadcast(&self, message: InboxMessage) -> Result<Vec<AgentName>> {
-        check_size(&message)?;
-        let config = Roster::new(self.store, self.team).load()?;
-        let broadcast = broadcast_key(self.team, &message);
-        let (mut sent, mut failed) = (Vec::new(), Vec::new());
-        for to in config.members.iter().map(|m| &m.name) {
-            if *to == message.from {
-                continue;
-            }
-            let mut copy = message.clone();
-            copy.msg_id = Some(copy_id(broadcast, to));
-            match self.append_once(to, copy) {
-                Ok(()) => sent.push(to.clone()),
-                Err(e) => failed.push((to.to_string(), e.to_string())),
-            }
-        }
-        if failed.is_empty() {
-            return Ok(sent);
-        }
-        Err(Error::BroadcastIncomplete {
-            delivered: sent.iter().map(|a| a.to_string()).collect(),
-            failed,
-        })
-    }
-
     /// The one way a single message gets into an inbox: checked for size, signed if it is the
     /// lead's, committed with whatever else is waiting.
     fn append(&self, to: &AgentName, mut message: InboxMessage) -> Result<()> {
@@ -226,29 +200,6 @@ impl<'a> Mailbox<'a> {
         let path = self.prepare(to)?;
         check_room(&path, &message)?;
         self.commit_message(to, &path, message)
-    }
-
-    /// `append` unless the inbox already holds this `msg_id` unread (the size was checked once
-    /// for the whole broadcast). A copy already read gives way to a fresh id: the same words
-    /// broadcast again later are a new message.
-    fn append_once(&self, to: &AgentName, message: InboxMessage) -> Result<()> {
-        let path = self.prepare(to)?;
-        check_room(&path, &message)?;
-        let mut message = Some(message);
-        self.commit_with_lock(to, &path, &mut |messages| {
-            let Some(mut message) = message.take() else {
-                return Ok(false);
-            };
-            if let Some(prior) = messages.iter().find(|m| m.msg_id == message.msg_id) {
-                if !prior.read {
-                    return Ok(false);
-                }
-                message.msg_id = Some(uuid::Uuid::new_v4().to_string());
-            }
-            self.sign_if_lead(to, &mut message)?;
-            messages.push(message);
-            Ok(true)
-        })
     }
 
     /// Every entry from the lead is signed here, once its `msg_id` is final, when the caller
@@ -393,35 +344,6 @@ fn move_aside_if_special(path: &Path) -> Result<()> {
         }
         other => other.map(drop),
     }
-}
-
-/// 128 bits identifying one broadcast: the team, the sender and the words. FNV-1a, twice with
-/// different offsets, because it must be the same in every process and every build.
-fn broadcast_key(team: &TeamName, message: &InboxMessage) -> u128 {
-    let parts = [
-        team.as_str(),
-        message.from.as_str(),
-        message.summary.as_deref().unwrap_or(""),
-        &message.text,
-    ];
-    let mut halves = [0xcbf2_9ce4_8422_2325_u64, 0x6c62_272e_07bb_0142];
-    for h in &mut halves {
-        for part in parts {
-            for b in part.bytes().chain([0xff]) {
-                *h = (*h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-            }
-        }
-    }
-    (u128::from(halves[0]) << 64) | u128::from(halves[1])
-}
-
-/// The `msg_id` of one recipient's copy of a broadcast, shaped like the UUIDs of other messages.
-fn copy_id(broadcast: u128, to: &AgentName) -> String {
-    let mut h = broadcast;
-    for b in to.as_str().to_ascii_lowercase().bytes() {
-        h = (h ^ u128::from(b)).wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
-    }
-    uuid::Uuid::from_u128(h).to_string()
 }
 
 /// Refuses a message to an inbox already past the size limit, or that it would take past it:

@@ -1,4 +1,4 @@
-//! Validated identifiers: team names, agent names, agent ids and task ids.
+//! Validated identifiers: team names, agent names, agent ids, task ids and message ids.
 //!
 //! A name reaches a path, a tmux title and a shell's environment, so it is checked once, where
 //! it enters, and after that the type says it is safe. A name that breaks the rule is refused,
@@ -184,6 +184,28 @@ impl AgentName {
     /// `<name>@<team>`
     pub fn agent_id(&self, team: &TeamName) -> String {
         format!("{}@{}", self.0, team)
+    }
+}
+
+/// A message id a sender chose (`swarm send --id`), so that it can send again without the
+/// message being stored twice: `^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`, which the UUIDs swarm and
+/// Claude Code mint fit.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MessageId(String);
+string_newtype!(MessageId);
+
+impl FromStr for MessageId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        check_chars(
+            "message id",
+            s,
+            |c| c.is_ascii_alphanumeric(),
+            |c| c.is_ascii_alphanumeric() || "._:-".contains(c),
+            "use letters, digits and '.', '_', ':', '-', starting with a letter or digit (at \
+             most 64), such as the id a send printed",
+        )?;
+        Ok(MessageId(s.to_string()))
     }
 }
 

@@ -18,6 +18,7 @@ mod permissions;
 mod spool;
 mod stale_locks;
 mod survive;
+mod unconfirmed;
 mod watcher;
 mod writers;
 

@@ -68,9 +68,10 @@ fn send_inbox_unread_and_mark_read() {
         ])
         .ok()
         .json();
+    let id = sent["msgId"].clone();
     assert_eq!(
         sent,
-        json!({"team": "t", "from": "team-lead", "to": ["coder"]})
+        json!({"team": "t", "from": "team-lead", "to": ["coder"], "msgId": id})
     );
     env.swarm(["send", "--to", "coder", "-"])
         .stdin("from stdin\n")
@@ -78,6 +79,7 @@ fn send_inbox_unread_and_mark_read() {
 
     let inbox = read_json(&env.path("teams/t/inboxes/coder.json"));
     let first = &inbox[0];
+    assert_eq!(first["msg_id"], id, "the id printed is the message's");
     assert_eq!(first["from"], "team-lead");
     assert_eq!(first["text"], "Review the parser");
     assert_eq!(first["summary"], "parser");

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use clap::{Args, Subcommand};
 
 use crate::error::Error;
-use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::names::{AgentName, MessageId, TaskId, TeamName};
 use crate::store::tasks::TaskStatus;
 
 /// Who `swarm send --to` writes to: one member, or `*` for every member but the sender.
@@ -92,6 +92,12 @@ pub(crate) struct SendArgs {
     /// message. Without it, a message to a stopped teammate is delivered and stderr says so.
     #[arg(long)]
     pub(crate) wake: bool,
+    /// The message's id (msg_id) instead of a new one. Sending again with the same id stores
+    /// nothing where the inbox holds it already, read or not: a script that must know its
+    /// message arrived sends again with the id the first try printed (or one it chose) after
+    /// exit 1 or 3.
+    #[arg(long, value_name = "ID")]
+    pub(crate) id: Option<MessageId>,
     /// The message; '-' reads it from standard input.
     pub(crate) text: String,
 }
@@ -194,6 +200,9 @@ pub(crate) enum TaskCommand {
     /// Delete a task; its id is never issued again.
     Delete { id: TaskId },
     /// Show (or with --claim, claim) the next available task.
+    ///
+    /// With --claim, an agent that already owns an unfinished task gets that task again, so a
+    /// claimer may run it again when it was not told how its claim went (exit 3, or killed).
     Next {
         #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
         agent: Option<AgentName>,

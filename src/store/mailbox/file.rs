@@ -203,7 +203,7 @@ pub(super) fn append_jsonl(path: &Path, entries: &[InboxMessage], lookback: usiz
 }
 
 /// The keys of the last `lines` lines of the archive at `path`, read backwards a block at a time.
-fn last_keys(path: &Path, lines: usize) -> Result<HashSet<String>> {
+pub(super) fn last_keys(path: &Path, lines: usize) -> Result<HashSet<String>> {
     const BLOCK: u64 = 64 * 1024;
     let Some(mut file) = fsio::open_read(path)? else {
         return Ok(HashSet::new());

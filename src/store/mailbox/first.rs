@@ -46,7 +46,7 @@ impl Mailbox<'_> {
             }
         }
         if created {
-            fsio::sync_dir(&dir)?;
+            fsio::sync_dir(&dir);
         }
         Ok(())
     }

@@ -68,6 +68,29 @@ impl TaskList<'_> {
         Ok(task)
     }
 
+    /// Claims `id` again for `agent`, who owns it already: a claimer that asks again because it
+    /// was not told how its claim went (killed, or exit 3) gets its task back. Written again, so
+    /// the directory sync that confirms the claim is made now; `in_progress` if the lead had
+    /// only assigned it, and then not while it is blocked. `None` when it is no longer `agent`'s
+    /// unfinished task.
+    pub(super) fn reclaim(&self, id: &TaskId, agent: &AgentName) -> Result<Option<Task>> {
+        let _lock = self.task_lock(id)?;
+        let mut task = match self.get_locked(id) {
+            Err(Error::NoSuchTask { .. }) => return Ok(None),
+            other => other?,
+        };
+        if !task.unfinished_by(agent.as_str()) {
+            return Ok(None);
+        }
+        if task.status == TaskStatus::Pending && !task.unblocked(|b| self.finished(b))? {
+            return Ok(None);
+        }
+        let before = task.clone();
+        task.status = TaskStatus::InProgress;
+        self.write(&before, &task)?;
+        Ok(Some(task))
+    }
+
     fn refused(&self, id: &TaskId, reason: ClaimFailure) -> Error {
         Error::ClaimRefused {
             id: id.to_string(),

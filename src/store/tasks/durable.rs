@@ -21,11 +21,11 @@ use crate::store::fsio;
 pub(super) struct Unsynced(Option<PathBuf>);
 
 impl Unsynced {
-    /// Makes every rename so far in the directory durable.
-    pub(super) fn sync(&mut self) -> Result<()> {
-        match self.0.take() {
-            Some(dir) => fsio::sync_dir(&dir),
-            None => Ok(()),
+    /// Makes every rename so far in the directory durable (a failed sync is noted as "done,
+    /// not confirmed durable": the renames are done, see `fsio::unconfirmed`).
+    pub(super) fn sync(&mut self) {
+        if let Some(dir) = self.0.take() {
+            fsio::sync_dir(&dir);
         }
     }
 }

@@ -182,6 +182,30 @@ impl TaskIndex {
         self.claim(agent, busy_check, None)
     }
 
+    /// `claim_next` with the busy check for a claimer that may be asking again (`swarm task next
+    /// --claim` in a script that retries): while `agent` owns an unfinished task, that task is
+    /// its claim (`TaskList::reclaim`), not "no task is available". Its last claim may have
+    /// gone through unconfirmed (exit 3) or unreported (killed before it printed).
+    pub(crate) fn claim_next_or_owned(&mut self, agent: &AgentName) -> Result<Option<Task>> {
+        if let Some(task) = self.claim_next(agent, true)? {
+            return Ok(Some(task));
+        }
+        let list = TaskList::new(&self.store, &self.team);
+        let owned: Vec<u64> = self
+            .state
+            .unfinished
+            .iter()
+            .copied()
+            .filter(|id| self.state.tasks[id].0.unfinished_by(agent.as_str()))
+            .collect();
+        for number in owned {
+            if let Some(task) = list.reclaim(&TaskId::new(number), agent)? {
+                return Ok(Some(task));
+            }
+        }
+        Ok(None)
+    }
+
     /// `claim_next` for a claimer whose work is done at once (the claim loop): `report` runs
     /// once the claim is durable, still under the task's lock, and the task is then marked
     /// completed under it. Two lock cycles (list and task; one without the busy check) and
@@ -258,7 +282,7 @@ impl TaskIndex {
                 // history needs only the task's lock, still held).
                 drop(list_lock.take());
                 list.recorded(Some(&on_disk), Some(&task));
-                self.unsynced.sync()?;
+                self.unsynced.sync();
                 if let Some(report) = report.as_mut() {
                     report(&task)?;
                     let mut done = task.clone();
@@ -271,7 +295,7 @@ impl TaskIndex {
             }
             // Nothing to claim (or the agent is busy): not a missed event either?
             if rescanned || !state.rescan_if_stale(&list)? {
-                self.unsynced.sync()?;
+                self.unsynced.sync();
                 return Ok(None);
             }
             rescanned = true;
@@ -281,9 +305,7 @@ impl TaskIndex {
 
 impl Drop for TaskIndex {
     fn drop(&mut self) {
-        if let Err(e) = self.unsynced.sync() {
-            eprintln!("swarm: warning: {e}");
-        }
+        self.unsynced.sync();
     }
 }
 
@@ -451,6 +473,39 @@ mod tests {
             index.tasks().collect::<Vec<_>>(),
             tl.list().unwrap().iter().collect::<Vec<_>>()
         );
+    }
+
+    /// A claimer asking again gets the task it owns: claimed, or assigned by the lead (then
+    /// claimed now), but not an assigned one that is blocked.
+    #[test]
+    fn a_claimer_asking_again_gets_the_task_it_owns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let tl = TaskList::new(&store, &team);
+        let coder: AgentName = "coder".parse().unwrap();
+        let a = tl.create(new("a", &[])).unwrap().id;
+        let b = tl.create(new("b", &[&a])).unwrap().id;
+        tl.create(new("c", &[])).unwrap();
+        let mut index = TaskIndex::open(&store, &team).unwrap();
+        assert_eq!(index.claim_next_or_owned(&coder).unwrap().unwrap().id, a);
+        assert_eq!(index.claim_next_or_owned(&coder).unwrap().unwrap().id, a);
+        tl.release(&a, &coder).unwrap();
+        let assign = |id: &TaskId| {
+            let patch = TaskPatch {
+                owner: Some(Some("coder".into())),
+                ..Default::default()
+            };
+            tl.update(id, patch).unwrap();
+        };
+        assign(&b);
+        assert!(
+            index.claim_next_or_owned(&coder).unwrap().is_none(),
+            "b is blocked"
+        );
+        assign(&a);
+        let again = index.claim_next_or_owned(&coder).unwrap().unwrap();
+        assert_eq!((again.id, again.status), (a, TaskStatus::InProgress));
     }
 
     #[test]

@@ -180,9 +180,7 @@ fn look_again(pid: &PidRecord, token: &str) -> std::result::Result<PidRecord, Un
         match token_in(pid.pid, token) {
             Token::Carried => return Ok(*pid),
             Token::Empty => return Err(Untrusted::Group(Refusal::Gone)),
-            Token::Missing if std::time::Instant::now() >= until => {
-                return Err(Untrusted::NoToken)
-            }
+            Token::Missing if std::time::Instant::now() >= until => return Err(Untrusted::NoToken),
             Token::Missing => std::thread::sleep(std::time::Duration::from_millis(10)),
         }
     }

@@ -348,7 +348,9 @@ impl Supervisor<'_> {
                 continue;
             }
             let mut stopping = Stopping::new(c.name.clone());
-            if let Err(e) = stopping.ask(store, team, Some("the launcher was interrupted")) {
+            let grace = crate::lifecycle::grace_within(self.opts.shutdown_timeout);
+            let reason = Some("the launcher was interrupted");
+            if let Err(e) = stopping.ask(store, team, reason, grace) {
                 eprintln!("swarm: warning: could not ask {} to stop: {e}", c.name);
             }
             c.stopping = Some(stopping);

@@ -82,6 +82,8 @@ impl Runtime {
                 .say(format!("▶ claimed task #{}: {}", t.id, t.subject)),
             _ => self.pane.say(format!("▶ turn: {}", turn.describe())),
         }
+        // A refusal of a shutdown counts for the turn that wrote it, never a later one.
+        self.shutdown_ask().clear_refusal();
         let work = self.cfg.agent.work(&turn, self.session.as_ref());
         let started = Instant::now();
         match work {
@@ -167,6 +169,7 @@ impl Runtime {
             ));
             self.retry_messages_at = Some(Instant::now() + rescan_interval());
         }
-        self.complete(current.turn, current.started, outcome)
+        self.complete(current.turn, current.started, outcome)?;
+        self.turn_refusal_over()
     }
 }

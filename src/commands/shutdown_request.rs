@@ -5,7 +5,8 @@
 //! (`store::shutdown_ask`); `show` prints it (the lead's reason, when the turn is stopped), so
 //! an agent can wrap up or decide, and `reject` writes the agent's refusal, which the runtime
 //! turns into `shutdown_rejected` with the reason. Both act for `$SWARM_AGENT_NAME`, which a
-//! teammate's shell has; the lead is never asked to shut down.
+//! teammate's shell has, and `reject` only with the turn's `$SWARM_TURN_TOKEN`; the lead is
+//! never asked to shut down.
 
 use serde_json::json;
 
@@ -16,7 +17,7 @@ use crate::output;
 use crate::store::fsio::now_ms;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::Roster;
-use crate::store::shutdown_ask::{Asked, ShutdownAsk};
+use crate::store::shutdown_ask::{Asked, ShutdownAsk, TURN_TOKEN_VAR};
 
 pub(crate) fn run(ctx: &Context, cmd: ShutdownRequestCommand) -> Result<i32> {
     let team = ctx.existing_team()?;
@@ -53,9 +54,19 @@ fn show(ctx: &Context, team: &TeamName, from: &AgentName) -> Result<i32> {
 
 fn reject(ctx: &Context, team: &TeamName, from: &AgentName, reason: &str) -> Result<i32> {
     let ask = ask_of(ctx, team, from)?;
+    // Only the running turn may refuse: its token is in its environment and nowhere else.
+    let token = std::env::var(TURN_TOKEN_VAR)
+        .ok()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "only {from}'s running turn may refuse its shutdown: run this from its agent \
+                 (whose environment has {TURN_TOKEN_VAR}); nothing was written"
+            ))
+        })?;
     // Read first: the runtime answers the moment the refusal lands, and clears the request.
     let asked = ask.asked()?;
-    ask.refuse(reason)?;
+    ask.refuse(reason, &token)?;
     let reason = reason.trim();
     if ctx.json {
         output::json(&json!({

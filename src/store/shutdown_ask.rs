@@ -8,8 +8,10 @@
 //! `teams/<team>/members/<name>/shutdown-asked.json` (the lead's reason, when the grace ends)
 //! for `swarm shutdown-request show`, and the agent's `swarm shutdown-request reject REASON`
 //! writes `shutdown-refused.json` beside it, which the runtime watches. A refusal counts for the
-//! turn that wrote it only: the runtime takes it when the turn ends and clears it when the next
-//! one starts, so a stale one never blocks a later shutdown.
+//! turn that wrote it only: it carries the turn's token (`SWARM_TURN_TOKEN`, fresh in each
+//! turn's environment and nowhere else), so neither another teammate, which can write this
+//! directory, nor a stale file from an earlier turn keeps the teammate from stopping; and the
+//! runtime removes it when the turn ends and when the next one starts.
 
 use std::path::PathBuf;
 
@@ -23,6 +25,19 @@ use crate::store::paths::Store;
 /// The file the runtime watches for a refusal, in [`Store::member_dir`].
 pub(crate) const REFUSED_FILE: &str = "shutdown-refused.json";
 const ASKED_FILE: &str = "shutdown-asked.json";
+
+/// The variable that gives a turn's processes the token their refusal must carry.
+pub(crate) const TURN_TOKEN_VAR: &str = "SWARM_TURN_TOKEN";
+
+/// A fresh token for one turn.
+pub(crate) fn turn_token() -> Result<String> {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    let mut bytes = [0u8; 18];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::Backend(format!("cannot make a turn token: {e}")))?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
 
 /// A shutdown request the runtime is holding until the running turn ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +56,8 @@ pub(crate) struct Asked {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Refusal {
     pub reason: String,
+    /// The refusing turn's [`TURN_TOKEN_VAR`].
+    pub turn: String,
     /// ms since the epoch.
     pub at: u64,
 }
@@ -72,13 +89,15 @@ impl ShutdownAsk {
         fsio::write_json(&self.dir.join(ASKED_FILE), asked)
     }
 
-    /// The refusal on file; a damaged one is moved aside (`fsio`) and read as none.
-    pub(crate) fn refusal(&self) -> Result<Option<Refusal>> {
-        fsio::read_json_or_quarantine(&self.dir.join(REFUSED_FILE))
+    /// The reason of the refusal on file, if the turn with `token` wrote it; a damaged file is
+    /// moved aside (`fsio`) and read as none.
+    pub(crate) fn refusal(&self, token: &str) -> Result<Option<String>> {
+        let refusal: Option<Refusal> = fsio::read_json_or_quarantine(&self.dir.join(REFUSED_FILE))?;
+        Ok(refusal.filter(|r| r.turn == token).map(|r| r.reason))
     }
 
-    /// Records the agent's refusal (replacing an earlier one of the same turn).
-    pub(crate) fn refuse(&self, reason: &str) -> Result<()> {
+    /// Records the refusal of the turn with `token` (replacing an earlier one).
+    pub(crate) fn refuse(&self, reason: &str, token: &str) -> Result<()> {
         if reason.trim().is_empty() {
             return Err(Error::usage(
                 "say why the shutdown is refused: `swarm shutdown-request reject \"REASON\"`",
@@ -87,6 +106,7 @@ impl ShutdownAsk {
         fsio::ensure_dir(&self.dir)?;
         let refusal = Refusal {
             reason: reason.trim().to_string(),
+            turn: token.to_string(),
             at: fsio::now_ms(),
         };
         fsio::write_json(&self.dir.join(REFUSED_FILE), &refusal)
@@ -117,19 +137,23 @@ mod tests {
     use crate::store::fixture::team_with;
 
     #[test]
-    fn a_refusal_needs_a_reason_and_is_cleared_with_its_turn() {
+    fn a_refusal_needs_a_reason_and_counts_for_its_own_turn_only() {
         let (_dir, store, team) = team_with(&["a"]);
         let a: AgentName = "a".parse().unwrap();
         let ask = ShutdownAsk::new(&store, &team, &a);
-        assert_eq!(ask.refusal().unwrap(), None);
-        assert!(ask.refuse("  ").is_err());
-        ask.refuse(" migrating the database ").unwrap();
+        let turn = turn_token().unwrap();
+        assert_ne!(turn, turn_token().unwrap());
+        assert_eq!(ask.refusal(&turn).unwrap(), None);
+        assert!(ask.refuse("  ", &turn).is_err());
+        ask.refuse(" migrating the database ", &turn).unwrap();
         assert_eq!(
-            ask.refusal().unwrap().unwrap().reason,
-            "migrating the database"
+            ask.refusal(&turn).unwrap().as_deref(),
+            Some("migrating the database")
         );
+        // Another turn's refusal, or a forged one, is none of this turn's.
+        assert_eq!(ask.refusal("another turn").unwrap(), None);
         ask.clear_refusal();
-        assert_eq!(ask.refusal().unwrap(), None);
+        assert_eq!(ask.refusal(&turn).unwrap(), None);
         ask.clear_refusal();
 
         let asked = Asked {

@@ -68,6 +68,8 @@ struct Current {
     started: Instant,
     /// The inbox messages the turn carries, until its agent has them.
     undelivered: Vec<InboxMessage>,
+    /// The turn's `SWARM_TURN_TOKEN`, which its refusal of a shutdown carries (`shutdown`).
+    token: String,
 }
 
 /// Runs the teammate until a shutdown is approved (exit 0) or a signal stops it (128 + signal).

@@ -6,7 +6,8 @@
 //! Otherwise it holds the request: the turn goes on, no other turn or task starts, and the
 //! request is written where the agent can read it (`store::shutdown_ask`, `swarm
 //! shutdown-request show`). The first of these answers it: the agent's refusal (`swarm
-//! shutdown-request reject REASON`, during this turn): `shutdown_rejected` with its reason, and
+//! shutdown-request reject REASON`, carrying this turn's token): `shutdown_rejected` with its
+//! reason, and
 //! the teammate goes on as before; the turn's end: approved, as `stop` approves; the end of the
 //! request's grace (`swarmGrace`): the turn is stopped as today, its task back to pending, and
 //! approved. A grace of 0 (`swarm shutdown --force`) stops the turn at once.
@@ -81,9 +82,9 @@ impl Runtime {
         let Some(held) = &self.held else {
             return Ok(None);
         };
-        if self.current.is_some() {
-            if let Some(refusal) = self.shutdown_ask().refusal()? {
-                self.reject(&refusal.reason)?;
+        if let Some(current) = &self.current {
+            if let Some(reason) = self.shutdown_ask().refusal(&current.token)? {
+                self.reject(&reason)?;
                 return Ok(None);
             }
             if Instant::now() < held.deadline {
@@ -126,17 +127,17 @@ impl Runtime {
         Ok(())
     }
 
-    /// The turn that just ended: its refusal, if its agent wrote one, answers a held request;
-    /// either way the refusal is over with its turn.
-    pub(super) fn turn_refusal_over(&mut self) -> Result<()> {
+    /// The turn with `token` just ended: its refusal, if its agent wrote one, answers a held
+    /// request; either way the refusal is over with its turn.
+    pub(super) fn turn_refusal_over(&mut self, token: &str) -> Result<()> {
         let ask = self.shutdown_ask();
         let refusal = match self.held {
-            Some(_) => ask.refusal()?,
+            Some(_) => ask.refusal(token)?,
             None => None,
         };
         ask.clear_refusal();
         match refusal {
-            Some(refusal) => self.reject(&refusal.reason),
+            Some(reason) => self.reject(&reason),
             None => Ok(()),
         }
     }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::{Current, Event, Runtime};
 use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
+use crate::store::shutdown_ask::{turn_token, TURN_TOKEN_VAR};
 use crate::store::watcher::rescan_interval;
 use crate::teammate::plan::PlanState;
 use crate::teammate::process::TurnHandle;
@@ -102,10 +103,15 @@ impl Runtime {
             }
             Work::Run { steps, preface } => {
                 let (tx, handed) = (self.tx.clone(), self.tx.clone());
+                let token = turn_token()?;
+                let mut launch = self.launch.clone();
+                launch
+                    .env
+                    .push((TURN_TOKEN_VAR.into(), token.clone().into()));
                 let handle = TurnHandle::start(
                     steps,
                     preface,
-                    self.launch.clone(),
+                    launch,
                     self.pane.clone(),
                     move || {
                         let _ = handed.send(Event::HandedOver);
@@ -119,6 +125,7 @@ impl Runtime {
                     handle,
                     started,
                     undelivered: deliver.to_vec(),
+                    token,
                 });
                 Ok(false)
             }
@@ -170,6 +177,6 @@ impl Runtime {
             self.retry_messages_at = Some(Instant::now() + rescan_interval());
         }
         self.complete(current.turn, current.started, outcome)?;
-        self.turn_refusal_over()
+        self.turn_refusal_over(&current.token)
     }
 }

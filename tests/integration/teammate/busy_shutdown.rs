@@ -232,3 +232,37 @@ fn the_leads_reason_reaches_the_busy_teammate_and_its_agent() {
     );
     assert_eq!(task(&env, "1")["status"], "completed");
 }
+
+#[test]
+fn only_the_running_turn_may_refuse_and_a_forged_refusal_is_ignored() {
+    let env = Env::with_team(&["a", "b"]);
+    let started = env.path("started");
+    let mut mate = start(&env, "a", &["--agent", "shell"]);
+    let long = format!("touch {}; sleep 60", q(&started));
+    env.swarm(["task", "create", "long", "--description", &long])
+        .ok();
+    wait_for_file(&started, "the long task to start");
+    // From outside its turn (here, teammate b's shell), nothing is written.
+    env.swarm(["shutdown-request", "reject", "mine now", "--from", "a"])
+        .env("SWARM_AGENT_NAME", "b")
+        .refused("only a's running turn may refuse its shutdown");
+    // A refusal file written by someone without the turn's token does not count either.
+    let forged = env.path("teams/t/members/a/shutdown-refused.json");
+    std::fs::write(
+        &forged,
+        r#"{"reason": "forged", "turn": "a guess", "at": 1}"#,
+    )
+    .unwrap();
+    let out = env.swarm(["shutdown", "a", "--grace", "1"]).ok();
+    assert!(
+        out.stdout.contains("a: approved the shutdown"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(mate.exit(LONG).code(), Some(0));
+    assert!(
+        !mate.output().contains("refused the shutdown"),
+        "{}",
+        mate.output()
+    );
+}

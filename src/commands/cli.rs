@@ -193,6 +193,12 @@ pub(crate) enum Command {
     /// Ask teammates to stop, wait for their answer, then close their panes, mark them inactive
     /// and return their unfinished tasks; after --timeout they are stopped anyway.
     ///
+    /// A busy teammate finishes its running turn first (up to --grace; then the turn is stopped
+    /// and its task goes back to pending), or its agent refuses and says why: then this exits 1
+    /// naming the reason. --force does not wait.
+    ///
+    /// Example: swarm shutdown --team refactor coder --reason "moving to the new branch"
+    ///
     /// Example: swarm shutdown --team refactor --all --timeout 10
     Shutdown(ShutdownArgs),
 

@@ -98,8 +98,8 @@ async fn serve(config: Config) -> Result<i32> {
     // Its own inbox among the team's (every other inbox's writes would wake it for nothing:
     // 200 runtimes, each woken by the others' every message), every task (one may have become
     // claimable), and the roster, which is replaced on every change; the team directory going
-    // is the team deleted (see `membership`).
-    // And its agent's refusal of a shutdown (`shutdown`), which answers a request at once.
+    // is the team deleted (see `membership`); and its agent's refusal of a shutdown
+    // (`shutdown`), which answers a request at once.
     let own_inbox = format!("{}.json", config.name);
     let ask = ShutdownAsk::new(&config.store, &config.team, &config.name);
     // A previous run's are not this run's.

@@ -7,10 +7,10 @@
 //! request is written where the agent can read it (`store::shutdown_ask`, `swarm
 //! shutdown-request show`). The first of these answers it: the agent's refusal (`swarm
 //! shutdown-request reject REASON`, carrying this turn's token): `shutdown_rejected` with its
-//! reason, and
-//! the teammate goes on as before; the turn's end: approved, as `stop` approves; the end of the
-//! request's grace (`swarmGrace`): the turn is stopped as today, its task back to pending, and
-//! approved. A grace of 0 (`swarm shutdown --force`) stops the turn at once.
+//! reason, and the teammate goes on as before; the turn's end: approved, as `stop` approves;
+//! the end of the request's grace (`swarmGrace`): the turn is stopped as an ending runtime
+//! stops it, its task back to pending, and approved. A grace of 0 (`swarm shutdown --force`)
+//! stops the turn at once.
 
 use serde_json::Map;
 use tokio::time::Instant;
@@ -45,11 +45,11 @@ impl Runtime {
         ));
         let grace = req.grace();
         let deadline = Instant::now() + grace;
-        let asked = Asked {
+        let mut asked = Asked {
             request_id: req.request_id.clone(),
             from: req.from.clone(),
             reason: req.reason.clone(),
-            grace_ends_at: now_ms().saturating_add(grace.as_millis() as u64),
+            grace_ends_at: 0,
         };
         match &mut self.held {
             Some(held) => {
@@ -65,11 +65,15 @@ impl Runtime {
                 })
             }
         }
+        let left = self
+            .shutdown_deadline()
+            .map_or(grace, |d| d.saturating_duration_since(Instant::now()));
+        asked.grace_ends_at = now_ms().saturating_add(left.as_millis() as u64);
         if self.current.is_some() && !grace.is_zero() {
             self.pane.say(format!(
                 "letting the running turn finish first (it is stopped after {} s); its agent may \
                  refuse with `swarm shutdown-request reject REASON`",
-                grace.as_secs_f32()
+                (left.as_millis() as u64).div_ceil(1000)
             ));
             self.shutdown_ask().set_asked(&asked)?;
         }

@@ -20,6 +20,7 @@ mod ops;
 mod permission;
 mod prune;
 mod relay;
+mod shutdown_request;
 mod task;
 mod team;
 mod teammate;
@@ -149,6 +150,7 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
         Command::Man(args) => man::run(ctx, &args).map(|()| 0),
         Command::Attach { name } => ops::attach(ctx, name).map(|()| 0),
         Command::Shutdown(args) => ops::shutdown(ctx, args),
+        Command::ShutdownRequest(cmd) => shutdown_request::run(ctx, cmd),
         Command::Interrupt(args) => interrupt::run(ctx, args),
         Command::Kill { name } => ops::kill(ctx, &name).map(|()| 0),
         Command::Trust(args) => trust::run(ctx, args).map(|()| 0),

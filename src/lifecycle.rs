@@ -33,8 +33,8 @@ pub(crate) use retire::{
     finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member, Killed,
 };
 pub(crate) use shutdown::{
-    send_shutdown_request, shutdown, Replies, ShutdownOptions, ShutdownOutcome, ShutdownResult,
-    Stopping,
+    grace_within, send_shutdown_request, shutdown, Replies, ShutdownOptions, ShutdownOutcome,
+    ShutdownResult, Stopping,
 };
 pub(crate) use state::{current_task, judge, member_state, MemberState};
 pub(crate) use teardown::close_team_panes;

@@ -27,6 +27,7 @@ pub(crate) mod process_id;
 pub(crate) mod protocol;
 pub(crate) mod requests;
 pub(crate) mod roster;
+pub(crate) mod shutdown_ask;
 pub(crate) mod tasks;
 pub(crate) mod usage;
 pub(crate) mod watcher;

@@ -25,7 +25,7 @@ pub(crate) use crate::teammate::args::{BuiltinAgent, TeammateArgs};
 #[cfg(feature = "seams")]
 pub(crate) use debug::{DebugAppendArgs, DebugCommand};
 pub(crate) use launch::{DemoArgs, LaunchArgs};
-pub(crate) use lifecycle::{DownArgs, PruneArgs, RestartArgs};
+pub(crate) use lifecycle::{DownArgs, PruneArgs, RestartArgs, ShutdownRequestCommand};
 pub(crate) use memory::{MemoryAt, MemoryCommand, MemoryWriteArgs};
 pub(crate) use relay::RelayCommand;
 pub(crate) use store::{
@@ -193,8 +193,21 @@ pub(crate) enum Command {
     /// Ask teammates to stop, wait for their answer, then close their panes, mark them inactive
     /// and return their unfinished tasks; after --timeout they are stopped anyway.
     ///
+    /// A busy teammate finishes its running turn first (up to --grace; then the turn is stopped
+    /// and its task goes back to pending), or its agent refuses and says why: then this exits 1
+    /// naming the reason. --force does not wait.
+    ///
+    /// Example: swarm shutdown --team refactor coder --reason "moving to the new branch"
+    ///
     /// Example: swarm shutdown --team refactor --all --timeout 10
     Shutdown(ShutdownArgs),
+
+    /// A teammate's side of a shutdown: see the lead's request waiting for its running turn,
+    /// or refuse it with a reason (run by the agent inside its turn).
+    ///
+    /// Example: swarm shutdown-request reject "half way through the migration"
+    #[command(subcommand)]
+    ShutdownRequest(ShutdownRequestCommand),
 
     /// Stop a teammate's running turn and keep the teammate: its turn's processes are stopped,
     /// its task goes back to pending (or is parked as failed with --fail), and it waits, idle,
@@ -348,10 +361,18 @@ pub(crate) struct ShutdownArgs {
     /// Every active teammate (requests go out together).
     #[arg(long)]
     pub(crate) all: bool,
-    /// Seconds to wait for an answer before stopping anyway.
-    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
-    pub(crate) timeout: u64,
-    /// Stop even teammates that reject the request.
+    /// Seconds to wait for an answer before stopping anyway (default 30, or the grace plus 5).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) timeout: Option<u64>,
+    /// Seconds a busy teammate's running turn may take to finish before it is stopped (default:
+    /// the wait less 5, so 25).
+    #[arg(long, value_name = "SECONDS", conflicts_with = "force")]
+    pub(crate) grace: Option<u64>,
+    /// Why, for the teammate (its pane, and `swarm shutdown-request show` for its agent).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) reason: Option<String>,
+    /// Do not wait: stop a running turn at once, and stop even teammates that reject the
+    /// request.
     #[arg(long)]
     pub(crate) force: bool,
 }

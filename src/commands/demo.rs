@@ -368,6 +368,7 @@ fn stop_team(store: &Store, team: &TeamName, say: fn(&str)) -> Result<()> {
         timeout: Duration::from_secs(15),
         force: true,
         reason: Some("the demo is finished".into()),
+        grace: None,
     };
     for outcome in lifecycle::shutdown(store, team, &names, &opts)? {
         say(&format!(

@@ -12,8 +12,6 @@
 //! directory is gone has no roster to name its panes; they are found by their marks on the
 //! servers this shell would launch on, and closed.
 
-use std::time::Duration;
-
 use serde_json::json;
 
 use super::Context;
@@ -25,6 +23,9 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::roster::Roster;
 
 pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
+    // A busy teammate finishes its turn within the grace, as `swarm shutdown` gives it.
+    let reason = Some("the team is going down".into());
+    let opts = ShutdownOptions::from_flags(args.timeout, args.grace, args.force, reason)?;
     let team = ctx.team()?;
     crate::store::authority::require_lead(&ctx.store, &team, "take the team down")?;
     let roster = Roster::new(&ctx.store, &team);
@@ -41,11 +42,6 @@ pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
     let outcomes = if names.is_empty() {
         Vec::new()
     } else {
-        let opts = ShutdownOptions {
-            timeout: Duration::from_secs(args.timeout),
-            force: args.force,
-            reason: Some("the team is going down".into()),
-        };
         lifecycle::shutdown(&ctx.store, &team, &names, &opts)?
     };
     let still_up: Vec<&str> = outcomes
@@ -70,7 +66,7 @@ pub(crate) fn down(ctx: &Context, args: DownArgs) -> Result<i32> {
         }))?;
     } else {
         for o in &outcomes {
-            output::line(super::ops::describe_outcome(o, args.timeout))?;
+            output::line(super::ops::describe_outcome(o, opts.timeout.as_secs()))?;
             if let Some(wt) = &o.worktree {
                 output::line(format!("  {wt}"))?;
             }

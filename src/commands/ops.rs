@@ -7,7 +7,6 @@
 //! printed with control characters made visible (`output::terminal`); `--json` stays raw.
 
 use std::io::IsTerminal;
-use std::time::Duration;
 
 use serde_json::json;
 
@@ -378,6 +377,7 @@ pub(crate) fn attach(ctx: &Context, name: Option<AgentName>) -> Result<()> {
 }
 
 pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
+    let opts = ShutdownOptions::from_flags(args.timeout, args.grace, args.force, args.reason)?;
     let team = ctx.existing_team()?;
     let config = Roster::new(&ctx.store, &team).load()?;
     if config.led_by_claude() && !args.force {
@@ -410,18 +410,13 @@ pub(crate) fn shutdown(ctx: &Context, args: ShutdownArgs) -> Result<i32> {
         output::line(format!("team {team} has no active teammates"))?;
         return Ok(0);
     }
-    let opts = ShutdownOptions {
-        timeout: Duration::from_secs(args.timeout),
-        force: args.force,
-        reason: None,
-    };
     let outcomes = lifecycle::shutdown(&ctx.store, &team, &names, &opts)?;
     let refused = outcomes.iter().filter(|o| !o.killed).count();
     if ctx.json {
         output::json(&outcomes)?;
     } else {
         for o in &outcomes {
-            output::line(describe_outcome(o, args.timeout))?;
+            output::line(describe_outcome(o, opts.timeout.as_secs()))?;
             if let Some(wt) = &o.worktree {
                 output::line(format!("  {wt}"))?;
             }

@@ -212,6 +212,7 @@ fn stop_everyone(ctx: &Context, team: &TeamName) -> Result<Vec<ShutdownOutcome>>
         timeout: DELETE_SHUTDOWN_TIMEOUT,
         force: true,
         reason: Some("the team is being deleted".into()),
+        grace: None,
     };
     let outcomes = lifecycle::shutdown(&ctx.store, team, &names, &opts)?;
     Ok(outcomes

@@ -66,6 +66,7 @@ pub(crate) fn restart(ctx: &Context, args: RestartArgs) -> Result<i32> {
             timeout: Duration::from_secs(args.timeout),
             force: args.force,
             reason: Some("restarting".into()),
+            grace: None,
         };
         let outcome = lifecycle::shutdown(&ctx.store, &team, &[name], &opts)?
             .pop()

@@ -4,7 +4,8 @@
 //! each exit, records it in the roster, retires the member and finishes its worktree. An agent
 //! lead's runtime is one of the children (its console on this terminal): its exit is recorded,
 //! but it is no teammate to retire. On SIGINT, SIGTERM or SIGHUP it shuts the team down: the
-//! lead's runtime first, with SIGTERM (asked nothing), then a request to each teammate, then the
+//! lead's runtime first, with SIGTERM (asked nothing), then a request to each teammate (a busy
+//! one's turn may take the wait less 5 s to finish, as with `swarm shutdown`), then the
 //! shared [`Stopping`] machine settles each on its answer or the end of the wait; an approval
 //! gets the grace to exit by itself, everything else gets SIGTERM to its group, the grace, then
 //! SIGKILL. A second signal skips the wait, a third skips the grace.
@@ -348,7 +349,9 @@ impl Supervisor<'_> {
                 continue;
             }
             let mut stopping = Stopping::new(c.name.clone());
-            if let Err(e) = stopping.ask(store, team, Some("the launcher was interrupted")) {
+            let grace = crate::lifecycle::grace_within(self.opts.shutdown_timeout);
+            let reason = Some("the launcher was interrupted");
+            if let Err(e) = stopping.ask(store, team, reason, grace) {
                 eprintln!("swarm: warning: could not ask {} to stop: {e}", c.name);
             }
             c.stopping = Some(stopping);

@@ -473,6 +473,7 @@ impl<'a> LeadAgent<'a> {
             timeout: SHUTDOWN_TIMEOUT,
             force: true,
             reason: Some("the team is done".into()),
+            grace: None,
         };
         for outcome in crate::lifecycle::shutdown(self.store, self.team, &names, &opts)? {
             self.pane.say(format!(

@@ -206,7 +206,7 @@ impl Console<'_> {
             })?]
         };
         for m in targets {
-            lifecycle::send_shutdown_request(self.store, self.team, &m.name, None)?;
+            lifecycle::send_shutdown_request(self.store, self.team, &m.name, None, None)?;
             self.say(&format!("asked {} to shut down", m.name));
         }
         Ok(())

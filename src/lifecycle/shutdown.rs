@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+mod options;
+
+pub(crate) use options::{grace_within, ShutdownOptions};
+
 use super::health::{ended, identifiable};
 use super::retire::{finish_worktree, kill_member, retire_member, Killed};
 use crate::error::{Error, Result};
@@ -22,7 +26,7 @@ use crate::store::liveness::{self, Liveness};
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
-use crate::store::protocol::{timestamp_now, Payload, Protocol, ShutdownRequest};
+use crate::store::protocol::{timestamp_now, Payload, Protocol, ShutdownRequest, GRACE_FIELD};
 use crate::store::roster::{Member, Roster};
 use crate::store::watcher::DirWatcher;
 
@@ -83,20 +87,27 @@ impl From<ShutdownReply> for ShutdownResult {
     }
 }
 
-/// Appends a `shutdown_request` to `name`'s inbox; returns its requestId.
+/// Appends a `shutdown_request` to `name`'s inbox; returns its requestId. `grace` is how long a
+/// busy teammate's running turn may take to finish (section 7d); without it the runtime gives
+/// [`crate::store::protocol::DEFAULT_GRACE`].
 pub(crate) fn send_shutdown_request(
     store: &Store,
     team: &TeamName,
     name: &AgentName,
     reason: Option<&str>,
+    grace: Option<Duration>,
 ) -> Result<String> {
     let request_id = crate::store::protocol::shutdown_request_id(name);
+    let mut extra = serde_json::Map::new();
+    if let Some(grace) = grace {
+        extra.insert(GRACE_FIELD.into(), grace.as_secs().into());
+    }
     let request = Protocol::ShutdownRequest(ShutdownRequest {
         request_id: request_id.clone(),
         from: crate::store::names::LEAD.into(),
         reason: reason.map(str::to_string),
         timestamp: timestamp_now(),
-        extra: Default::default(),
+        extra,
     });
     let message = InboxMessage::protocol(&AgentName::lead(), &request)
         .with_color(Some(crate::store::colour::LEAD_COLOR.into()));
@@ -182,14 +193,21 @@ impl Stopping {
         }
     }
 
-    /// Sends the shutdown request.
+    /// Sends the shutdown request, which gives a busy teammate `grace` to finish its turn.
     pub(crate) fn ask(
         &mut self,
         store: &Store,
         team: &TeamName,
         reason: Option<&str>,
+        grace: Duration,
     ) -> Result<()> {
-        self.request_id = Some(send_shutdown_request(store, team, &self.name, reason)?);
+        self.request_id = Some(send_shutdown_request(
+            store,
+            team,
+            &self.name,
+            reason,
+            Some(grace),
+        )?);
         Ok(())
     }
 
@@ -243,25 +261,6 @@ impl Stopping {
 
     fn reply(&self, replies: &Replies) -> Option<ShutdownReply> {
         replies.of(&self.name, self.request_id.as_deref()?)
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct ShutdownOptions {
-    /// How long to wait for answers before killing anyway.
-    pub timeout: Duration,
-    /// Kill even a teammate that rejected the request.
-    pub force: bool,
-    pub reason: Option<String>,
-}
-
-impl Default for ShutdownOptions {
-    fn default() -> Self {
-        ShutdownOptions {
-            timeout: Duration::from_secs(30),
-            force: false,
-            reason: None,
-        }
     }
 }
 
@@ -322,7 +321,7 @@ pub(crate) fn shutdown(
             Stopping::not_asked(name)
         } else {
             let mut s = Stopping::new(name);
-            s.ask(store, team, opts.reason.as_deref())?;
+            s.ask(store, team, opts.reason.as_deref(), opts.grace())?;
             s
         };
         Ok((stopping, member))
@@ -460,7 +459,7 @@ mod tests {
     fn replies_must_match_the_request_and_the_sender() {
         let (_dir, store, team) = team_with(&["coder", "mallory"]);
         let coder: AgentName = "coder".parse().unwrap();
-        let id = send_shutdown_request(&store, &team, &coder, None).unwrap();
+        let id = send_shutdown_request(&store, &team, &coder, None, None).unwrap();
         assert!(
             id.starts_with("shutdown-") && id.ends_with("@coder"),
             "{id}"

@@ -171,6 +171,11 @@ impl Store {
             .join("notes")
             .join(format!("{who}.json"))
     }
+    /// swarm-only: what one member's runtime keeps of its own (the lead messages it acted on, a
+    /// shutdown request waiting on its turn).
+    pub fn member_dir(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.team_dir(team).join("members").join(agent.as_str())
+    }
     /// swarm-only: the conversation a member's agent CLI keeps across turns (`teammate::session`).
     pub fn session_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.team_dir(team)

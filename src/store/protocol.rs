@@ -104,6 +104,27 @@ pub struct ShutdownRequest {
     pub extra: Map<String, Value>,
 }
 
+/// swarm-only `shutdown_request` field (section 7d): the seconds a busy teammate's running turn
+/// may take to finish before its runtime stops it and approves; 0 stops it at once.
+pub(crate) const GRACE_FIELD: &str = "swarmGrace";
+
+/// The grace of a request that names none (the lead console's `/shutdown`, a lead that is not
+/// swarm): what `swarm shutdown` gives with its default 30 s wait.
+pub(crate) const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(25);
+
+impl ShutdownRequest {
+    /// How long the running turn may take to finish ([`GRACE_FIELD`], else [`DEFAULT_GRACE`]).
+    pub(crate) fn grace(&self) -> std::time::Duration {
+        self.extra
+            .get(GRACE_FIELD)
+            .and_then(Value::as_f64)
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map_or(DEFAULT_GRACE, |s| {
+                std::time::Duration::from_secs_f64(s.min(u32::MAX as f64))
+            })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ShutdownApproved {

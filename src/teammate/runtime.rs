@@ -10,8 +10,9 @@
 //! group. The loop's steps live in the files below: `inbox` (protocol messages and who may send
 //! them), `turns` (choosing and starting turns), `claim` (tasks; `home_claim` on a remote host's
 //! mirror), `report` (idle notifications and plans), `membership` (is this still our team and
-//! our roster entry), `memory` (the team memory in prompts), `stop` (shutdown, signals,
-//! leaving, failures).
+//! our roster entry), `memory` (the team memory in prompts), `shutdown` (a shutdown request
+//! that meets a running turn: finish or refuse), `stop` (approving, signals, leaving,
+//! failures).
 
 mod acted;
 mod claim;
@@ -22,6 +23,7 @@ mod interrupt;
 mod membership;
 mod memory;
 mod report;
+mod shutdown;
 mod stop;
 mod turns;
 
@@ -45,6 +47,7 @@ use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::memory::TeamMemory;
 use crate::store::names::TaskId;
 use crate::store::roster::Roster;
+use crate::store::shutdown_ask::{ShutdownAsk, REFUSED_FILE};
 use crate::store::tasks::{TaskIndex, TaskList};
 use crate::store::watcher::{rescan_interval, Subscription};
 use inbox::Unread;
@@ -65,6 +68,8 @@ struct Current {
     started: Instant,
     /// The inbox messages the turn carries, until its agent has them.
     undelivered: Vec<InboxMessage>,
+    /// The turn's `SWARM_TURN_TOKEN`, which its refusal of a shutdown carries (`shutdown`).
+    token: String,
 }
 
 /// Runs the teammate until a shutdown is approved (exit 0) or a signal stops it (128 + signal).
@@ -93,8 +98,13 @@ async fn serve(config: Config) -> Result<i32> {
     // Its own inbox among the team's (every other inbox's writes would wake it for nothing:
     // 200 runtimes, each woken by the others' every message), every task (one may have become
     // claimable), and the roster, which is replaced on every change; the team directory going
-    // is the team deleted (see `membership`).
+    // is the team deleted (see `membership`); and its agent's refusal of a shutdown
+    // (`shutdown`), which answers a request at once.
     let own_inbox = format!("{}.json", config.name);
+    let ask = ShutdownAsk::new(&config.store, &config.team, &config.name);
+    // A previous run's are not this run's.
+    ask.clear_asked();
+    ask.clear_refusal();
     for (dir, entry) in [
         (
             config.store.inboxes_dir(&config.team),
@@ -102,6 +112,7 @@ async fn serve(config: Config) -> Result<i32> {
         ),
         (config.store.tasks_dir(&config.team), None),
         (config.store.team_dir(&config.team), Some("config.json")),
+        (ask.dir().to_path_buf(), Some(REFUSED_FILE)),
     ] {
         fsio::ensure_dir(&dir)?;
         let tx = tx.clone();
@@ -199,6 +210,8 @@ struct Runtime {
     /// After an interrupt the teammate takes no task from the pool (it would take the one just
     /// released straight back) until the lead writes to it or assigns it one.
     pool_paused: bool,
+    /// A shutdown request waiting for the running turn to finish (`shutdown`).
+    held: Option<shutdown::Held>,
 }
 
 impl Runtime {
@@ -239,6 +252,7 @@ impl Runtime {
             last_damage: None,
             interrupt: None,
             pool_paused: false,
+            held: None,
         }
     }
 
@@ -295,18 +309,28 @@ impl Runtime {
             return self.leave(&why).await.map(Some);
         }
         let ordinary = match self.read_inbox()? {
-            Unread::Shutdown(request) => return self.shutdown(request).await.map(Some),
+            Unread::Shutdown(request) => {
+                self.asked_to_shut_down(request)?;
+                Vec::new()
+            }
             Unread::Ordinary(messages) => messages,
         };
         if let Some(request) = self.interrupt.take() {
             self.interrupt(request).await?;
         }
-        if self.current.is_none() && self.next_turn(ordinary)? {
+        if let Some(code) = self.settle_shutdown().await? {
+            return Ok(Some(code));
+        }
+        // While a shutdown waits for the running turn, nothing new starts.
+        if self.current.is_none() && self.held.is_none() && self.next_turn(ordinary)? {
             return Ok(None);
         }
         let rescan_at = tokio::time::Instant::now() + rescan;
+        let grace_ends = self.shutdown_deadline();
         loop {
             tokio::select! {
+                () = tokio::time::sleep_until(grace_ends.unwrap_or(rescan_at)),
+                    if grace_ends.is_some() => break,
                 event = self.rx.recv() => {
                     let event = event.ok_or_else(|| {
                         Error::Backend("the runtime's event channel closed".into())

@@ -92,9 +92,12 @@ pub(crate) fn appendix(name: &str, team: &str) -> String {
          \x20 swarm task claim ID                          take a task (you become its owner)\n\
          \x20 swarm task update ID --status completed      mark a task you finished\n\
          \x20 swarm task create \"subject\" --description \"...\"   add a task\n\
+         \x20 swarm shutdown-request show                  whether the lead asked you to stop, and why\n\
+         \x20 swarm shutdown-request reject \"why\"          refuse to stop; you keep running\n\
          What you print is your answer: it goes to the lead when your turn ends. New messages\n\
          reach you as <teammate-message> blocks in your next turn. Tasks swarm gives you are\n\
-         marked completed when you exit with status 0 and failed otherwise."
+         marked completed when you exit with status 0 and failed otherwise. A shutdown the lead\n\
+         asks for while you work lets this turn finish (for a while), then you stop."
     )
 }
 

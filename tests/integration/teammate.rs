@@ -3,6 +3,7 @@
 //! This file holds the harness the topics share: a running teammate, its liveness as `swarm
 //! status` reports it, and readers for inboxes, tasks and recorded prompts.
 
+mod busy_shutdown;
 mod damaged;
 mod deleted_lock;
 mod escaping;
@@ -167,9 +168,12 @@ fn send_protocol(env: &Env, to: &str, payload: Value) {
     send(env, to, &payload.to_string());
 }
 
+/// A shutdown request as `swarm shutdown --force` sends it: no grace, so a running turn is
+/// stopped at once (`busy_shutdown` gives one).
 fn shutdown_request(name: &str) -> Value {
     json!({"type": "shutdown_request", "requestId": format!("shutdown-1@{name}"),
-           "from": "team-lead", "reason": "done", "timestamp": "2026-01-01T00:00:00.000Z"})
+           "from": "team-lead", "reason": "done", "timestamp": "2026-01-01T00:00:00.000Z",
+           "swarmGrace": 0})
 }
 
 /// Shell-quotes a path for a task description.

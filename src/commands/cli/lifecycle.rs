@@ -1,7 +1,8 @@
 //! Arguments of the commands that bring a team back or take it away: `swarm restart`,
-//! `swarm down` and `swarm prune` (`swarm up` shares `swarm launch`'s).
+//! `swarm down` and `swarm prune` (`swarm up` shares `swarm launch`'s), and a teammate's side of
+//! a shutdown, `swarm shutdown-request`.
 
-use clap::Args;
+use clap::{Args, Subcommand};
 
 use crate::store::names::{AgentName, TeamName};
 
@@ -19,12 +20,43 @@ pub(crate) struct RestartArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct DownArgs {
-    /// Seconds to wait for teammates' answers before stopping them anyway.
-    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
-    pub(crate) timeout: u64,
-    /// Stop even teammates that reject the shutdown request.
+    /// Seconds to wait for teammates' answers before stopping them anyway (default 30, or the
+    /// grace plus 5).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) timeout: Option<u64>,
+    /// Seconds a busy teammate's running turn may take to finish before it is stopped (default:
+    /// the wait less 5, so 25).
+    #[arg(long, value_name = "SECONDS", conflicts_with = "force")]
+    pub(crate) grace: Option<u64>,
+    /// Do not wait: stop running turns at once, and stop even teammates that reject the
+    /// shutdown request.
     #[arg(long)]
     pub(crate) force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ShutdownRequestCommand {
+    /// Show the lead's shutdown request waiting for this teammate's running turn: the lead's
+    /// reason and when the turn is stopped. Exit 1 when none waits.
+    ///
+    /// Example: until swarm shutdown-request show; do make -k step; done
+    Show {
+        /// The teammate asked (default: $SWARM_AGENT_NAME, so an agent's shell needs no flag).
+        #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
+        from: AgentName,
+    },
+    /// Refuse the shutdown, saying why, from inside the running turn: the teammate's runtime
+    /// answers the lead with `shutdown_rejected` and REASON and goes on. It also refuses a
+    /// request that comes later in the same turn; the next turn starts with none.
+    ///
+    /// Example: swarm shutdown-request reject "half way through the migration"
+    Reject {
+        /// Why, for the lead.
+        reason: String,
+        /// The teammate refusing (default: $SWARM_AGENT_NAME).
+        #[arg(long, env = "SWARM_AGENT_NAME", value_name = "NAME")]
+        from: AgentName,
+    },
 }
 
 #[derive(Debug, Args)]

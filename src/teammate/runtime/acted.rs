@@ -42,11 +42,7 @@ impl Acted {
         team: &TeamName,
         name: &AgentName,
     ) -> (Acted, Option<String>) {
-        let path = store
-            .team_dir(team)
-            .join("members")
-            .join(name.as_str())
-            .join("acted.json");
+        let path = store.member_dir(team, name).join("acted.json");
         let (file, note) = match fsio::read_json::<ActedFile>(&path) {
             Ok(file) => (file.unwrap_or_default(), None),
             Err(e) => (

@@ -1,10 +1,11 @@
 //! Ending the runtime: an approved shutdown, a signal, leaving a team that is gone, or a failure.
 //!
-//! However it ends, the running turn is stopped the way nextest stops a test (SIGTERM to its
-//! process group, a grace period, then SIGKILL) and this teammate's unfinished tasks go back to
+//! However it ends, a turn still running is stopped the way nextest stops a test (SIGTERM to
+//! its process group, a grace period, then SIGKILL) and this teammate's unfinished tasks go back to
 //! pending, so the lead can hand them to someone else at once (except when it leaves a team or
 //! roster entry that is gone: those tasks are no longer its). Only an approved shutdown answers
-//! the lead with `shutdown_approved`; a signal exits with 128 + its number.
+//! the lead with `shutdown_approved` (once `shutdown` let the running turn finish, or its grace
+//! ended); a signal exits with 128 + its number.
 
 use std::time::Duration;
 
@@ -15,8 +16,7 @@ use super::{Event, Runtime};
 use crate::error::Result;
 use crate::process::signals::Caught;
 use crate::store::liveness;
-use crate::store::protocol::{timestamp_now, Protocol, ShutdownApproved, ShutdownRequest};
-use crate::teammate::pane::suffix;
+use crate::store::protocol::{timestamp_now, Protocol, ShutdownApproved};
 
 /// How long a stopped turn gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -63,23 +63,24 @@ impl Runtime {
         Ok(())
     }
 
-    pub(super) async fn shutdown(&mut self, req: ShutdownRequest) -> Result<i32> {
-        self.pane.say(format!(
-            "shutdown requested by {}{}",
-            req.from,
-            suffix(req.reason.as_deref())
-        ));
+    /// Approves the held shutdown request(s) (`shutdown`): stops the turn if one still runs,
+    /// returns the tasks, answers the lead and ends the runtime with 0.
+    pub(super) async fn approve(&mut self) -> Result<i32> {
         self.stop_turn().await;
         self.release_tasks()?;
-        let approved = Protocol::ShutdownApproved(ShutdownApproved {
-            request_id: req.request_id,
-            from: self.cfg.name.to_string(),
-            timestamp: timestamp_now(),
-            pane_id: Some(self.cfg.pane_id.clone()),
-            backend_type: Some(self.cfg.backend.clone()),
-            extra: Map::from_iter([(liveness::RUN_FIELD.into(), liveness::this_run().into())]),
-        });
-        self.to_lead(&approved, None)?;
+        let requests = self.held.take().map(|h| h.requests).unwrap_or_default();
+        self.shutdown_ask().clear_asked();
+        for req in requests {
+            let approved = Protocol::ShutdownApproved(ShutdownApproved {
+                request_id: req.request_id,
+                from: self.cfg.name.to_string(),
+                timestamp: timestamp_now(),
+                pane_id: Some(self.cfg.pane_id.clone()),
+                backend_type: Some(self.cfg.backend.clone()),
+                extra: Map::from_iter([(liveness::RUN_FIELD.into(), liveness::this_run().into())]),
+            });
+            self.to_lead(&approved, None)?;
+        }
         self.pane.say("shutdown approved; bye");
         Ok(0)
     }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::{Current, Event, Runtime};
 use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
+use crate::store::shutdown_ask::{turn_token, TURN_TOKEN_VAR};
 use crate::store::watcher::rescan_interval;
 use crate::teammate::plan::PlanState;
 use crate::teammate::process::TurnHandle;
@@ -82,6 +83,8 @@ impl Runtime {
                 .say(format!("▶ claimed task #{}: {}", t.id, t.subject)),
             _ => self.pane.say(format!("▶ turn: {}", turn.describe())),
         }
+        // A refusal of a shutdown counts for the turn that wrote it, never a later one.
+        self.shutdown_ask().clear_refusal();
         let work = self.cfg.agent.work(&turn, self.session.as_ref());
         let started = Instant::now();
         match work {
@@ -100,10 +103,15 @@ impl Runtime {
             }
             Work::Run { steps, preface } => {
                 let (tx, handed) = (self.tx.clone(), self.tx.clone());
+                let token = turn_token()?;
+                let mut launch = self.launch.clone();
+                launch
+                    .env
+                    .push((TURN_TOKEN_VAR.into(), token.clone().into()));
                 let handle = TurnHandle::start(
                     steps,
                     preface,
-                    self.launch.clone(),
+                    launch,
                     self.pane.clone(),
                     move || {
                         let _ = handed.send(Event::HandedOver);
@@ -117,6 +125,7 @@ impl Runtime {
                     handle,
                     started,
                     undelivered: deliver.to_vec(),
+                    token,
                 });
                 Ok(false)
             }
@@ -167,6 +176,7 @@ impl Runtime {
             ));
             self.retry_messages_at = Some(Instant::now() + rescan_interval());
         }
-        self.complete(current.turn, current.started, outcome)
+        self.complete(current.turn, current.started, outcome)?;
+        self.turn_refusal_over(&current.token)
     }
 }

@@ -66,3 +66,43 @@ fn down_stops_everyone_closes_the_lead_pane_and_session_and_keeps_the_files() {
     let left = tmux.cmd(["list-panes", "-a", "-F", "#{pane_id}"]).stdout;
     assert_eq!(left.trim(), mine, "only the user's pane is left");
 }
+
+#[test]
+fn down_lets_a_busy_teammate_finish_its_task_first() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let gate = env.path("gate");
+    let wait = format!("while [ ! -e '{}' ]; do sleep 0.05; done", gate.display());
+    let file = shell_file(
+        &env,
+        "t",
+        &["busy"],
+        json!([{"subject": "gated", "description": wait}]),
+    );
+    on(&env, &tmux, ["launch", file.to_str().unwrap()]).ok();
+    wait_running(&env, &tmux, "t", &["busy"]);
+    eventually(
+        std::time::Duration::from_secs(30),
+        "the task to start",
+        || (tasks(&env, "t")[0]["status"] == "in_progress").then_some(()),
+    );
+
+    let mut down = on(&env, &tmux, ["--json", "down"]).live();
+    // Its runtime holds the request for the running turn (and writes it down for the agent).
+    let asked = env.path("teams/t/members/busy/shutdown-asked.json");
+    eventually(
+        std::time::Duration::from_secs(30),
+        "the request held",
+        || asked.exists().then_some(()),
+    );
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(
+        down.wait(std::time::Duration::from_secs(60)),
+        Some(0),
+        "{:?}",
+        down.seen
+    );
+    let t = &tasks(&env, "t")[0];
+    assert_eq!(t["status"], "completed", "{t}");
+    assert!(!asked.exists());
+}

@@ -262,7 +262,7 @@ impl Shared<'_> {
             Some(place) => place.dirs(),
             None => self.teammate_cwd(t, previous)?,
         };
-        check_teammate(t)?;
+        check_teammate(t, &agent)?;
         let model = t.model.clone().or_else(|| inh.model.clone());
         let agent_type = t.agent_type.clone().or_else(|| inh.agent_type.clone());
         let flags = AgentFlags::new(
@@ -286,6 +286,7 @@ impl Shared<'_> {
             cwd: Some(cwd.clone()),
             prompt_via,
             agent: None,
+            limits: super::recorded::runtime_limits(t, inh, &agent),
             command: vec![],
         };
         let (mut launch, remote) = match place {

@@ -10,7 +10,8 @@
 //! group. The loop's steps live in the files below: `inbox` (protocol messages and who may send
 //! them), `turns` (choosing and starting turns), `claim` (tasks; `home_claim` on a remote host's
 //! mirror), `report` (idle notifications and plans), `membership` (is this still our team and
-//! our roster entry), `memory` (the team memory in prompts), `stop` (shutdown, signals,
+//! our roster entry), `limits` (maxTurns and the turn timeout), `memory` (the team memory in
+//! prompts), `stop` (shutdown, signals,
 //! leaving, failures).
 
 mod acted;
@@ -19,6 +20,7 @@ mod damage;
 mod home_claim;
 mod inbox;
 mod interrupt;
+mod limits;
 mod membership;
 mod memory;
 mod report;
@@ -196,6 +198,8 @@ struct Runtime {
     last_damage: Option<String>,
     /// The lead's interrupt request read in the inbox, acted on before the next wait.
     interrupt: Option<crate::store::protocol::InterruptRequest>,
+    /// It ran its `--max-turns` and said so (`limits`): it starts no more turns.
+    at_turn_limit: bool,
     /// After an interrupt the teammate takes no task from the pool (it would take the one just
     /// released straight back) until the lead writes to it or assigns it one.
     pool_paused: bool,
@@ -238,6 +242,7 @@ impl Runtime {
             held_completion: None,
             last_damage: None,
             interrupt: None,
+            at_turn_limit: false,
             pool_paused: false,
         }
     }
@@ -305,6 +310,7 @@ impl Runtime {
             return Ok(None);
         }
         let rescan_at = tokio::time::Instant::now() + rescan;
+        let deadline = self.turn_deadline();
         loop {
             tokio::select! {
                 event = self.rx.recv() => {
@@ -319,6 +325,10 @@ impl Runtime {
                     break;
                 }
                 caught = signals.recv() => return self.interrupted(caught).await.map(Some),
+                () = limits::until(deadline) => {
+                    self.turn_timed_out().await?;
+                    break;
+                }
                 () = tokio::time::sleep_until(rescan_at) => break,
                 _ = self.alive_check.tick() => self.keep_alive_lock()?,
             }

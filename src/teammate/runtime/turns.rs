@@ -24,6 +24,9 @@ impl Runtime {
     /// of the inbox found. `true` if it already finished (no process ran), so the caller should
     /// look again before sleeping.
     pub(super) fn next_turn(&mut self, fresh: Vec<InboxMessage>) -> Result<bool> {
+        if self.out_of_turns()? {
+            return Ok(false);
+        }
         match self.plan.clone() {
             PlanState::NotRequired | PlanState::Done => {}
             PlanState::Pending { .. } => return Ok(false),

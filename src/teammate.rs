@@ -12,15 +12,17 @@
 //!
 //! `runtime` owns the state and the event loop; `agent` and `shell_agent` turn a `turn` into
 //! `work`, `process` runs it in a process group of its own, `session` keeps one conversation for
-//! CLIs that can resume one, `pane` prints, `plan` tracks plan mode and `config` is what
+//! CLIs that can resume one, `pane` prints, `guide` is what the first turn is told, `plan` tracks plan mode and `config` is what
 //! `swarm teammate` validated. The lead agent's runtime (`lead::agent`) reuses `agent`,
 //! `process`, `session` and `pane`.
 
 pub(crate) mod agent;
 pub(crate) mod args;
 pub(crate) mod config;
+pub(crate) mod guide;
 pub(crate) mod hooks;
 pub(crate) mod pane;
+mod peers;
 mod plan;
 pub(crate) mod process;
 mod runtime;

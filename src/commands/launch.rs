@@ -98,6 +98,7 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
         agent_type: args.agent_type,
         plan_mode_required: args.plan_mode_required,
         prompt_via: args.prompt_via,
+        limits: args.limits,
         no_sandbox,
         extra: args.extra,
     };

@@ -79,6 +79,7 @@ fn config(ctx: &Context, args: TeammateArgs) -> Result<Config> {
         name,
         color: args.agent_color,
         plan_mode_required: args.plan_mode_required,
+        limits: args.limits,
         lead_key: args
             .lead_verify_key
             .as_deref()

@@ -45,6 +45,7 @@ impl Shared<'_> {
         } else {
             PromptVia::Arg
         });
+        t.limits = rec.limits;
         t.worktree = Some(rec.worktree);
         t.env = rec.env.clone();
         t.cwd = Some(rec.cwd.clone());

@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use super::{Inherited, LaunchPlan, TaskRef, TeammatePlan};
+use super::{AgentKind, Inherited, LaunchPlan, TaskRef, TeammatePlan};
 use crate::error::{Error, Result};
 use crate::store::mailbox;
 use crate::store::names::AgentName;
@@ -51,7 +51,15 @@ pub(super) fn check_inherited(inh: &Inherited) -> Result<()> {
 }
 
 /// The teammate's own settings: environment names and values, permission mode, model.
-pub(super) fn check_teammate(t: &TeammatePlan) -> Result<()> {
+pub(super) fn check_teammate(t: &TeammatePlan, agent: &AgentKind) -> Result<()> {
+    if *agent == AgentKind::Claude && !t.limits.is_none() {
+        return Err(Error::usage(format!(
+            "teammate {} runs Claude Code itself, which swarm cannot hold to maxTurns or \
+             turnTimeout; give them to a teammate under swarm's runtime (an agent command such \
+             as \"claude -p\")",
+            t.name
+        )));
+    }
     // The prompt is the teammate's first inbox message: refused now, not half-way through the
     // spawn.
     mailbox::check_message_size(&t.prompt, None)

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::lead::agent::Approvals;
 use crate::remote::Host;
 use crate::store::names::{AgentName, TaskId, TeamName};
-use crate::teammate::args::PromptVia;
+use crate::teammate::args::{Limits, PromptVia};
 
 /// What runs in a teammate's pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +73,8 @@ pub(crate) struct TeammatePlan {
     pub(crate) plan_mode_required: Option<bool>,
     /// How a runtime teammate's turns get their prompt (argument or stdin).
     pub(crate) prompt_via: Option<PromptVia>,
+    /// `maxTurns`, `turnTimeout`, `onLimit` (runtime teammates only).
+    pub(crate) limits: Limits,
     pub(crate) worktree: Option<bool>,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) cwd: Option<PathBuf>,
@@ -93,6 +95,7 @@ impl TeammatePlan {
             permission_mode: None,
             plan_mode_required: None,
             prompt_via: None,
+            limits: Limits::default(),
             worktree: None,
             env: vec![],
             cwd: None,
@@ -177,6 +180,8 @@ pub(crate) struct RecordedLaunch {
     pub(crate) settings: Option<String>,
     #[serde(default)]
     pub(crate) prompt_via_stdin: bool,
+    #[serde(default, skip_serializing_if = "Limits::is_none")]
+    pub(crate) limits: Limits,
     #[serde(default)]
     pub(crate) extra: Vec<String>,
     #[serde(default)]
@@ -249,6 +254,8 @@ pub(crate) struct Inherited {
     pub(crate) agent_type: Option<String>,
     pub(crate) plan_mode_required: bool,
     pub(crate) prompt_via: Option<PromptVia>,
+    /// `--max-turns`, `--turn-timeout`, `--on-limit`: runtime teammates only.
+    pub(crate) limits: Limits,
     /// `--no-sandbox`: teammates run uncontained (`launch::sandbox`).
     pub(crate) no_sandbox: bool,
     /// Everything after `--`.

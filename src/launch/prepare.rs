@@ -269,7 +269,7 @@ impl Shared<'_> {
             Some(place) => place.dirs(),
             None => self.teammate_cwd(t, previous)?,
         };
-        check_teammate(t)?;
+        check_teammate(t, &agent)?;
         let model = t.model.clone().or_else(|| inh.model.clone());
         let agent_type = t.agent_type.clone().or_else(|| inh.agent_type.clone());
         let flags = AgentFlags::new(
@@ -286,11 +286,14 @@ impl Shared<'_> {
             team_name: self.team.to_string(),
             agent_color: color.clone(),
             parent_session_id: self.lead_session_id.clone(),
-            plan_mode_required: t.plan_mode_required.unwrap_or(inh.plan_mode_required),
+            // `--permission-mode plan` is plan mode: the lead approves the plan first.
+            plan_mode_required: t.plan_mode_required.unwrap_or(inh.plan_mode_required)
+                || flags.mode() == "plan",
             lead_verify_key: self.opts.lead_verify_key.clone(),
             cwd: Some(cwd.clone()),
             prompt_via,
             agent: None,
+            limits: super::recorded::runtime_limits(t, inh, &agent),
             command: vec![],
         };
         let (mut launch, mut remote) = match place {
@@ -363,9 +366,18 @@ impl Shared<'_> {
                 member.extra.remove(worktree::FIELD);
             }
         }
+        // A native claude teammate's first turn is its prompt: the worktree notice goes there
+        // (a runtime teammate's guide says it itself, `teammate::guide`).
+        let prompt = match (&agent, worktree.as_ref().or(kept.as_ref())) {
+            (AgentKind::Claude, Some(wt)) if remote.is_none() && !t.prompt.trim().is_empty() => {
+                let notice = crate::teammate::guide::worktree_notice(wt, &[&t.prompt]);
+                format!("{}\n\n---\n{notice}", t.prompt)
+            }
+            _ => t.prompt.clone(),
+        };
         Ok(PreparedTeammate {
             name: name.clone(),
-            prompt: t.prompt.clone(),
+            prompt,
             agent,
             color,
             launch,

@@ -18,7 +18,7 @@ use crate::store::names::TeamName;
 use crate::store::paths::Store;
 use crate::store::roster::Member;
 use crate::store::roster::Roster;
-use crate::teammate::args::PromptVia;
+use crate::teammate::args::{Limits, PromptVia};
 
 /// The roster entry of a teammate started again: as it was, without what its last run left.
 pub(super) fn fresh_entry(previous: &Member) -> Member {
@@ -65,12 +65,22 @@ pub(super) fn record(
         permission_mode: own_mode,
         settings,
         prompt_via_stdin: prompt_via == PromptVia::Stdin,
+        limits: runtime_limits(t, inh, agent),
         extra: inh.extra.clone(),
         env: t.env.clone(),
         host: t.host.clone(),
         no_sandbox: !t.sandbox.unwrap_or(!inh.no_sandbox),
     };
     serde_json::to_value(&record).expect("serializable")
+}
+
+/// The limits a teammate's runtime gets: its own, else the launch's; none for a claude
+/// teammate, which has no swarm runtime to keep them (its own are refused by `prepare`).
+pub(super) fn runtime_limits(t: &TeammatePlan, inh: &Inherited, agent: &AgentKind) -> Limits {
+    match agent {
+        AgentKind::Claude => Limits::default(),
+        _ => t.limits.or(inh.limits),
+    }
 }
 
 /// The lead console ran in a pane swarm opened (on a recorded server) and that pane is no

@@ -21,6 +21,7 @@
 //! drop a setting.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -29,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::launch::{AgentKind, LaunchPlan, LeadPlan, TaskPlan, TaskRef, TeammatePlan};
 use crate::remote::Host;
 use crate::store::names::{AgentName, TeamName};
+use crate::teammate::args::{Limits, OnLimit};
 
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -66,6 +68,11 @@ struct FileTeammate {
     plan_mode_required: Option<bool>,
     /// `arg` or `stdin`: how a runtime teammate's turns get their prompt.
     prompt_via: Option<String>,
+    /// The most turns it runs, how many seconds one may take, and what becomes of its task at
+    /// either (`fail` or `release`).
+    max_turns: Option<NonZeroU64>,
+    turn_timeout: Option<NonZeroU64>,
+    on_limit: Option<OnLimit>,
     worktree: Option<bool>,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -224,6 +231,11 @@ pub(crate) fn parse(bytes: &[u8], base: &Path, what: &str) -> Result<Loaded> {
                 })
             })
             .transpose()?;
+        plan.limits = Limits {
+            max_turns: t.max_turns,
+            turn_timeout: t.turn_timeout,
+            on_limit: t.on_limit,
+        };
         plan.worktree = t.worktree;
         plan.env = t.env.into_iter().collect();
         plan.cwd = t.cwd;

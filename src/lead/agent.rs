@@ -20,6 +20,7 @@
 //! where the person reads how the team ended); otherwise the runtime exits 0.
 
 mod decide;
+mod facts;
 mod prompt;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -198,13 +199,13 @@ impl<'a> LeadAgent<'a> {
             }
         ));
         let mut current: Option<TurnHandle> = None;
-        let mut pending: Vec<String> = Vec::new();
+        let mut pending = prompt::Waiting::default();
         let mut queue: VecDeque<Request> = VecDeque::new();
         // The request the running turn decides, if it is a decision turn.
         let mut deciding: Option<Request> = None;
         let mut first_done = started_path(store, team).exists();
         let mut notices =
-            prompt::Notices::new(team, crate::store::lead_key::verifier(store, team)?);
+            prompt::Notices::new(store, team, crate::store::lead_key::verifier(store, team)?);
         loop {
             console.drain_inbox()?;
             console.questions.forget_decided()?;
@@ -215,7 +216,13 @@ impl<'a> LeadAgent<'a> {
             if !handled.is_empty() {
                 // Task notifications say what the task files say, read after the reports.
                 let tasks = TaskList::new(store, team).list()?;
-                pending.extend(handled.iter().filter_map(|m| notices.block(m, &tasks)));
+                let roster = Roster::new(store, team).load()?;
+                notices.refresh();
+                for m in &handled {
+                    if let Some(block) = notices.block(m, &tasks, &roster) {
+                        pending.push(block);
+                    }
+                }
             }
             for m in &handled {
                 let Some(request) = requests::of_message(store, team, m)? else {
@@ -230,7 +237,9 @@ impl<'a> LeadAgent<'a> {
                     }
                 }
             }
-            pending.extend(self.killed_tasks()?);
+            for block in self.killed_tasks(&notices)? {
+                pending.push(prompt::Block::notice(block));
+            }
             if let Some(why) = self.finished(current.is_none() && pending.is_empty())? {
                 if let Some(turn) = current.take() {
                     turn.stop(rustix::process::Signal::TERM);
@@ -261,14 +270,15 @@ impl<'a> LeadAgent<'a> {
                     let roster = Roster::new(store, team).load()?;
                     let tasks = TaskList::new(store, team).list()?;
                     Some(prompt::first_turn(&goal, team.as_str(), &roster, &tasks))
+                } else if let Some(said) = pending.take_person() {
+                    // What the person said goes ahead of requests and notifications.
+                    Some(said)
                 } else if let Some(request) = self.next_undecided(&mut queue)? {
                     let prompt = decide::prompt(&request);
                     deciding = Some(request);
                     Some(prompt)
-                } else if !pending.is_empty() {
-                    Some(std::mem::take(&mut pending).join("\n\n"))
                 } else {
-                    None
+                    pending.take_all()
                 };
                 if let Some(prompt) = prompt {
                     current = Some(self.start(&prompt, &turn_tx));
@@ -396,7 +406,7 @@ impl<'a> LeadAgent<'a> {
 
     /// `<task-notification status="killed">` for each task that was in progress last time and
     /// went back to pending because its owner is no longer active.
-    fn killed_tasks(&mut self) -> Result<Vec<String>> {
+    fn killed_tasks(&mut self, notices: &prompt::Notices) -> Result<Vec<String>> {
         let tasks = TaskList::new(self.store, self.team).list()?;
         let roster = Roster::new(self.store, self.team).load()?;
         let mut killed = Vec::new();
@@ -413,6 +423,7 @@ impl<'a> LeadAgent<'a> {
                     owner,
                     &format!("{owner} stopped before finishing task #{id}"),
                     "",
+                    &notices.facts(&id, owner, &roster),
                 ));
             }
         }

@@ -18,7 +18,7 @@ pub(crate) use interrupt::{
     interrupt_request_id, interrupt_request_target, AfterInterrupt, InterruptRequest, INTERRUPTED,
     REQUEST_ID_FIELD,
 };
-pub(crate) use lifecycle::{lifecycle_frame, TaskCompleted, TeammateTerminated};
+pub(crate) use lifecycle::{lifecycle_frame, TaskCompleted, TeammateTerminated, PEER_MARK};
 
 /// A `shutdown_request` id, `shutdown-<ms>@<target>`: the only place one is minted.
 pub(crate) fn shutdown_request_id(target: &AgentName) -> String {

@@ -5,9 +5,12 @@
 //! `claude` teammate's). [`TeammateArgs::to_argv`] is the launcher's end; a round-trip test
 //! keeps it in step with what clap parses.
 
+use std::num::NonZeroU64;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
 pub(crate) struct TeammateArgs {
@@ -43,6 +46,8 @@ pub(crate) struct TeammateArgs {
     /// A built-in agent instead of CMD: `shell` runs task descriptions and `$ ` messages.
     #[arg(long, value_enum, value_name = "KIND", conflicts_with = "command")]
     pub agent: Option<BuiltinAgent>,
+    #[command(flatten)]
+    pub limits: Limits,
     /// The agent command, run once per turn with the prompt.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -84,9 +89,75 @@ impl TeammateArgs {
         if let Some(agent) = self.agent {
             argv.extend(["--agent".into(), value_name(agent)]);
         }
+        argv.extend(self.limits.to_argv());
         if !self.command.is_empty() {
             argv.push("--".into());
             argv.extend(self.command.iter().cloned());
+        }
+        argv
+    }
+}
+
+/// The limits a runtime teammate works under (issue 28): the most turns it runs and how long
+/// one turn may take. A teammate at either goes idle, saying why, and its task is parked as
+/// failed or goes back to pending, as `on_limit` says. The same flags on `swarm launch`, the
+/// swarm file's `maxTurns`, `turnTimeout` and `onLimit`, and the launch record (so `swarm up`
+/// starts it again with them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Args, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Limits {
+    /// Most turns the teammate runs (counted from its start); then it goes idle for good and
+    /// its unfinished task ends as --on-limit says.
+    #[arg(long, value_name = "N")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<NonZeroU64>,
+    /// Seconds one turn may run; a longer one is stopped (SIGTERM, then SIGKILL) and its task
+    /// ends as --on-limit says.
+    #[arg(long, value_name = "SECONDS")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_timeout: Option<NonZeroU64>,
+    /// What becomes of the task of a teammate at a limit: parked as failed (the default) or
+    /// back to pending for anyone.
+    #[arg(long, value_enum, value_name = "THEN")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_limit: Option<OnLimit>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum OnLimit {
+    Fail,
+    Release,
+}
+
+impl Limits {
+    pub(crate) fn is_none(&self) -> bool {
+        *self == Limits::default()
+    }
+
+    /// Each limit of `self`, else `other`'s (a teammate's own over the launch's).
+    pub(crate) fn or(self, other: Limits) -> Limits {
+        Limits {
+            max_turns: self.max_turns.or(other.max_turns),
+            turn_timeout: self.turn_timeout.or(other.turn_timeout),
+            on_limit: self.on_limit.or(other.on_limit),
+        }
+    }
+
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.turn_timeout.map(|s| Duration::from_secs(s.get()))
+    }
+
+    fn to_argv(self) -> Vec<String> {
+        let mut argv = Vec::new();
+        if let Some(n) = self.max_turns {
+            argv.extend(["--max-turns".into(), n.to_string()]);
+        }
+        if let Some(s) = self.turn_timeout {
+            argv.extend(["--turn-timeout".into(), s.to_string()]);
+        }
+        if let Some(then) = self.on_limit {
+            argv.extend(["--on-limit".into(), value_name(then)]);
         }
         argv
     }
@@ -140,6 +211,7 @@ mod tests {
             cwd: None,
             prompt_via: PromptVia::Arg,
             agent: Some(BuiltinAgent::Shell),
+            limits: Limits::default(),
             command: vec![],
         }
     }
@@ -154,6 +226,11 @@ mod tests {
             cwd: Some("/work dir".into()),
             prompt_via: PromptVia::Stdin,
             agent: None,
+            limits: Limits {
+                max_turns: NonZeroU64::new(3),
+                turn_timeout: NonZeroU64::new(60),
+                on_limit: Some(OnLimit::Release),
+            },
             command: vec!["codex".into(), "--model".into(), "-x".into(), "--".into()],
             parent_session_id: String::new(),
             ..args()

@@ -23,6 +23,8 @@ pub(crate) struct Config {
     pub(crate) name: AgentName,
     pub(crate) color: String,
     pub(crate) plan_mode_required: bool,
+    /// `--max-turns`, `--turn-timeout`, `--on-limit` (`runtime::limits`).
+    pub(crate) limits: super::args::Limits,
     /// The lead's key from `--lead-verify-key`; `None` for a team from before lead keys.
     pub(crate) lead_key: Option<crate::store::lead_key::LeadVerifier>,
     /// Absolute directory the agent runs in.

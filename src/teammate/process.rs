@@ -3,9 +3,9 @@
 //! A turn is a short list of steps (one agent invocation, or the shell agent's commands), run
 //! one after another on a worker thread so the runtime's main loop stays free to read the inbox
 //! while the agent works. Each step's stdout is streamed to the pane (our stdout) and kept as
-//! the turn's result; stderr goes straight to the pane, or, for a step that asks
-//! (`keep_stderr`: an agent CLI that names its conversation there), through a copy that keeps
-//! its start. Because every step leads its own process
+//! the turn's result; stderr is copied to the pane, keeping its last lines, which a failed
+//! step's reason ends with (`exit status 3; its stderr ended with: ...`), and, for a step that
+//! asks (`keep_stderr`: an agent CLI that names its conversation there), its start. Because every step leads its own process
 //! group, the runtime can stop a turn the way nextest stops a test: SIGTERM to the whole group,
 //! a grace period, then SIGKILL. A runtime that is itself killed outright cannot do that, so each
 //! step also gets a parent-death signal (Linux): the agent dies with its runtime rather than
@@ -26,6 +26,11 @@ use super::work::{Launch, Outcome, Step, MAX_CAPTURE, MAX_STDERR_CAPTURE};
 use crate::process::child::{spawn_in_group, too_long, wait_exit_keep_zombie};
 use crate::process::group::signal_group;
 use crate::process::pid::PidRecord;
+
+/// The most of a step's stderr kept for a failure's reason: its last lines, in at most this
+/// many bytes.
+const STDERR_TAIL_BYTES: usize = 2048;
+const STDERR_TAIL_LINES: usize = 5;
 
 /// How long to keep reading a step's stdout after the step itself exited: a background process
 /// it started may hold the pipe open, and must not hold the turn hostage.
@@ -134,11 +139,8 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> StepEnd {
             Stdio::null()
         })
         .stdout(Stdio::piped())
-        .stderr(if step.keep_stderr {
-            Stdio::piped()
-        } else {
-            Stdio::inherit()
-        });
+        // Always through a copy to the pane, which keeps its last lines for a failure's reason.
+        .stderr(Stdio::piped());
     // The step leads its own group, so a stop reaches whatever it started. The parent-death
     // signal goes to the step when the thread that spawned it (this worker, which outlives the
     // step) ends, i.e. when the runtime dies, however it dies. It reaches the step's own process
@@ -193,9 +195,15 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> StepEnd {
     }
 
     let kept_stderr = Arc::new(Mutex::new(Vec::new()));
+    let stderr_tail = Arc::new(Mutex::new(Vec::new()));
+    let keep_head = if step.keep_stderr {
+        MAX_STDERR_CAPTURE
+    } else {
+        0
+    };
     let stderr_drained = child.stderr.take().map(|mut err| {
         let (stderr_tx, stderr_drained) = mpsc::channel::<()>();
-        let kept = Arc::clone(&kept_stderr);
+        let (kept, tail) = (Arc::clone(&kept_stderr), Arc::clone(&stderr_tail));
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             loop {
@@ -205,8 +213,12 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> StepEnd {
                         let mut pane = std::io::stderr().lock();
                         let _ = pane.write_all(&buf[..n]).and_then(|()| pane.flush());
                         let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
-                        let room = MAX_STDERR_CAPTURE.saturating_sub(kept.len());
+                        let room = keep_head.saturating_sub(kept.len());
                         kept.extend_from_slice(&buf[..n.min(room)]);
+                        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+                        tail.extend_from_slice(&buf[..n]);
+                        let over = tail.len().saturating_sub(STDERR_TAIL_BYTES);
+                        tail.drain(..over);
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(_) => break,
@@ -266,12 +278,31 @@ fn run_step(step: &Step, launch: &Launch, shared: &Shared) -> StepEnd {
         let kept = kept_stderr.lock().unwrap_or_else(|e| e.into_inner());
         String::from_utf8_lossy(&kept).into_owned()
     };
+    let tail = {
+        let tail = stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&tail).into_owned()
+    };
     let result = match status {
         Ok(status) if status.success() => Ok(()),
-        Ok(status) => Err(describe(status)),
+        Ok(status) => Err(with_stderr_tail(describe(status), &tail)),
         Err(e) => Err(format!("could not wait for {program}: {e}")),
     };
     (out, err, result)
+}
+
+/// `why` a step failed, with the last lines it wrote on stderr (the error a lead wants to read,
+/// not only "exit status 3"), if it wrote any.
+fn with_stderr_tail(why: String, stderr_tail: &str) -> String {
+    let lines: Vec<&str> = stderr_tail
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    if lines.is_empty() {
+        return why;
+    }
+    let last = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
+    format!("{why}; its stderr ended with:\n{}", last.join("\n"))
 }
 
 fn describe(status: ExitStatus) -> String {
@@ -279,5 +310,27 @@ fn describe(status: ExitStatus) -> String {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),
         _ => status.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_ends_with_the_last_lines_of_stderr() {
+        assert_eq!(
+            with_stderr_tail("exit status 3".into(), ""),
+            "exit status 3"
+        );
+        assert_eq!(
+            with_stderr_tail("exit status 3".into(), "\n  \n"),
+            "exit status 3"
+        );
+        let stderr = "one\ntwo\n\nthree\nfour\nfive\nsix  \n";
+        assert_eq!(
+            with_stderr_tail("exit status 3".into(), stderr),
+            "exit status 3; its stderr ended with:\ntwo\nthree\nfour\nfive\nsix"
+        );
     }
 }

@@ -10,9 +10,9 @@
 //! group. The loop's steps live in the files below: `inbox` (protocol messages and who may send
 //! them), `turns` (choosing and starting turns), `claim` (tasks; `home_claim` on a remote host's
 //! mirror), `report` (idle notifications and plans), `membership` (is this still our team and
-//! our roster entry), `memory` (the team memory in prompts), `shutdown` (a shutdown request
-//! that meets a running turn: finish or refuse), `stop` (approving, signals, leaving,
-//! failures).
+//! our roster entry), `limits` (maxTurns and the turn timeout), `memory` (the team memory
+//! in prompts), `shutdown` (a shutdown request that meets a running turn: finish or
+//! refuse), `stop` (approving, signals, leaving, failures).
 
 mod acted;
 mod claim;
@@ -20,6 +20,7 @@ mod damage;
 mod home_claim;
 mod inbox;
 mod interrupt;
+mod limits;
 mod membership;
 mod memory;
 mod report;
@@ -207,6 +208,8 @@ struct Runtime {
     last_damage: Option<String>,
     /// The lead's interrupt request read in the inbox, acted on before the next wait.
     interrupt: Option<crate::store::protocol::InterruptRequest>,
+    /// It ran its `--max-turns` and said so (`limits`): it starts no more turns.
+    at_turn_limit: bool,
     /// After an interrupt the teammate takes no task from the pool (it would take the one just
     /// released straight back) until the lead writes to it or assigns it one.
     pool_paused: bool,
@@ -251,6 +254,7 @@ impl Runtime {
             held_completion: None,
             last_damage: None,
             interrupt: None,
+            at_turn_limit: false,
             pool_paused: false,
             held: None,
         }
@@ -327,6 +331,7 @@ impl Runtime {
         }
         let rescan_at = tokio::time::Instant::now() + rescan;
         let grace_ends = self.shutdown_deadline();
+        let deadline = self.turn_deadline();
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(grace_ends.unwrap_or(rescan_at)),
@@ -343,6 +348,10 @@ impl Runtime {
                     break;
                 }
                 caught = signals.recv() => return self.interrupted(caught).await.map(Some),
+                () = limits::until(deadline) => {
+                    self.turn_timed_out().await?;
+                    break;
+                }
                 () = tokio::time::sleep_until(rescan_at) => break,
                 _ = self.alive_check.tick() => self.keep_alive_lock()?,
             }

@@ -81,26 +81,6 @@ pub(crate) fn teammate_message(m: &InboxMessage) -> String {
     format!("{tag}>{}</teammate-message>", body(&m.text))
 }
 
-/// The short guide to the team that the first prompt carries.
-pub(crate) fn appendix(name: &str, team: &str) -> String {
-    format!(
-        "---\n\
-         You are \"{name}\", a teammate in the swarm team \"{team}\"; the lead is \"team-lead\".\n\
-         Your shell already knows who you are (SWARM_TEAM, SWARM_AGENT_NAME), so from it:\n\
-         \x20 swarm send --to team-lead \"text\"            message the lead (or a teammate by name)\n\
-         \x20 swarm task list                              the shared task list\n\
-         \x20 swarm task claim ID                          take a task (you become its owner)\n\
-         \x20 swarm task update ID --status completed      mark a task you finished\n\
-         \x20 swarm task create \"subject\" --description \"...\"   add a task\n\
-         \x20 swarm shutdown-request show                  whether the lead asked you to stop, and why\n\
-         \x20 swarm shutdown-request reject \"why\"          refuse to stop; you keep running\n\
-         What you print is your answer: it goes to the lead when your turn ends. New messages\n\
-         reach you as <teammate-message> blocks in your next turn. Tasks swarm gives you are\n\
-         marked completed when you exit with status 0 and failed otherwise. A shutdown the lead\n\
-         asks for while you work lets this turn finish (for a while), then you stop."
-    )
-}
-
 const PLAN_INSTRUCTIONS: &str = "You are in plan mode: the team lead must approve your plan \
 before you change anything. Do not edit files or run commands that change state. Reply with \
 your plan only; your whole output is sent to the lead for approval.";
@@ -268,7 +248,7 @@ mod tests {
         let mut turn = Turn {
             kind: TurnKind::Messages,
             messages: vec![msg("a", "x")],
-            appendix: Some(appendix("coder", "t")),
+            appendix: Some("---\nswarm send --to team-lead".into()),
         };
         assert!(turn.prompt().contains("swarm send --to team-lead"));
         turn.appendix = None;

@@ -9,6 +9,7 @@ mod deleted_lock;
 mod escaping;
 mod forgery;
 mod lifecycle;
+mod limits;
 mod memory;
 mod permissions;
 mod replay;

@@ -107,6 +107,9 @@ pub(crate) struct LaunchArgs {
     /// on stdin anyway.
     #[arg(long, value_enum, value_name = "HOW")]
     pub prompt_via: Option<crate::teammate::args::PromptVia>,
+    /// Inherited by runtime teammates (a teammate's own in the swarm file wins).
+    #[command(flatten)]
+    pub limits: crate::teammate::args::Limits,
     /// In-process: seconds teammates get to answer the shutdown request after Ctrl-C.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub shutdown_timeout: u64,
@@ -168,6 +171,7 @@ impl LaunchArgs {
             agent_type: None,
             plan_mode_required: false,
             prompt_via: None,
+            limits: Default::default(),
             shutdown_timeout: 30,
             lead: None,
             goal: None,

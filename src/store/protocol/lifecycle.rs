@@ -65,6 +65,9 @@ pub(crate) fn lifecycle_frame(text: &str) -> Option<&'static str> {
     LIFECYCLE_FRAMES.iter().copied().find(|f| *f == kind)
 }
 
+/// How a summary names a message its teammate sent another teammate: `[to b] lexer done`.
+pub(crate) const PEER_MARK: &str = "[to ";
+
 impl IdleNotification {
     /// `finished task #3 (resolved)`, `failed task #4: exit 1`, `is idle after a failed turn:
     /// exit 2`, `is idle - waiting for review`.
@@ -87,12 +90,11 @@ impl IdleNotification {
                 _ => "is idle".to_string(),
             },
         };
-        // A finished task's summary only repeats what the line already says.
-        if let Some(summary) = self
-            .summary
-            .as_deref()
-            .filter(|s| !s.is_empty() && self.completed_task_id.is_none())
-        {
+        // A finished task's summary only repeats what the line already says, unless it tells
+        // what the teammate said to others (`[to NAME] ...`, Claude Code's peer DM summary).
+        if let Some(summary) = self.summary.as_deref().filter(|s| {
+            !s.is_empty() && (self.completed_task_id.is_none() || s.contains(PEER_MARK))
+        }) {
             s.push_str(&format!(" - {summary}"));
         }
         s

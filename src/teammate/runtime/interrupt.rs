@@ -18,7 +18,6 @@ use crate::store::protocol::{
     timestamp_now, AfterInterrupt, IdleNotification, InterruptRequest, Protocol, INTERRUPTED,
     REQUEST_ID_FIELD,
 };
-use crate::store::tasks::TaskOutcome;
 use crate::teammate::pane::suffix;
 use crate::teammate::turn::TurnKind;
 
@@ -77,25 +76,11 @@ impl Runtime {
         then: AfterInterrupt,
         reason: Option<&str>,
     ) -> Result<String> {
-        let name = &self.cfg.name;
-        Ok(match then {
-            AfterInterrupt::Release => match self.tasks().release(id, name)? {
-                true => format!("turn interrupted; task #{id} went back to pending"),
-                false => format!("turn interrupted; task #{id} was no longer ours"),
-            },
-            AfterInterrupt::Fail => {
-                let reason = format!(
-                    "interrupted by the lead{}",
-                    reason.map(|r| format!(": {r}")).unwrap_or_default()
-                );
-                let outcome = TaskOutcome::Failed {
-                    reason: reason.clone(),
-                };
-                match self.tasks().finish(id, name, &outcome)? {
-                    Some(_) => format!("turn interrupted; task #{id} failed ({reason})"),
-                    None => format!("turn interrupted; task #{id} was no longer ours"),
-                }
-            }
-        })
+        let reason = format!(
+            "interrupted by the lead{}",
+            reason.map(|r| format!(": {r}")).unwrap_or_default()
+        );
+        let (line, _) = self.end_task(id, then, &reason)?;
+        Ok(format!("turn interrupted; {line}"))
     }
 }

@@ -4,7 +4,8 @@
 //! turn's result, and a task turn also settles the task: completed, or parked as failed until
 //! the lead clears it, unless the task stopped being ours meanwhile. A completed task is also
 //! reported with Claude Code's `task_completed`, after the idle notification (which carries the
-//! result), so a Claude Code lead sees what its own teammates' frames would show it. A planning turn's output is
+//! result), so a Claude Code lead sees what its own teammates' frames would show it. The
+//! summary ends with what the turn told other teammates (`peers`). A planning turn's output is
 //! the plan itself: it is written to the team's plans directory and sent for approval.
 
 use std::time::Instant;
@@ -20,8 +21,10 @@ use crate::store::protocol::{
     timestamp_now, truncate, IdleNotification, PlanApprovalRequest, Protocol, TaskCompleted,
     RESULT_LIMIT,
 };
+use crate::store::roster::Roster;
 use crate::store::tasks::{Task, TaskOutcome, TaskStatus};
 use crate::teammate::hooks::{blocked_line, HookContext, HookEvent, Verdict};
+use crate::teammate::peers;
 use crate::teammate::plan::PlanState;
 use crate::teammate::turn::{Turn, TurnKind};
 use crate::teammate::work::Outcome;
@@ -146,6 +149,13 @@ impl Runtime {
                 idle.summary = Some(describe);
             }
         }
+        // What it told other teammates meanwhile, as Claude Code's `[to NAME] ...` (`peers`).
+        if let Some(peers) = self.peer_summary(started) {
+            idle.summary = Some(match idle.summary.take() {
+                Some(s) => format!("{s}; {peers}"),
+                None => peers,
+            });
+        }
         if self.idle_blocked(&mut idle) {
             // The idle notification waits for the hook; the completion does not.
             return self.report_completed(task_completed);
@@ -159,6 +169,23 @@ impl Runtime {
         idle.timestamp = timestamp_now();
         self.to_lead(&Protocol::IdleNotification(idle), None)?;
         self.report_completed(task_completed)
+    }
+
+    /// The summary of the messages the turn that began at `started` sent other teammates.
+    fn peer_summary(&self, started: Instant) -> Option<String> {
+        let since = std::time::SystemTime::now() - started.elapsed();
+        let (store, team, name) = (&self.cfg.store, &self.cfg.team, &self.cfg.name);
+        let sent = Roster::new(store, team)
+            .load()
+            .and_then(|roster| peers::sent_since(store, team, &roster, name, since));
+        match sent {
+            Ok(sent) => peers::summary(&sent),
+            Err(e) => {
+                self.pane
+                    .say(format!("could not read what this turn told teammates: {e}"));
+                None
+            }
+        }
     }
 
     fn report_completed(&self, done: Option<TaskCompleted>) -> Result<()> {

@@ -11,11 +11,13 @@ use std::time::Instant;
 use super::{Current, Event, Runtime};
 use crate::error::Result;
 use crate::store::mailbox::InboxMessage;
+use crate::store::roster::Roster;
 use crate::store::shutdown_ask::{turn_token, TURN_TOKEN_VAR};
 use crate::store::watcher::rescan_interval;
+use crate::teammate::guide;
 use crate::teammate::plan::PlanState;
 use crate::teammate::process::TurnHandle;
-use crate::teammate::turn::{appendix, Turn, TurnKind};
+use crate::teammate::turn::{Turn, TurnKind};
 use crate::teammate::work::{Outcome, Work};
 
 impl Runtime {
@@ -23,6 +25,9 @@ impl Runtime {
     /// of the inbox found. `true` if it already finished (no process ran), so the caller should
     /// look again before sleeping.
     pub(super) fn next_turn(&mut self, fresh: Vec<InboxMessage>) -> Result<bool> {
+        if self.out_of_turns()? {
+            return Ok(false);
+        }
         match self.plan.clone() {
             PlanState::NotRequired | PlanState::Done => {}
             PlanState::Pending { .. } => return Ok(false),
@@ -66,7 +71,10 @@ impl Runtime {
         deliver: &[InboxMessage],
     ) -> Result<bool> {
         let first = self.turns == 0;
-        let guide = first.then(|| appendix(self.cfg.name.as_str(), self.cfg.team.as_str()));
+        let guide = match first {
+            true => Some(self.first_turn_guide(&kind, &messages)?),
+            false => None,
+        };
         let memory = self.memory_note(first);
         let appendix = match (guide, memory) {
             (Some(guide), Some(memory)) => Some(format!("{guide}\n\n{memory}")),
@@ -130,6 +138,23 @@ impl Runtime {
                 Ok(false)
             }
         }
+    }
+
+    /// The guide to the team (and the worktree notice) of the first turn (`teammate::guide`).
+    fn first_turn_guide(&self, kind: &TurnKind, messages: &[InboxMessage]) -> Result<String> {
+        let roster = Roster::new(&self.cfg.store, &self.cfg.team).load()?;
+        let mut texts: Vec<&str> = messages.iter().map(|m| m.text.as_str()).collect();
+        if let TurnKind::Task(task) = kind {
+            texts.extend([task.subject.as_str(), task.description.as_str()]);
+        }
+        let (name, team) = (self.cfg.name.as_str(), self.cfg.team.as_str());
+        Ok(guide::first_turn(
+            name,
+            team,
+            &roster,
+            &self.cfg.cwd,
+            &texts,
+        ))
     }
 
     fn deliver(&mut self, messages: &[InboxMessage]) -> Result<()> {

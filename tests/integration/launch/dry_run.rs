@@ -517,3 +517,70 @@ fn a_dry_run_shows_the_ids_the_tasks_will_get() {
     }
     env.snapshot().assert_unchanged_since(&before, "--dry-run");
 }
+
+/// `maxTurns`, `turnTimeout` and `onLimit` reach a runtime teammate's command line from the
+/// swarm file (its own winning over the launch's flags); a claude teammate, which swarm cannot
+/// hold to them, is refused them (issue 28).
+#[test]
+fn limits_reach_runtime_teammates_from_the_file_or_the_flags_and_claude_is_refused_them() {
+    let env = Env::new();
+    let file = env.path("limits.json");
+    std::fs::write(
+        &file,
+        r#"{"team": "t", "agent": "shell", "teammates": [
+            {"name": "a", "prompt": "x", "maxTurns": 3, "turnTimeout": 60, "onLimit": "release"},
+            {"name": "b", "prompt": "y"},
+            {"name": "c", "prompt": "z", "agent": "claude"}]}"#,
+    )
+    .unwrap();
+    let out = env
+        .swarm([
+            "--json",
+            "launch",
+            "--backend",
+            "in-process",
+            "--dry-run",
+            "--max-turns",
+            "9",
+            file.to_str().unwrap(),
+        ])
+        .ok()
+        .json();
+    let tail = |i: usize, n: usize| -> Vec<String> {
+        let argv: Vec<String> =
+            serde_json::from_value(out["teammates"][i]["argv"].clone()).unwrap();
+        argv[argv.len() - n..].to_vec()
+    };
+    assert_eq!(
+        tail(0, 6),
+        [
+            "--max-turns",
+            "3",
+            "--turn-timeout",
+            "60",
+            "--on-limit",
+            "release"
+        ],
+        "{out}"
+    );
+    assert_eq!(tail(1, 2), ["--max-turns", "9"], "{out}");
+    let claude: Vec<String> = serde_json::from_value(out["teammates"][2]["argv"].clone()).unwrap();
+    assert!(
+        !claude.iter().any(|w| w == "--max-turns"),
+        "the launch's limits are for runtime teammates: {claude:?}"
+    );
+
+    std::fs::write(
+        &file,
+        r#"{"team": "t", "teammates": [{"name": "c", "agent": "claude", "maxTurns": 2}]}"#,
+    )
+    .unwrap();
+    env.swarm([
+        "launch",
+        "--backend",
+        "in-process",
+        "--dry-run",
+        file.to_str().unwrap(),
+    ])
+    .refused("teammate c runs Claude Code itself, which swarm cannot hold to maxTurns");
+}

@@ -173,3 +173,64 @@ fn a_kept_worktree_is_reused_on_relaunch_and_the_advice_for_a_stale_one_works() 
         "a fresh worktree"
     );
 }
+
+/// A claude teammate in a worktree finds the worktree's path and branch in its first message,
+/// with the paths its prompt names in the main checkout flagged beside their copies; one
+/// started with `--permission-mode plan` is on the roster as plan mode required (issue 28).
+#[test]
+fn a_worktree_teammate_is_told_where_it_is_and_plan_mode_follows_the_permission_mode() {
+    let env = Env::new();
+    let repo = env.path("repo");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("src/lib.rs"), "// lib\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "init"]);
+    let agent = fake_agent(&env, "exit 0");
+    let prompt = format!("Fix {}/src/lib.rs", repo.display());
+    env.swarm([
+        "--team",
+        "t",
+        "launch",
+        "--backend",
+        "in-process",
+        "--agent",
+        "claude",
+        "--worktree",
+        "--permission-mode",
+        "plan",
+        "--teammate",
+        &format!("coder={prompt}"),
+    ])
+    .current_dir(&repo)
+    .env("CLAUDE_CODE_TEAMMATE_COMMAND", &agent)
+    .ok();
+    let wt = repo.join(".swarm/worktrees/coder");
+    let inbox = read_json(&env.path("teams/t/inboxes/coder.json"));
+    let first = inbox[0]["text"].as_str().unwrap();
+    assert!(first.starts_with(&prompt), "{first}");
+    assert!(
+        first.contains(&format!("{} on branch swarm/t/coder", wt.display())),
+        "{first}"
+    );
+    assert!(
+        first.contains(&format!(
+            "  {}/src/lib.rs is, in your worktree, {}/src/lib.rs",
+            repo.display(),
+            wt.display()
+        )),
+        "{first}"
+    );
+    let roster = read_json(&env.path("teams/t/config.json"));
+    assert_eq!(
+        member(&roster, "coder")["planModeRequired"],
+        true,
+        "{roster}"
+    );
+    assert_eq!(member(&roster, "coder")["mode"], "plan");
+    let argv = lines(&env.path("out/coder.argv"));
+    assert!(
+        argv.contains(&"--plan-mode-required".to_string()),
+        "{argv:?}"
+    );
+}

@@ -373,3 +373,28 @@ fn a_finished_task_is_reported_in_claude_codes_frames_idle_first_then_task_compl
     });
     assert_eq!(to_lead(&env, "task_completed").len(), 1);
 }
+
+/// A failed turn's reason ends with the last lines it wrote on stderr, in the task and in the
+/// lead's `idle_notification`: "exit status 3" alone says nothing of what went wrong (issue 28).
+#[test]
+fn a_failed_turn_tells_the_lead_the_last_lines_of_its_stderr() {
+    let env = Env::with_team(&["a"]);
+    let _mate = start(&env, "a", &["--agent", "shell"]);
+    env.swarm([
+        "task",
+        "create",
+        "broken",
+        "--description",
+        "echo building; echo 'warning: old' >&2; echo 'error: no such file: parser.rs' >&2; exit 3",
+    ])
+    .ok();
+    let failed = eventually(LONG, "the failed task's notification", || {
+        to_lead(&env, "idle_notification")
+            .into_iter()
+            .find(|n| n["completedTaskId"] == "1")
+    });
+    let why = "exit status 3; its stderr ended with:\nwarning: old\nerror: no such file: parser.rs";
+    assert_eq!(failed["failureReason"], why, "{failed}");
+    assert_eq!(failed["summary"], format!("task #1 failed: {why}"));
+    assert_eq!(task(&env, "1")["metadata"]["failureReason"], why);
+}

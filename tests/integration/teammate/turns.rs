@@ -411,3 +411,57 @@ fn a_message_that_arrives_mid_wake_is_announced_before_its_turn() {
         "the late message was not announced before its turn:\n{output}"
     );
 }
+
+/// The first turn lists the team (names, roles, who leads) and, for a teammate whose roster
+/// entry has a worktree it runs in, the worktree's path and branch, with the paths the turn
+/// names in the main checkout flagged beside their copies (issue 28).
+#[test]
+fn the_first_turn_lists_the_team_and_says_which_worktree_it_is_in() {
+    let env = Env::with_team(&["a", "reviewer"]);
+    let (repo, prompts_file) = (env.path("repo"), env.path("prompts"));
+    let wt = repo.join(".swarm/worktrees/a");
+    std::fs::create_dir_all(&wt).unwrap();
+    let config_path = env.path("teams/t/config.json");
+    let mut config = read_json(&config_path);
+    for m in config["members"].as_array_mut().unwrap() {
+        if m["name"] == "a" {
+            m["swarmWorktree"] = json!({"repo": repo, "path": wt, "branch": "swarm/t/a",
+                                        "base": "0", "admin": "a", "cwd": wt});
+        }
+        if m["name"] == "reviewer" {
+            m["agentType"] = json!("code-reviewer");
+        }
+    }
+    std::fs::write(&config_path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    let agent = recorder(&prompts_file, "echo ok");
+    let mut args = vec!["--cwd", wt.to_str().unwrap()];
+    args.extend(refs(&agent));
+    let _mate = start(&env, "a", &args);
+    send(
+        &env,
+        "a",
+        &format!("Fix {}/src/lib.rs please", repo.display()),
+    );
+    let first = eventually(LONG, "the first turn", || {
+        prompts(&prompts_file).into_iter().next()
+    });
+    assert!(
+        first.contains(
+            "Your team (name, role):\n  team-lead  team-lead (leads the team)\n  \
+             a          general-purpose (you)\n  reviewer   code-reviewer\n"
+        ),
+        "{first}"
+    );
+    assert!(
+        first.contains(&format!("{} on branch swarm/t/a", wt.display())),
+        "{first}"
+    );
+    assert!(
+        first.contains(&format!(
+            "  {}/src/lib.rs is, in your worktree, {}/src/lib.rs",
+            repo.display(),
+            wt.display()
+        )),
+        "{first}"
+    );
+}

@@ -21,7 +21,12 @@
 //! group id cannot have been handed to another process in between. (Plain threads, not tokio's
 //! blocking pool: the runtime waits for its pool on shutdown, and a child may outlive an error.)
 
+mod event;
+
+pub(crate) use event::Event;
+
 use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use rustix::process::Signal;
@@ -37,107 +42,10 @@ use crate::process::pid::{record_exit, PidRecord};
 use crate::process::signals::{Early, Signals};
 use crate::process::spawn::LoggedChild;
 use crate::store::fsio;
-use crate::store::names::{AgentName, TaskId, TeamName};
+use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::watcher::{rescan_interval, Subscription};
-
-/// What the supervisor reports as it goes.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub(crate) enum Event {
-    Running {
-        name: String,
-        pid: u32,
-        /// None for the lead agent's runtime, whose console is on this terminal.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        log: Option<String>,
-    },
-    Exited {
-        name: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        code: Option<i32>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        signal: Option<i32>,
-    },
-    ShutdownStarted {
-        teammates: Vec<String>,
-    },
-    Approved {
-        name: String,
-    },
-    Rejected {
-        name: String,
-        reason: String,
-    },
-    TimedOut {
-        name: String,
-    },
-    Retired {
-        name: String,
-        released: Vec<TaskId>,
-    },
-    Worktree {
-        name: String,
-        outcome: String,
-    },
-    /// Teammates that did not come up after the launch (see `verify`).
-    NotUp {
-        teammates: Vec<NotUp>,
-    },
-}
-
-impl Event {
-    /// One status line for people.
-    pub(crate) fn line(&self) -> String {
-        match self {
-            Event::Running {
-                name,
-                pid,
-                log: Some(log),
-            } => format!("{name}: running (pid {pid}, log {log})"),
-            Event::Running { name, pid, .. } => {
-                format!("{name}: running (pid {pid}, its console on this terminal)")
-            }
-            Event::Exited {
-                name,
-                code: Some(c),
-                ..
-            } => format!("{name}: exited with status {c}"),
-            Event::Exited {
-                name,
-                signal: Some(s),
-                ..
-            } => format!("{name}: killed by signal {s}"),
-            Event::Exited { name, .. } => format!("{name}: exited"),
-            Event::ShutdownStarted { teammates } => format!(
-                "shutting down {} (asking each to stop; Ctrl-C again to kill now)",
-                teammates.join(", ")
-            ),
-            Event::Approved { name } => format!("{name}: approved the shutdown"),
-            Event::Rejected { name, reason } => {
-                format!("{name}: rejected the shutdown ({reason}); stopping it anyway")
-            }
-            Event::TimedOut { name } => format!("{name}: no answer in time; stopping it"),
-            Event::Retired { name, released } if released.is_empty() => {
-                format!("{name}: marked inactive")
-            }
-            Event::Retired { name, released } => format!(
-                "{name}: marked inactive; tasks back to pending: {}",
-                released
-                    .iter()
-                    .map(|t| format!("#{t}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Event::Worktree { name, outcome } => format!("{name}: {outcome}"),
-            Event::NotUp { teammates } => {
-                let names: Vec<&str> = teammates.iter().map(|t| t.name.as_str()).collect();
-                format!("did not come up: {}", names.join(", "))
-            }
-        }
-    }
-}
 
 /// How the supervisor shuts the team down on a signal.
 #[derive(Debug, Clone)]
@@ -171,6 +79,9 @@ pub(crate) struct ChildExit {
     pub stopped: bool,
 }
 
+/// How long a failed write waits before it is tried again.
+pub(super) const RETRY_AFTER: Duration = Duration::from_secs(1);
+
 #[derive(Debug)]
 struct Supervised {
     name: AgentName,
@@ -184,6 +95,9 @@ struct Supervised {
     terminated_at: Option<Instant>,
     killed: bool,
     why: Option<String>,
+    /// Exited and reaped, but what its exit means for the roster is not written yet (a write
+    /// failed: `Supervisor::settle`).
+    unsettled: Option<ExitStatus>,
 }
 
 /// Stays until every teammate in `children` has exited; shuts the team down on a signal.
@@ -210,6 +124,7 @@ pub(crate) fn supervise(
             terminated_at: None,
             killed: false,
             why: None,
+            unsettled: None,
         })
         .collect();
     let mut supervisor = Supervisor {
@@ -222,6 +137,7 @@ pub(crate) fn supervise(
         exits: Vec::new(),
         signals: 0,
         deadline: None,
+        failed: None,
     };
     signals.block_on(|signals| supervisor.run(signals))?;
     Ok(supervisor.exits)
@@ -239,6 +155,10 @@ struct Supervisor<'a> {
     signals: usize,
     /// The end of the wait for answers, once the shutdown began.
     deadline: Option<Instant>,
+    /// The last write that failed and when to try again: the supervisor never ends on one
+    /// while its teammates live (issue 21: on a full disk the launcher exited and left them
+    /// unsupervised).
+    failed: Option<(String, Instant)>,
 }
 
 impl Supervisor<'_> {
@@ -261,7 +181,7 @@ impl Supervisor<'_> {
         let mut _watch: Option<Subscription> = None;
         let mut startup = self.check_startup();
         loop {
-            if self.children.iter().all(|c| c.exited) {
+            if self.children.iter().all(|c| c.exited) && self.settled_or_given_up().await {
                 // Every one has exited: the check ends at once; its report still comes first.
                 if let Some(rx) = &mut startup {
                     if let Some(not_up) = rx.recv().await {
@@ -271,6 +191,10 @@ impl Supervisor<'_> {
                 return Ok(());
             }
             let wake = self.next_wake();
+            let wake = match &self.failed {
+                Some((_, retry)) => Some(wake.map_or(*retry, |w| w.min(*retry))),
+                None => wake,
+            };
             tokio::select! {
                 Some(not_up) = recv_or_never(&mut startup) => {
                     startup = None;
@@ -287,7 +211,52 @@ impl Supervisor<'_> {
                 Some(()) = inbox.recv() => drain(&mut inbox),
                 () = sleep_or_never(wake) => {}
             }
-            self.advance()?;
+            let pass = self.settle_all().and_then(|()| self.advance());
+            self.note(pass);
+        }
+    }
+
+    /// Says a failed write once (until another fails or one succeeds) and schedules the retry.
+    fn note(&mut self, pass: Result<()>) {
+        match pass {
+            Ok(()) => self.failed = None,
+            Err(e) => {
+                let error = e.to_string();
+                if self.failed.as_ref().map(|(said, _)| said) != Some(&error) {
+                    (self.on_event)(Event::Deferred {
+                        error: error.clone(),
+                    });
+                }
+                self.failed = Some((error, Instant::now() + RETRY_AFTER));
+            }
+        }
+    }
+
+    /// Writes what the exits reaped so far mean, for each not written yet.
+    fn settle_all(&mut self) -> Result<()> {
+        for i in 0..self.children.len() {
+            if let Some(status) = self.children[i].unsettled {
+                self.settle(i, status)?;
+                self.children[i].unsettled = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// With every teammate gone: whether what their exits mean is written, trying again for a
+    /// while when a write fails; past that the launcher ends all the same (nobody is left to
+    /// supervise, and `swarm status` judges the dead by their processes).
+    async fn settled_or_given_up(&mut self) -> bool {
+        const GIVE_UP: Duration = Duration::from_secs(10);
+        let until = Instant::now() + GIVE_UP;
+        loop {
+            let pass = self.settle_all();
+            let done = pass.is_ok();
+            self.note(pass);
+            if done || Instant::now() >= until {
+                return true;
+            }
+            sleep_until(Instant::now() + RETRY_AFTER).await;
         }
     }
 
@@ -442,14 +411,14 @@ impl Supervisor<'_> {
     /// Child `i` has exited (and is still a zombie): stop its group, reap it, record and retire.
     fn reap(&mut self, i: usize) -> Result<()> {
         let (store, team) = (self.store, self.team);
-        let shutting_down = self.deadline.is_some();
         let c = &mut self.children[i];
         if c.exited {
             return Ok(());
         }
-        // An answer may have landed just before the exit: take it into account.
+        // An answer may have landed just before the exit: take it into account (one that
+        // cannot be read now is not a reason to leave the child unreaped).
         if let (Some(stopping), None) = (&mut c.stopping, &c.why) {
-            stopping.check(store, team, &Replies::default(), || Ok(true))?;
+            let _ = stopping.check(store, team, &Replies::default(), || Ok(true));
             match &stopping.result {
                 Some(ShutdownResult::Approved) => {
                     (self.on_event)(Event::Approved {
@@ -468,12 +437,23 @@ impl Supervisor<'_> {
         let _ = signal_group(&c.child.record(), Signal::TERM);
         let status = c.child.reap()?;
         c.exited = true;
-        let roster = Roster::new(store, team);
         (self.on_event)(Event::Exited {
             name: c.name.to_string(),
             code: status.code(),
             signal: status.signal(),
         });
+        // What the exit means is written by `settle`, now or, when a write fails, later.
+        c.unsettled = Some(status);
+        Ok(())
+    }
+
+    /// Records child `i`'s exit with `status` in the roster: its exit, its retirement and its
+    /// tasks back to pending, its worktree. Safe to try again after a failure: each step is.
+    fn settle(&mut self, i: usize, status: ExitStatus) -> Result<()> {
+        let (store, team) = (self.store, self.team);
+        let shutting_down = self.deadline.is_some();
+        let c = &mut self.children[i];
+        let roster = Roster::new(store, team);
         // The roster entry is this child's only while it records this child's pid: after
         // `team remove` (and a new member under the name) or `team delete` it is someone else's,
         // or nobody's, and must not be marked or retired for this exit.

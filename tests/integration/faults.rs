@@ -13,6 +13,7 @@ mod claim_race;
 mod claimers;
 mod damaged;
 mod disk;
+mod full_disk;
 mod hostile;
 mod permissions;
 mod spool;

@@ -2,12 +2,15 @@
 //! (PROTOCOL.md section 7b).
 //!
 //! A lead signature says who wrote an entry, not how often it may be obeyed: anyone can put an
-//! entry that was already delivered back into the inbox unread. So the runtime keeps the keys
-//! (`msg_id`) of the lead's messages it acted on (control messages, and the messages a turn
-//! handed over, `$ ` commands among them) in a small file of its own, newest last and at most
-//! [`KEEP`] of them, and does nothing with a second delivery but say so once. The file outlives
-//! the process, so a restarted runtime is not fooled either; a damaged one starts empty, with a
-//! note, rather than stopping the runtime.
+//! entry that was already delivered back into the inbox unread. And a runtime that dies in a
+//! turn, or cannot mark its inbox (a full disk), leaves the turn's messages unread, so a restart
+//! would act on them again. So the runtime keeps the keys (`msg_id`) of the messages it acted
+//! on (the lead's control messages, and every message a turn hands over, `$ ` commands among
+//! them, written before the turn starts) in a small file of its own, newest last and at most
+//! [`KEEP`] of them, and does nothing with a second delivery but say so once (a turn whose
+//! agent never started forgets its messages again, for the turn that gets them). The file
+//! outlives the process, so a restarted runtime is not fooled either; a damaged one starts
+//! empty, with a note, rather than stopping the runtime.
 
 use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
@@ -65,22 +68,41 @@ impl Acted {
         self.file.acted.iter().any(|k| k == key)
     }
 
-    /// Remembers `keys` as acted on, on disk before anything else happens.
+    /// Remembers `keys` as acted on, on disk before anything else happens; when the write
+    /// fails (a full disk) nothing is remembered, so the caller acts on nothing and tries again.
     pub(super) fn record<'k>(&mut self, keys: impl IntoIterator<Item = &'k str>) -> Result<()> {
-        let before = self.file.acted.len();
+        let mut acted = self.file.acted.clone();
         for key in keys {
-            if !self.contains(key) {
-                self.file.acted.push_back(key.to_string());
+            if !acted.iter().any(|k| k == key) {
+                acted.push_back(key.to_string());
             }
         }
-        if self.file.acted.len() == before {
+        if acted.len() == self.file.acted.len() {
             return Ok(());
         }
-        while self.file.acted.len() > KEEP {
-            self.file.acted.pop_front();
+        while acted.len() > KEEP {
+            acted.pop_front();
         }
+        self.save(acted)
+    }
+
+    /// Forgets `keys`: messages whose turn never reached its agent, to be acted on later.
+    pub(super) fn forget(&mut self, keys: &[String]) -> Result<()> {
+        let mut acted = self.file.acted.clone();
+        acted.retain(|k| !keys.contains(k));
+        if acted.len() == self.file.acted.len() {
+            return Ok(());
+        }
+        self.save(acted)
+    }
+
+    /// Writes `acted` and, once it is on disk, takes it as what was acted on.
+    fn save(&mut self, acted: VecDeque<String>) -> Result<()> {
+        let file = ActedFile { acted };
         fsio::ensure_dir(self.path.parent().expect("a member dir"))?;
-        fsio::write_json(&self.path, &self.file)
+        fsio::write_json(&self.path, &file)?;
+        self.file = file;
+        Ok(())
     }
 
     /// Whether the replay of `key` is seen for the first time (and should be reported).

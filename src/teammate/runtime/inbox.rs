@@ -41,12 +41,14 @@ impl Runtime {
         let (mut handled, mut ordinary) = (Vec::new(), Vec::new());
         let mut shutdown = None;
         for m in unread {
-            if m.from.is_lead() && self.acted.contains(&m.key()) {
-                // Acted on already: a copy put back unread does nothing a second time.
+            if self.acted.contains(&m.key()) {
+                // Acted on already (before a restart, or a copy put back unread): nothing a
+                // second time.
                 handled.push(m.key());
                 if self.acted.first_report(&m.key()) {
                     self.pane.say(format!(
-                        "ignored a second delivery of the lead's message {}: it was acted on already",
+                        "ignored a second delivery of {}'s message {}: it was acted on already",
+                        m.from,
                         m.key()
                     ));
                 }

@@ -93,6 +93,17 @@ impl Runtime {
         }
         // A refusal of a shutdown counts for the turn that wrote it, never a later one.
         self.shutdown_ask().clear_refusal();
+        // Remembered before anything acts on them: a runtime that dies mid-turn (or whose disk
+        // is full, so the inbox cannot be marked) is never made to act on them again by a
+        // restart; one that cannot write this yet starts nothing and tries again.
+        self.acted.record(
+            deliver
+                .iter()
+                .map(|m| m.key())
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str),
+        )?;
         let work = self.cfg.agent.work(&turn, self.session.as_ref());
         let started = Instant::now();
         match work {
@@ -157,12 +168,10 @@ impl Runtime {
         ))
     }
 
+    /// Marks the turn's messages delivered (remembered as acted on since the turn started, so
+    /// a copy put back unread is never run again).
     fn deliver(&mut self, messages: &[InboxMessage]) -> Result<()> {
         let keys: Vec<String> = messages.iter().map(InboxMessage::key).collect();
-        // Remembered before they are marked: a copy put back unread is then never run again.
-        let from_lead = messages.iter().filter(|m| m.from.is_lead());
-        let lead_keys: Vec<String> = from_lead.map(InboxMessage::key).collect();
-        self.acted.record(lead_keys.iter().map(String::as_str))?;
         self.mailbox().mark_delivered(&self.cfg.name, &keys)?;
         for k in &keys {
             self.announced.remove(k);
@@ -193,7 +202,10 @@ impl Runtime {
             session.after_turn(adapter, &outcome.output, &outcome.stderr, store, team, name)?;
         }
         if !current.undelivered.is_empty() {
-            // The agent never started: the messages stay unread for a later turn.
+            // The agent never started: the messages stay unread for a later turn, which acts
+            // on them for the first time.
+            let keys: Vec<String> = current.undelivered.iter().map(InboxMessage::key).collect();
+            self.acted.forget(&keys)?;
             self.pane.say(format!(
                 "the agent never got {} message(s); they stay unread and are tried again in {} s",
                 current.undelivered.len(),

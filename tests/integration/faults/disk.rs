@@ -25,13 +25,24 @@ fn assert_failed_cleanly(out: &Out, errno_text: &str, inbox: &Path, before: &[u8
 }
 
 /// A tmpfs mounted for the test, lazily unmounted on drop.
-struct Tmpfs(PathBuf);
+pub(super) struct Tmpfs(PathBuf);
 
 impl Tmpfs {
     fn mount(dir: &Path) -> Result<Tmpfs, String> {
+        Tmpfs::mount_sized(dir, "64k")
+    }
+
+    /// A tmpfs of `size` (as mount's `size=` option reads it) at `dir`.
+    pub(super) fn mount_sized(dir: &Path, size: &str) -> Result<Tmpfs, String> {
         std::fs::create_dir_all(dir).unwrap();
         let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
             .arg(dir)
             .output()
             .map_err(|e| e.to_string())?;

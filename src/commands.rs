@@ -132,6 +132,7 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
             let opts = crate::lead::LeadOptions {
                 auto_approve: args.auto_approve,
                 exit_when_done: args.exit_when_done,
+                notify_after: Some(args.notify_after).filter(|d| !d.is_zero()),
             };
             crate::lead::run(&ctx.store, &team, opts)
         }

@@ -11,6 +11,7 @@
 pub(crate) mod agent;
 mod console;
 pub(crate) mod dispatch;
+pub(crate) mod nudge;
 mod paint;
 mod questions;
 mod typed;
@@ -102,11 +103,15 @@ async fn follow(mut console: Console<'_>) -> Result<i32> {
             console.say("every teammate has stopped");
             return Ok(0);
         }
-        let wait = if look_again {
+        let mut wait = if look_again {
             SECOND_LOOK
         } else {
             rescan_interval()
         };
+        // A question that comes due wakes the loop for its notice (`nudge`).
+        if let Some(due) = console.nudge.next_due() {
+            wait = wait.min(due.max(SECOND_LOOK));
+        }
         look_again = false;
         tokio::select! {
             // Without input (a script, `< /dev/null`) the console keeps following.

@@ -15,6 +15,7 @@
 
 mod batch;
 mod claude_pane;
+mod notice;
 mod owner;
 mod placement;
 mod server;
@@ -38,6 +39,7 @@ use crate::process::exec::Exec;
 use crate::store::colour::Colour;
 use batch::BatchPane;
 pub(crate) use claude_pane::ClaudeMember;
+pub(crate) use notice::OwnPane;
 pub(crate) use owner::PaneOwner;
 use placement::{Layout, Placement};
 use server::{literal, words_of, Client};

@@ -336,6 +336,11 @@ pub(crate) struct LeadArgs {
     /// (the team is shut down first).
     #[arg(long)]
     pub(crate) exit_when_done: bool,
+    /// Seconds a permission or plan request may wait at the console before the person is told:
+    /// a bell, a message on the tmux clients of the console's session, and Claude Code's
+    /// `Notification` hooks; 0 turns this off.
+    #[arg(long, value_name = "SECONDS", env = "SWARM_NOTIFY_AFTER", default_value = "5", value_parser = seconds)]
+    pub(crate) notify_after: std::time::Duration,
     /// With an agent lead: who decides permission and plan requests.
     #[arg(long, value_enum, default_value = "human")]
     pub(crate) approvals: crate::lead::agent::Approvals,
@@ -393,6 +398,14 @@ pub(crate) struct InterruptArgs {
     /// Seconds to wait for the teammate's answer.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub(crate) timeout: u64,
+}
+
+/// `--notify-after SECONDS`: a number of seconds, fractions allowed (`0.5`).
+fn seconds(text: &str) -> std::result::Result<std::time::Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("{text:?} is not a number of seconds (such as 5 or 0.5)"))
 }
 
 #[cfg(test)]

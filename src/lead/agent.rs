@@ -174,6 +174,9 @@ impl<'a> LeadAgent<'a> {
             LeadOptions {
                 auto_approve: self.opts.approvals == Approvals::Auto,
                 exit_when_done: false,
+                // Only the person decides: they are told when a request waits on them.
+                notify_after: (self.opts.approvals == Approvals::Human)
+                    .then_some(crate::lead::nudge::DEFAULT_AFTER),
             },
         );
         console.handled = Some(Vec::new());
@@ -209,6 +212,7 @@ impl<'a> LeadAgent<'a> {
         loop {
             console.drain_inbox()?;
             console.questions.forget_decided()?;
+            console.notify_waiting();
             console.reap_dead()?;
             // Native claude teammates claim nothing themselves: the lead hands tasks out.
             console.dispatch_tasks();

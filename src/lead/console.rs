@@ -2,7 +2,8 @@
 //!
 //! Text is printed; a shutdown approval retires the member (only for a request someone really
 //! sent); permission and plan requests become questions for the person (`questions`), or are
-//! approved with `--auto-approve`; teammates whose runtime died are retired so their tasks go
+//! approved with `--auto-approve`, and the person is told of those left open too long
+//! (`nudge`); teammates whose runtime died are retired so their tasks go
 //! back to the pool; idle claude teammates are handed available tasks (`dispatch`). Each pass handles every undelivered message and only then marks exactly
 //! those, so a console stopped mid-pass sees the rest again on its next start.
 //!
@@ -11,6 +12,7 @@
 //! several lines has its later lines indented, so none of them passes for a console line.
 
 use super::dispatch;
+use super::nudge::Nudge;
 use super::paint::{shown, Paint};
 use super::questions::Questions;
 use crate::error::{Error, Result};
@@ -25,12 +27,15 @@ use crate::store::roster::Roster;
 use crate::store::tasks::history::Observer;
 use crate::store::tasks::{Task, TaskIndex, TaskList};
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct LeadOptions {
     /// Approve every permission and plan request without asking.
     pub(crate) auto_approve: bool,
     /// Return once every teammate is inactive (after at least one was active).
     pub(crate) exit_when_done: bool,
+    /// Tell the person (bell, tmux, `Notification` hooks) about a request open this long;
+    /// `None` never (`nudge`).
+    pub(crate) notify_after: Option<std::time::Duration>,
 }
 
 pub(super) struct Console<'a> {
@@ -47,6 +52,8 @@ pub(super) struct Console<'a> {
     history: Observer,
     /// When set (the lead agent's runtime), every message a pass handled is kept here too.
     pub(super) handled: Option<Vec<InboxMessage>>,
+    /// Tells the person about requests left open too long.
+    pub(super) nudge: Nudge,
 }
 
 impl<'a> Console<'a> {
@@ -55,12 +62,17 @@ impl<'a> Console<'a> {
             store,
             team,
             questions: Questions::new(store, team, opts.auto_approve),
-            opts,
+            opts: opts.clone(),
             paint: Paint::detect(),
             lead: AgentName::lead(),
             task_index: std::cell::RefCell::new(None),
             history: Observer::new(store, team),
             handled: None,
+            nudge: Nudge::new(
+                store,
+                team,
+                opts.notify_after.filter(|_| !opts.auto_approve),
+            ),
         }
     }
 
@@ -133,10 +145,16 @@ impl<'a> Console<'a> {
         // at a prompt this pass printed must still mean that prompt's request.
         self.questions.forget_decided()?;
         self.drain_inbox()?;
+        self.notify_waiting();
         self.reap_dead()?;
         self.observe_tasks();
         self.dispatch_tasks();
         Ok(self.opts.exit_when_done && self.all_done()?)
+    }
+
+    /// Tells the person about the questions left open too long (`nudge`).
+    pub(super) fn notify_waiting(&mut self) {
+        self.nudge.check(self.questions.waiting());
     }
 
     /// Whether there are teammates and every one of them is retired (stopped, or found dead and

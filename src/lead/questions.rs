@@ -68,6 +68,11 @@ impl<'a> Questions<'a> {
         Ok(())
     }
 
+    /// The open questions, the current one first.
+    pub(super) fn waiting(&self) -> impl Iterator<Item = &Request> {
+        self.open.iter()
+    }
+
     fn show_current(&self) {
         if let Some(q) = self.open.front() {
             say(&full(q));

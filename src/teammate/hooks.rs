@@ -1,6 +1,7 @@
 //! Claude Code's team hooks (`TaskCreated`, `TaskCompleted`, `TeammateIdle`) for members that
 //! Claude Code does not run itself: swarm's runtime teammates (shell agents and other CLIs) and
-//! `swarm task create`.
+//! `swarm task create`; and its `Notification` hook for the lead console, when a teammate's
+//! request has waited on the person (`notify`).
 //!
 //! The hooks come from the files Claude Code reads, in its order: the user's
 //! `settings.json` (under `$CLAUDE_CONFIG_DIR`, else `~/.claude`), then the project's
@@ -11,7 +12,8 @@
 //! read without blocking and must be regular files (a FIFO there is refused, not waited on). The format is Claude Code's:
 //! `{"hooks": {"TaskCompleted": [{"hooks": [{"type": "command", "command": "...", "timeout": 60}]}]}}`.
 //! These three events take no matcher in Claude Code (2.1.328 gives them no matcher values), so
-//! a `matcher` is accepted and ignored, as there. Each command gets the event's JSON on stdin
+//! a `matcher` is accepted and ignored, as there; a `Notification` group's matcher selects by
+//! `notification_type` (`settings`). Each command gets the event's JSON on stdin
 //! (the fields Claude Code 2.1.328 sends: `hook_event_name`, `session_id`, `transcript_path`,
 //! `cwd`, and `task_id`, `task_subject`, `task_description`, `teammate_name`, `team_name`, or
 //! for `TeammateIdle` just the last two) and `CLAUDE_PROJECT_DIR` in its environment, and runs
@@ -31,13 +33,12 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::process::child::{spawn_in_group, wait_exit_keep_zombie};
 use crate::process::group::terminate_group;
-use crate::store::fsio;
 use crate::store::names::TeamName;
 use crate::store::tasks::{Task, TaskList};
-use crate::teammate::trust;
+use settings::{configured, skipped_note, HookCommand};
 
-/// Claude Code's default timeout for a command hook.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+mod settings;
+
 /// How long a timed-out hook's group gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
 
@@ -47,14 +48,24 @@ pub(crate) enum HookEvent {
     TaskCreated,
     TaskCompleted,
     TeammateIdle,
+    /// Claude Code's, for "someone waits on you"; swarm's lead console runs it.
+    Notification,
 }
 
 impl HookEvent {
+    pub(crate) const ALL: [HookEvent; 4] = [
+        HookEvent::TaskCreated,
+        HookEvent::TaskCompleted,
+        HookEvent::TeammateIdle,
+        HookEvent::Notification,
+    ];
+
     pub(crate) fn name(self) -> &'static str {
         match self {
             HookEvent::TaskCreated => "TaskCreated",
             HookEvent::TaskCompleted => "TaskCompleted",
             HookEvent::TeammateIdle => "TeammateIdle",
+            HookEvent::Notification => "Notification",
         }
     }
 }
@@ -80,13 +91,6 @@ pub(crate) enum Verdict {
         command: String,
         reason: String,
     },
-}
-
-/// One command hook from a settings file.
-#[derive(Debug, Clone, PartialEq)]
-struct HookCommand {
-    command: String,
-    timeout: Duration,
 }
 
 impl HookContext {
@@ -121,191 +125,60 @@ impl HookContext {
     /// Runs every hook for `event` (about `task`, for the task events) in order; the first that
     /// blocks decides. `say` gets one line per hook that failed without blocking.
     pub(crate) fn run(&self, event: HookEvent, task: Option<&Task>, say: &dyn Fn(&str)) -> Verdict {
-        let hooks = match configured(event, &self.project_dir) {
-            Ok(configured) => {
-                if let Some(note) = skipped_note(&self.project_dir, &configured.skipped) {
-                    say(&note);
-                }
-                configured.hooks
+        let input = self.input(event, task);
+        run_all(event, None, &input, &self.project_dir, say)
+    }
+}
+
+/// Runs every hook configured for `event` (of the groups whose matcher takes `query`) with
+/// `input` on stdin, in order; the first that blocks decides. `say` gets the note about skipped
+/// project hooks and one line per hook that failed without blocking.
+fn run_all(
+    event: HookEvent,
+    query: Option<&str>,
+    input: &Value,
+    project_dir: &Path,
+    say: &dyn Fn(&str),
+) -> Verdict {
+    let hooks = match configured(event, query, project_dir) {
+        Ok(configured) => {
+            if let Some(note) = skipped_note(project_dir, &configured.skipped) {
+                say(&note);
             }
-            Err(why) => {
-                say(&format!("{} hooks not run: {why}", event.name()));
-                return Verdict::Proceed;
-            }
-        };
-        if hooks.is_empty() {
+            configured.hooks
+        }
+        Err(why) => {
+            say(&format!("{} hooks not run: {why}", event.name()));
             return Verdict::Proceed;
         }
-        let input = self.input(event, task).to_string();
-        for hook in hooks {
-            match run_one(&hook, &input, &self.project_dir) {
-                Ran::Exit(0, _) => {}
-                Ran::Exit(2, stderr) => {
-                    return Verdict::Blocked {
-                        command: hook.command,
-                        reason: stderr.trim().to_string(),
-                    }
-                }
-                Ran::Exit(code, stderr) => say(&format!(
-                    "{} hook `{}` failed with exit status {code} (not blocking): {}",
-                    event.name(),
-                    hook.command,
-                    stderr.trim()
-                )),
-                Ran::Failed(why) => say(&format!(
-                    "{} hook `{}` {why} (not blocking)",
-                    event.name(),
-                    hook.command
-                )),
-            }
-        }
-        Verdict::Proceed
-    }
-}
-
-/// The largest settings file read.
-const SETTINGS_LIMIT: u64 = 4 * 1024 * 1024;
-
-/// The user's settings file (under `$CLAUDE_CONFIG_DIR`, else `~/.claude`): always trusted, as
-/// no contained teammate can write it (its sandbox binds it read-only, and no teammate is
-/// contained where it is a symlink it could replace: `launch::sandbox`).
-fn user_settings() -> Option<PathBuf> {
-    std::env::var_os("CLAUDE_CONFIG_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
-        .map(|d| d.join("settings.json"))
-}
-
-/// The project's settings files, in Claude Code's order.
-fn project_settings(project_dir: &Path) -> [PathBuf; 2] {
-    let project = project_dir.join(".claude");
-    [
-        project.join("settings.json"),
-        project.join("settings.local.json"),
-    ]
-}
-
-/// A settings document, read without blocking (a FIFO or a device there is refused, never
-/// waited on); `None` when the file does not exist.
-fn read_settings(file: &Path) -> Result<Option<Value>, String> {
-    let Some(bytes) = fsio::read_foreign(file, SETTINGS_LIMIT)? else {
-        return Ok(None);
     };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| format!("{} is not valid JSON: {e}", file.display()))
-}
-
-/// The hooks configured for `event`, and the project hooks that were not run because their
-/// directory is not trusted.
-#[derive(Debug, Default)]
-struct Configured {
-    hooks: Vec<HookCommand>,
-    /// Untrusted project settings files and the commands they hold (for any event), or why
-    /// they could not be read.
-    skipped: Vec<(PathBuf, Result<Vec<String>, String>)>,
-}
-
-/// The command hooks configured for `event`, in settings order, each command once: the user's
-/// settings always, the project's only in a trusted directory (see `trust`). A
-/// `disableAllHooks: true` in any file read turns them all off, as in Claude Code.
-fn configured(event: HookEvent, project_dir: &Path) -> Result<Configured, String> {
-    let mut out = Configured::default();
-    let trusted = trust::trusted(project_dir).is_some();
-    let mut files: Vec<PathBuf> = user_settings().into_iter().collect();
-    if trusted {
-        files.extend(project_settings(project_dir));
-    } else {
-        for file in project_settings(project_dir) {
-            let commands = read_settings(&file).map(|settings| {
-                let all = [
-                    HookEvent::TaskCreated,
-                    HookEvent::TaskCompleted,
-                    HookEvent::TeammateIdle,
-                ];
-                settings
-                    .iter()
-                    .flat_map(|s| all.map(|e| (e, parse(s, e))))
-                    .flat_map(|(e, hooks)| {
-                        hooks
-                            .into_iter()
-                            .map(move |h| format!("{} `{}`", e.name(), h.command))
-                    })
-                    .collect::<Vec<_>>()
-            });
-            if commands.as_ref().is_ok_and(Vec::is_empty) {
-                continue;
+    if hooks.is_empty() {
+        return Verdict::Proceed;
+    }
+    let input = input.to_string();
+    for hook in hooks {
+        match run_one(&hook, &input, project_dir) {
+            Ran::Exit(0, _) => {}
+            Ran::Exit(2, stderr) => {
+                return Verdict::Blocked {
+                    command: hook.command,
+                    reason: stderr.trim().to_string(),
+                }
             }
-            out.skipped.push((file, commands));
+            Ran::Exit(code, stderr) => say(&format!(
+                "{} hook `{}` failed with exit status {code} (not blocking): {}",
+                event.name(),
+                hook.command,
+                stderr.trim()
+            )),
+            Ran::Failed(why) => say(&format!(
+                "{} hook `{}` {why} (not blocking)",
+                event.name(),
+                hook.command
+            )),
         }
     }
-    for file in files {
-        let Some(settings) = read_settings(&file)? else {
-            continue;
-        };
-        if settings.get("disableAllHooks") == Some(&Value::Bool(true)) {
-            out.hooks.clear();
-            return Ok(out);
-        }
-        for hook in parse(&settings, event) {
-            if !out.hooks.contains(&hook) {
-                out.hooks.push(hook);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The one line that says which project hooks were skipped in `project_dir` and how to trust
-/// it, or `None` when this process said it already (once per directory: a runtime would
-/// otherwise repeat it at every turn).
-fn skipped_note(
-    project_dir: &Path,
-    skipped: &[(PathBuf, Result<Vec<String>, String>)],
-) -> Option<String> {
-    static SAID: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-    if skipped.is_empty() {
-        return None;
-    }
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    if said.iter().any(|d| d == project_dir) {
-        return None;
-    }
-    said.push(project_dir.to_path_buf());
-    let files: Vec<String> = skipped
-        .iter()
-        .map(|(file, commands)| match commands {
-            Ok(commands) => format!("{} ({})", file.display(), commands.join(", ")),
-            Err(why) => format!("{} ({why})", file.display()),
-        })
-        .collect();
-    Some(format!(
-        "project hooks not run, because {} is not a trusted directory: {}; {}",
-        project_dir.display(),
-        files.join("; "),
-        trust::how_to_trust(project_dir)
-    ))
-}
-
-/// The command hooks for `event` in one settings document; other hook types (prompt, agent,
-/// http) need Claude Code and are skipped.
-fn parse(settings: &Value, event: HookEvent) -> Vec<HookCommand> {
-    let groups = settings["hooks"][event.name()].as_array();
-    groups
-        .into_iter()
-        .flatten()
-        .flat_map(|group| group["hooks"].as_array().into_iter().flatten())
-        .filter(|h| h["type"].as_str().unwrap_or("command") == "command")
-        .filter_map(|h| {
-            let command = h["command"].as_str()?.to_string();
-            let timeout = h["timeout"]
-                .as_f64()
-                .filter(|s| *s > 0.0)
-                .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
-            Some(HookCommand { command, timeout })
-        })
-        .collect()
+    Verdict::Proceed
 }
 
 enum Ran {
@@ -444,6 +317,54 @@ pub(crate) fn gate_completed(team: &TeamName, task: &Task) -> Result<()> {
     }
 }
 
+/// A `Notification` hook's event: what Claude Code 2.1.328 sends its own `Notification` hooks
+/// when a teammate's permission request reaches its lead (`notification_type`
+/// `worker_permission_prompt`, message `coder needs permission for Bash`).
+#[derive(Debug, Clone)]
+pub(crate) struct Notification {
+    /// Where the settings are looked for and the hook runs: the console's directory.
+    pub(crate) project_dir: PathBuf,
+    /// The lead's conversation id, when it has one (else empty, as for the other hooks).
+    pub(crate) session_id: String,
+    pub(crate) message: String,
+    /// What a group's `matcher` is matched against.
+    pub(crate) notification_type: &'static str,
+}
+
+impl Notification {
+    /// The input JSON: Claude Code's shared fields, then `hook_event_name`, `message` and
+    /// `notification_type` (its `title` is unset for these, so absent).
+    fn input(&self) -> Value {
+        serde_json::json!({
+            "session_id": self.session_id,
+            "transcript_path": "",
+            "cwd": self.project_dir.display().to_string(),
+            "hook_event_name": HookEvent::Notification.name(),
+            "message": self.message,
+            "notification_type": self.notification_type,
+        })
+    }
+
+    /// Runs the `Notification` hooks whose matcher takes this type. Nothing waits on them, so
+    /// exit 2 blocks nothing: it is reported with its stderr, like any other failure.
+    pub(crate) fn run(&self, say: &dyn Fn(&str)) {
+        let event = HookEvent::Notification;
+        let verdict = run_all(
+            event,
+            Some(self.notification_type),
+            &self.input(),
+            &self.project_dir,
+            say,
+        );
+        if let Verdict::Blocked { command, reason } = verdict {
+            say(&format!(
+                "{} hook `{command}` exited with status 2: {reason}",
+                event.name()
+            ));
+        }
+    }
+}
+
 /// The line the pane or the log shows when a hook blocks.
 pub(crate) fn blocked_line(event: HookEvent, what: &str, command: &str, reason: &str) -> String {
     format!(
@@ -463,29 +384,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn command_hooks_are_read_in_claude_codes_format() {
-        let settings = json!({"hooks": {
-            "TaskCompleted": [
-                {"matcher": "", "hooks": [{"type": "command", "command": "make test", "timeout": 5}]},
-                {"hooks": [{"type": "prompt", "prompt": "x"}, {"command": "true"}]}],
-            "TeammateIdle": [{"hooks": [{"type": "command", "command": "idle"}]}]}});
-        assert_eq!(
-            parse(&settings, HookEvent::TaskCompleted),
-            vec![
-                HookCommand {
-                    command: "make test".into(),
-                    timeout: Duration::from_secs(5)
-                },
-                HookCommand {
-                    command: "true".into(),
-                    timeout: DEFAULT_TIMEOUT
-                }
-            ]
-        );
-        assert!(parse(&settings, HookEvent::TaskCreated).is_empty());
-    }
-
-    #[test]
     fn the_input_has_the_fields_claude_code_sends() {
         let ctx = HookContext {
             project_dir: "/p".into(),
@@ -497,6 +395,22 @@ mod tests {
             ctx.input(HookEvent::TeammateIdle, None),
             json!({"session_id": "", "transcript_path": "", "cwd": "/p",
                    "hook_event_name": "TeammateIdle", "teammate_name": "coder", "team_name": "t"})
+        );
+    }
+
+    #[test]
+    fn a_notification_input_has_the_fields_claude_code_sends() {
+        let n = Notification {
+            project_dir: "/p".into(),
+            session_id: "s".into(),
+            message: "coder needs permission for Bash".into(),
+            notification_type: "worker_permission_prompt",
+        };
+        assert_eq!(
+            n.input(),
+            json!({"session_id": "s", "transcript_path": "", "cwd": "/p",
+                   "hook_event_name": "Notification", "message": "coder needs permission for Bash",
+                   "notification_type": "worker_permission_prompt"})
         );
     }
 

@@ -1,6 +1,7 @@
 //! The lead console (`swarm lead`) driven through its stdin, with teammates played by the CLI.
 
 mod escaping;
+mod notify;
 mod told;
 
 use std::time::Duration;

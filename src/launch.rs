@@ -37,6 +37,7 @@ mod spawn;
 pub(crate) mod supervisor;
 pub(crate) mod swarmfile;
 pub(crate) mod verify;
+mod workdir;
 
 pub(crate) use dry_run::{CommandLine, DryRun};
 pub(crate) use plan::LAUNCH_FIELD;

@@ -17,7 +17,8 @@
 //!
 //! A teammate started again (`swarm up`, `swarm restart`: on the roster, not running) keeps its
 //! entry and inbox: its old pane or process is closed and the entry replaced instead of added,
-//! it gets no first message, the lead entries it never read are signed afresh (a claude
+//! it gets no first message unless it is a claude teammate with no session to resume
+//! (`launch::again`), the lead entries it never read are signed afresh (a claude
 //! teammate believes none more than 120 s older than its start; `store/mailbox/restamp.rs`),
 //! and a rollback only marks it not running. Tasks are seeded once:
 //! one whose key is already in the list is not created again.
@@ -196,8 +197,11 @@ impl Prepared {
                 let _ = std::fs::remove_file(store.alive_path(&self.team, &t.name));
             }
         }
-        let firsts = new
+        // A claude teammate started again with no conversation to resume gets its prompt again.
+        let firsts = self
+            .teammates
             .iter()
+            .filter(|t| t.gets_prompt())
             .map(|t| {
                 let prompt = (!t.prompt.trim().is_empty()).then(|| {
                     InboxMessage::new(&AgentName::lead(), t.prompt.clone())

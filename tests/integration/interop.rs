@@ -8,6 +8,7 @@
 //! kills its panes' processes by pid and its tmux server by socket; a failing scenario prints
 //! the pane and what the binary sent to the API.
 
+mod claude_config;
 mod claude_led;
 mod contained;
 mod dispatch;
@@ -18,6 +19,7 @@ pub(crate) mod other_clis;
 mod permissions;
 mod plans;
 mod restart;
+mod resume;
 mod tasks;
 mod usage;
 pub(crate) mod versions;
@@ -67,6 +69,8 @@ struct Team {
     tmux: Tmux,
     env: Env,
     work: PathBuf,
+    /// What `swarm launch` said on stderr.
+    launch_stderr: String,
 }
 
 impl Team {
@@ -121,13 +125,14 @@ impl Team {
         for (k, v) in teammate_env(&api).as_object().unwrap() {
             cmd = cmd.env(k, v.as_str().unwrap());
         }
-        cmd.ok();
+        let out = cmd.ok();
         Team {
             version: claude.version,
             api,
             tmux,
             env,
             work,
+            launch_stderr: out.stderr,
         }
     }
 

@@ -4,7 +4,9 @@
 //! `CLAUDE_CONFIG_DIR` (the only place Claude Code looks for a team) and the user's login
 //! through `CLAUDE_SECURESTORAGE_CONFIG_DIR`. The dry run (text and `--json`) and the launch's
 //! warning say so and name what it does not see; the model's request then holds the project's
-//! `CLAUDE.md` (memory files are sent) but not the user's, as said.
+//! `CLAUDE.md` (memory files are sent) but not the user's, as said. And signed in only through
+//! the user's `~/.claude/.credentials.json`, the teammate's requests carry that login (without
+//! the variable it says "Not logged in").
 
 use std::cell::RefCell;
 
@@ -99,6 +101,28 @@ fn the_dry_run_says_which_config_a_claude_teammate_uses_and_what_it_does_not_see
         assert!(
             !all.contains("USER-MEMORY-7731"),
             "the user's CLAUDE.md was read"
+        );
+    });
+}
+
+/// The login Claude Code keeps in the user's `~/.claude/.credentials.json` is the one a
+/// teammate of another store signs in with: its requests carry the user's OAuth token.
+#[test]
+fn a_claude_teammate_of_another_store_signs_in_with_the_users_login() {
+    const TOKEN: &str = "sk-ant-oat01-swarm-interop-login";
+    each_claude(|claude| {
+        let launch = Launch {
+            oauth: Some(TOKEN),
+            ..Launch::new(PROMPT)
+        };
+        let team = Team::launch(claude, launch, |_| Reply::text("hello"));
+        team.eventually("coder's first turn", || team.api.turns().first().cloned());
+        let credentials = team.api.credentials();
+        assert!(
+            credentials
+                .iter()
+                .any(|c| c == &format!("authorization: Bearer {TOKEN}")),
+            "{credentials:?}"
         );
     });
 }

@@ -17,6 +17,9 @@ use super::plan::{RecordedLaunch, LAUNCH_FIELD};
 use super::prepare::{PreparedTeammate, Shared};
 use super::{AgentKind, Inherited, TeammatePlan};
 use crate::error::{Error, Result};
+use crate::store::colour::LEAD_COLOR;
+use crate::store::mailbox::InboxMessage;
+use crate::store::names::AgentName;
 use crate::store::roster::{Member, Roster};
 use crate::teammate::args::PromptVia;
 
@@ -66,5 +69,25 @@ impl Shared<'_> {
         };
         let color = m.color_or_default().to_string();
         self.teammate(color, &t, &inherited, rec.settings.clone(), Some(m))
+    }
+}
+
+impl PreparedTeammate {
+    /// Whether its prompt goes to its inbox: a new teammate's first message, and a claude
+    /// teammate's again when it is started again without its conversation to resume (a runtime
+    /// teammate keeps its own, `teammate::session`).
+    pub(super) fn gets_prompt(&self) -> bool {
+        self.previous.is_none()
+            || (matches!(self.agent, AgentKind::Claude) && self.resume.is_none())
+    }
+
+    /// Its inbox's first message from the lead (none for an empty prompt), if it
+    /// [gets one](PreparedTeammate::gets_prompt).
+    pub(super) fn first_message(&self) -> Option<(AgentName, Option<InboxMessage>)> {
+        let prompt = (!self.prompt.trim().is_empty()).then(|| {
+            InboxMessage::new(&AgentName::lead(), self.prompt.clone())
+                .with_color(Some(LEAD_COLOR.into()))
+        });
+        self.gets_prompt().then(|| (self.name.clone(), prompt))
     }
 }

@@ -49,16 +49,6 @@ pub(crate) struct PreparedTeammate {
     pub(super) resume: Option<String>,
 }
 
-impl PreparedTeammate {
-    /// Whether its prompt goes to its inbox: a new teammate's first message, and a claude
-    /// teammate's again when it is started again without its conversation to resume (a runtime
-    /// teammate keeps its own, `teammate::session`).
-    pub(super) fn gets_prompt(&self) -> bool {
-        self.previous.is_none()
-            || (matches!(self.agent, AgentKind::Claude) && self.resume.is_none())
-    }
-}
-
 /// A launch that passed validation; nothing is written yet.
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {

@@ -37,8 +37,8 @@ use crate::process::spawn_record::{self, SpawnToken};
 use crate::store::colour::LEAD_COLOR;
 use crate::store::lead_key::LeadKey;
 use crate::store::liveness::{self, Liveness};
-use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::{AgentName, TaskId, LEAD};
+use crate::store::mailbox::Mailbox;
+use crate::store::names::{TaskId, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::tasks::{NewTask, TaskList};
@@ -197,18 +197,10 @@ impl Prepared {
                 let _ = std::fs::remove_file(store.alive_path(&self.team, &t.name));
             }
         }
-        // A claude teammate started again with no conversation to resume gets its prompt again.
         let firsts = self
             .teammates
             .iter()
-            .filter(|t| t.gets_prompt())
-            .map(|t| {
-                let prompt = (!t.prompt.trim().is_empty()).then(|| {
-                    InboxMessage::new(&AgentName::lead(), t.prompt.clone())
-                        .with_color(Some(LEAD_COLOR.into()))
-                });
-                (t.name.clone(), prompt)
-            })
+            .filter_map(PreparedTeammate::first_message)
             .collect();
         let worktrees = vec![false; self.teammates.len()];
         Mailbox::new(store, &self.team)

@@ -10,7 +10,8 @@
 //! `swarm up` and `swarm restart` bring a team back; each task of a plan is seeded once.
 //!
 //! The wing: `plan` (what to launch), `swarmfile` (the file that fills a plan in), `program`
-//! and `command_line` (section 10's argv and environment), `prepare` with its `checks`,
+//! and `command_line` (section 10's argv and environment), `claude_config` (which config
+//! directory a claude teammate uses), `prepare` with its `checks`,
 //! `dry_run`, `spawn` (with rollback), `running` (the backend and the running team) and
 //! `supervisor` (in-process teammates), `sandbox` (each teammate in bubblewrap), `remote` (a
 //! launch's teammates on other hosts) and `host` (what starts one on its host, contained). A
@@ -19,6 +20,7 @@
 
 mod again;
 mod checks;
+mod claude_config;
 mod command_line;
 mod dry_run;
 #[cfg(feature = "seams")]
@@ -37,6 +39,7 @@ mod spawn;
 pub(crate) mod supervisor;
 pub(crate) mod swarmfile;
 pub(crate) mod verify;
+mod workdir;
 
 pub(crate) use dry_run::{CommandLine, DryRun};
 pub(crate) use plan::LAUNCH_FIELD;

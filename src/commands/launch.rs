@@ -129,6 +129,9 @@ pub(crate) fn run(ctx: &Context, args: LaunchArgs, if_running: IfRunning) -> Res
     if args.dry_run {
         return print_dry_run(ctx.json, &prepared.dry_run(&ctx.store)?).map(|()| 0);
     }
+    if let Some(warning) = prepared.claude_config_warning() {
+        eprintln!("swarm: warning: {warning}");
+    }
     let json = ctx.json;
     let mut progress = |line: &str| {
         if json {
@@ -325,6 +328,12 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
             show(format!("  on {host}, over ssh:"), remote)?;
         }
         output::line(format!("  conversation {}", t.conversation))?;
+        if let Some(session) = &t.resume {
+            output::line(format!("  resumes session {session} (claude --resume)"))?;
+        }
+        if let Some(config) = &t.claude_config {
+            output::line(format!("  config {}", config.describe()))?;
+        }
         if let Some(wt) = &t.worktree {
             output::line(format!(
                 "  worktree {} on branch {} (from {})",
@@ -336,7 +345,7 @@ fn print_dry_run(json: bool, doc: &DryRun) -> Result<()> {
         if let Some(log) = &t.log {
             output::line(format!("  log   {log}"))?;
         }
-        if !t.prompt.is_empty() {
+        if !t.prompt.is_empty() && t.first_message {
             output::line(format!(
                 "  first message: {}",
                 crate::store::protocol::truncate(t.prompt.lines().next().unwrap_or_default(), 100)

@@ -7,13 +7,20 @@
 //! fields (model, plan mode, colour), so `prepare` builds the same section-10 command line with
 //! the same identity flags; the entry keeps its id, colour, join time, first prompt and a
 //! worktree it kept, and loses only what its last run left (pane, server, pid, exit status).
-//! The lead console's pane is opened again when the one swarm opened has died.
+//! A local claude teammate carries on its last Claude Code session (`claude --resume`, found
+//! by the `teamName` and `agentName` its transcript entries carry, `store::usage`), so it keeps
+//! its conversation; one with no session to resume is given its first prompt again
+//! (`PreparedTeammate::gets_prompt`). The lead console's pane is opened again when the one
+//! swarm opened has died.
 
 use super::plan::{RecordedLaunch, LAUNCH_FIELD};
 use super::prepare::{PreparedTeammate, Shared};
 use super::{AgentKind, Inherited, TeammatePlan};
 use crate::error::{Error, Result};
-use crate::store::roster::Member;
+use crate::store::colour::LEAD_COLOR;
+use crate::store::mailbox::InboxMessage;
+use crate::store::names::AgentName;
+use crate::store::roster::{Member, Roster};
 use crate::teammate::args::PromptVia;
 
 impl Shared<'_> {
@@ -51,6 +58,10 @@ impl Shared<'_> {
         t.cwd = Some(rec.cwd.clone());
         t.host = rec.host.clone();
         t.sandbox = Some(!rec.no_sandbox);
+        if matches!(t.agent, Some(AgentKind::Claude)) && t.host.is_none() {
+            let config = Roster::new(self.store, self.team).load()?;
+            t.resume = crate::store::usage::last_claude_session(self.store, &config, m)?;
+        }
         let inherited = Inherited {
             dangerously_skip_permissions: rec.dangerously_skip_permissions,
             extra: rec.extra.clone(),
@@ -58,5 +69,25 @@ impl Shared<'_> {
         };
         let color = m.color_or_default().to_string();
         self.teammate(color, &t, &inherited, rec.settings.clone(), Some(m))
+    }
+}
+
+impl PreparedTeammate {
+    /// Whether its prompt goes to its inbox: a new teammate's first message, and a claude
+    /// teammate's again when it is started again without its conversation to resume (a runtime
+    /// teammate keeps its own, `teammate::session`).
+    pub(super) fn gets_prompt(&self) -> bool {
+        self.previous.is_none()
+            || (matches!(self.agent, AgentKind::Claude) && self.resume.is_none())
+    }
+
+    /// Its inbox's first message from the lead (none for an empty prompt), if it
+    /// [gets one](PreparedTeammate::gets_prompt).
+    pub(super) fn first_message(&self) -> Option<(AgentName, Option<InboxMessage>)> {
+        let prompt = (!self.prompt.trim().is_empty()).then(|| {
+            InboxMessage::new(&AgentName::lead(), self.prompt.clone())
+                .with_color(Some(LEAD_COLOR.into()))
+        });
+        self.gets_prompt().then(|| (self.name.clone(), prompt))
     }
 }

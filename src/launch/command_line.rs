@@ -29,6 +29,7 @@ pub(super) const FORWARDED_ENV: &[&str] = &[
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_API_KEY",
     "CLAUDE_CONFIG_DIR",
+    "CLAUDE_SECURESTORAGE_CONFIG_DIR",
     "HTTP_PROXY",
     "HTTPS_PROXY",
     "NO_PROXY",
@@ -138,18 +139,23 @@ impl AgentFlags {
     }
 }
 
-/// A `claude` teammate: `claude`, the identity flags, the inherited flags. Its environment also
-/// names the member and the store, and `SWARM_BIN`, which `scripts/claude-permission-hook`
-/// needs to file the teammate's requests with the lead.
+/// A `claude` teammate: `claude`, the identity flags, `--resume SESSION` when it carries on a
+/// conversation (`launch::again`), the inherited flags. Its environment also names the member
+/// and the store, and `SWARM_BIN`, which `scripts/claude-permission-hook` needs to file the
+/// teammate's requests with the lead.
 pub(super) fn claude(
     bin: &Path,
     identity: &TeammateArgs,
+    resume: Option<&str>,
     flags: &AgentFlags,
     swarm_exe: &Path,
     root: &Path,
 ) -> (Vec<String>, Env) {
     let mut argv = vec![bin.display().to_string()];
     argv.extend(identity.identity_argv());
+    if let Some(session) = resume {
+        argv.extend(["--resume".to_string(), session.to_string()]);
+    }
     argv.extend(flags.claude_words());
     let mut env: Env = vec![
         ("CLAUDECODE".into(), "1".into()),
@@ -198,12 +204,12 @@ pub(super) fn runtime(
 }
 
 /// Layers the launcher's forwarded variables (and its values of the claude defaults a teammate
-/// was given), then `CLAUDE_CONFIG_DIR` (a claude teammate finds the team under its config dir,
-/// so it points at the store), then the teammate's own.
+/// was given), then `config` (a claude teammate finds the team under its config dir, so it
+/// points at the store: `launch::claude_config`), then the teammate's own.
 pub(super) fn layer_env(
     mut env: Env,
     launcher: impl Fn(&str) -> Option<String>,
-    config_dir: Option<&Path>,
+    config: &[(String, String)],
     own: &[(String, String)],
 ) -> Env {
     let defaults = CLAUDE_DEFAULT_ENV.iter().map(|(k, _)| k);
@@ -213,10 +219,7 @@ pub(super) fn layer_env(
             set_env(&mut env, key, &v);
         }
     }
-    if let Some(dir) = config_dir {
-        set_env(&mut env, "CLAUDE_CONFIG_DIR", &dir.display().to_string());
-    }
-    for (k, v) in own {
+    for (k, v) in config.iter().chain(own) {
         set_env(&mut env, k, v);
     }
     env

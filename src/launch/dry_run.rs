@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
+use super::claude_config::ClaudeConfig;
 use super::command_line::Env;
 use super::{Prepared, TaskPlan, TaskRef};
 use crate::backend::{BackendKind, Launch};
@@ -62,6 +63,7 @@ pub(crate) struct CommandLine {
 }
 
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct DryRunTeammate {
     #[serde(flatten)]
     pub(crate) command: CommandLine,
@@ -73,6 +75,16 @@ pub(crate) struct DryRunTeammate {
     pub(crate) worktree: Option<Worktree>,
     /// On the roster already, not running: started again as it was.
     pub(crate) again: bool,
+    /// A local claude teammate's config directory: which, and what of the user's own it keeps
+    /// (`launch::claude_config`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) claude_config: Option<ClaudeConfig>,
+    /// Started again: the Claude Code session it carries on (`claude --resume`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) resume: Option<String>,
+    /// Whether its prompt is written to its inbox (a new teammate, or a claude teammate
+    /// started again with no session to resume).
+    pub(crate) first_message: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) log: Option<String>,
     /// The host it runs on, and its command line there (the one above is its local pane's).
@@ -150,6 +162,9 @@ impl Prepared {
                         .clone()
                         .or_else(|| t.remote.as_ref().and_then(|r| r.worktree.clone())),
                     again: t.previous.is_some(),
+                    claude_config: t.claude_config.clone(),
+                    resume: t.resume.clone(),
+                    first_message: t.gets_prompt(),
                     log: t.launch.log.as_ref().map(|l| l.display().to_string()),
                     host: t.remote.as_ref().map(|r| r.host.to_string()),
                     remote: t.remote.as_ref().map(|r| CommandLine::of(&r.launch)),

@@ -2,8 +2,9 @@
 //! section 10 of PROTOCOL.md starts it, or swarm's own runtime driving a shell or a command.
 //! (`remote` builds the one of a teammate on another host.)
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use super::claude_config::ClaudeConfig;
 use super::command_line::{self, AgentFlags};
 use super::prepare::Shared;
 use super::program::{resolve_claude, resolve_program};
@@ -13,7 +14,8 @@ use crate::error::{Error, Result};
 use crate::teammate::args::{BuiltinAgent, TeammateArgs};
 
 impl Shared<'_> {
-    /// The section-10 command line for the teammate's agent kind.
+    /// The section-10 command line for the teammate's agent kind, and the config directory of
+    /// a claude teammate.
     pub(super) fn launch(
         &mut self,
         t: &TeammatePlan,
@@ -21,9 +23,9 @@ impl Shared<'_> {
         identity: &TeammateArgs,
         flags: &AgentFlags,
         cwd: PathBuf,
-    ) -> Result<Launch> {
+    ) -> Result<(Launch, Option<ClaudeConfig>)> {
         let opts = self.opts;
-        let (argv, env, config_dir) = match agent {
+        let (argv, env, config) = match agent {
             AgentKind::Claude => {
                 let bin = match &self.claude_bin {
                     Some(bin) => bin.clone(),
@@ -37,14 +39,17 @@ impl Shared<'_> {
                         self.claude_bin.insert(found).clone()
                     }
                 };
-                let (argv, env) =
-                    command_line::claude(&bin, identity, flags, &opts.swarm_exe, &self.root);
-                let default_root = opts
-                    .env_var("HOME")
-                    .map(|h| absolute(&Path::new(h).join(".claude")));
-                let config_dir = (default_root.as_deref() != Some(self.root.as_path()))
-                    .then_some(self.root.as_path());
-                (argv, env, config_dir)
+                let resume = t.resume.as_deref();
+                let (argv, env) = command_line::claude(
+                    &bin,
+                    identity,
+                    resume,
+                    flags,
+                    &opts.swarm_exe,
+                    &self.root,
+                );
+                let config = ClaudeConfig::of(&self.root, |k| opts.env_var(k).map(str::to_string));
+                (argv, env, Some(config))
             }
             AgentKind::Shell | AgentKind::Command(_) => {
                 let mut args = identity.clone();
@@ -68,17 +73,18 @@ impl Shared<'_> {
         let env = command_line::layer_env(
             env,
             |key| opts.env_var(key).map(str::to_string),
-            config_dir,
+            config.as_ref().map_or(&[][..], |c| &c.env),
             &t.env,
         );
         let log = (self.backend == BackendKind::InProcess)
             .then(|| absolute(&self.store.log_path(self.team, &t.name)));
-        Ok(Launch {
+        let launch = Launch {
             argv,
             env,
             cwd,
             log,
-        })
+        };
+        Ok((launch, config))
     }
 }
 

@@ -82,6 +82,8 @@ pub(crate) struct TeammatePlan {
     pub(crate) host: Option<Host>,
     /// Run contained (`launch::sandbox`); `None` inherits the launch's choice.
     pub(crate) sandbox: Option<bool>,
+    /// Started again: the Claude Code session a claude teammate carries on (`--resume`).
+    pub(crate) resume: Option<String>,
 }
 
 impl TeammatePlan {
@@ -101,6 +103,7 @@ impl TeammatePlan {
             cwd: None,
             host: None,
             sandbox: None,
+            resume: None,
         }
     }
 }

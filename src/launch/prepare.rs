@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::checks::{check_inherited, check_names, check_tasks, check_teammate};
+use super::claude_config::ClaudeConfig;
 use super::command_line::AgentFlags;
 use super::plan::{IfRunning, LAUNCH_FIELD};
 use super::sandbox::{Containment, FIELD};
@@ -38,10 +39,14 @@ pub(crate) struct PreparedTeammate {
     pub(super) worktree: Option<Worktree>,
     pub(super) member: Member,
     /// The roster entry of a teammate started again: its old pane or process is closed first,
-    /// it keeps its inbox and tasks, and it gets no first message.
+    /// and it keeps its inbox and tasks.
     pub(super) previous: Option<Member>,
     /// A teammate on another host: its command line there (`launch` is its local pane's).
     pub(super) remote: Option<RemoteLaunch>,
+    /// A local claude teammate's config directory (`launch::claude_config`).
+    pub(super) claude_config: Option<ClaudeConfig>,
+    /// The Claude Code session a claude teammate started again carries on (`launch::again`).
+    pub(super) resume: Option<String>,
 }
 
 /// A launch that passed validation; nothing is written yet.
@@ -296,16 +301,16 @@ impl Shared<'_> {
             limits: super::recorded::runtime_limits(t, inh, &agent),
             command: vec![],
         };
-        let (mut launch, mut remote) = match place {
+        let (mut launch, mut remote, claude_config) = match place {
             Some(place) => {
                 let (launch, remote) =
                     self.remote_launch(t, &agent, &identity, &flags, place, cwd.clone())?;
-                (launch, Some(remote))
+                (launch, Some(remote), None)
             }
-            None => (
-                self.launch(t, &agent, &identity, &flags, cwd.clone())?,
-                None,
-            ),
+            None => {
+                let (launch, config) = self.launch(t, &agent, &identity, &flags, cwd.clone())?;
+                (launch, None, config)
+            }
         };
         let contain = t.sandbox.unwrap_or(!inh.no_sandbox);
         let containment = match &mut remote {
@@ -386,47 +391,10 @@ impl Shared<'_> {
             member,
             previous: previous.cloned(),
             remote,
+            claude_config,
+            resume: t.resume.clone(),
         })
     }
-
-    /// The teammate's directory before any worktree (which must exist), where it starts, the
-    /// worktree to create, and the one it keeps from an earlier run (started again).
-    fn teammate_cwd(
-        &self,
-        t: &TeammatePlan,
-        previous: Option<&Member>,
-    ) -> Result<(PathBuf, PathBuf, Option<Worktree>, Option<Worktree>)> {
-        let cwd = match &t.cwd {
-            Some(dir) => absolute(&self.base_cwd.join(dir)),
-            None => self.base_cwd.clone(),
-        };
-        if !t.worktree.unwrap_or(self.default_worktree) {
-            check_dir(&t.name, &cwd)?;
-            return Ok((cwd.clone(), cwd, None, None));
-        }
-        // A worktree kept at its last shutdown (it had changes) is where it carries on.
-        if let Some(kept) = previous
-            .and_then(Worktree::of_member)
-            .filter(|wt| wt.path.is_dir())
-        {
-            check_dir(&t.name, &kept.cwd)?;
-            return Ok((cwd, kept.cwd.clone(), None, Some(kept)));
-        }
-        check_dir(&t.name, &cwd)?;
-        let wt = Worktree::plan(&cwd, self.team, &t.name)?;
-        Ok((cwd, wt.cwd.clone(), Some(wt), None))
-    }
-}
-
-/// A teammate's directory must exist before anything runs in it.
-fn check_dir(name: &AgentName, dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    Err(Error::usage(format!(
-        "teammate {name}: working directory {} does not exist",
-        dir.display()
-    )))
 }
 
 /// A teammate's command line on its host, and what to make there first.
@@ -538,6 +506,8 @@ mod tests {
                 ("CLAUDE_CODE_ENABLE_TODO_TOOLS".into(), "1".into()),
                 ("ANTHROPIC_BASE_URL".into(), "http://proxy".into()),
                 ("CLAUDE_CONFIG_DIR".into(), root),
+                // The store is not ~/.claude: the login stays the user's (`claude_config`).
+                ("CLAUDE_SECURESTORAGE_CONFIG_DIR".into(), String::new()),
             ]
         );
     }
@@ -600,5 +570,19 @@ mod tests {
         p.tasks = vec![TaskPlan::new("x", "", vec![TaskRef::Index(0)])];
         assert!(prepare(&store, p, &o).is_err());
         assert!(!dir.path().join("root").exists());
+    }
+
+    #[test]
+    fn a_claude_teammate_carrying_on_a_session_resumes_it_after_its_identity_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = plan(&["coder"]);
+        p.teammates[0].resume = Some("s-1".into());
+        let prepared = prepare(&Store::new(dir.path().join("r")), p, &opts(dir.path())).unwrap();
+        let argv = &prepared.teammates[0].launch.argv;
+        let at = argv
+            .iter()
+            .position(|w| w == "--parent-session-id")
+            .unwrap();
+        assert_eq!(argv[at + 2..at + 4], ["--resume", "s-1"]);
     }
 }

@@ -159,7 +159,7 @@ impl Shared<'_> {
                         )))
                     }
                 };
-                command_line::claude(Path::new(&bin), identity, flags, exe, &root)
+                command_line::claude(Path::new(&bin), identity, None, flags, exe, &root)
             }
             AgentKind::Shell | AgentKind::Command(_) => {
                 let mut args = identity.clone();
@@ -176,16 +176,20 @@ impl Shared<'_> {
             }
         };
         // A claude teammate there finds the team under the mirror; the launcher's own
-        // CLAUDE_CONFIG_DIR names a directory on this machine, never forwarded.
-        let config_dir = matches!(agent, AgentKind::Claude).then_some(root.as_path());
+        // CLAUDE_CONFIG_DIR (and where its login is) names a directory on this machine, never
+        // forwarded.
+        let config: Vec<(String, String)> = matches!(agent, AgentKind::Claude)
+            .then(|| ("CLAUDE_CONFIG_DIR".to_string(), root.display().to_string()))
+            .into_iter()
+            .collect();
         let env = command_line::layer_env(
             env,
             |key| {
-                (key != "CLAUDE_CONFIG_DIR")
+                (key != "CLAUDE_CONFIG_DIR" && key != super::claude_config::LOGIN_DIR_ENV)
                     .then(|| self.opts.env_var(key).map(str::to_string))
                     .flatten()
             },
-            config_dir,
+            &config,
             &t.env,
         );
         let remote = RemoteLaunch {

@@ -17,7 +17,8 @@
 //!
 //! A teammate started again (`swarm up`, `swarm restart`: on the roster, not running) keeps its
 //! entry and inbox: its old pane or process is closed and the entry replaced instead of added,
-//! it gets no first message, the lead entries it never read are signed afresh (a claude
+//! it gets no first message unless it is a claude teammate with no session to resume
+//! (`launch::again`), the lead entries it never read are signed afresh (a claude
 //! teammate believes none more than 120 s older than its start; `store/mailbox/restamp.rs`),
 //! and a rollback only marks it not running. Tasks are seeded once:
 //! one whose key is already in the list is not created again.
@@ -36,8 +37,8 @@ use crate::process::spawn_record::{self, SpawnToken};
 use crate::store::colour::LEAD_COLOR;
 use crate::store::lead_key::LeadKey;
 use crate::store::liveness::{self, Liveness};
-use crate::store::mailbox::{InboxMessage, Mailbox};
-use crate::store::names::{AgentName, TaskId, LEAD};
+use crate::store::mailbox::Mailbox;
+use crate::store::names::{TaskId, LEAD};
 use crate::store::paths::Store;
 use crate::store::roster::Roster;
 use crate::store::tasks::{NewTask, TaskList};
@@ -196,15 +197,10 @@ impl Prepared {
                 let _ = std::fs::remove_file(store.alive_path(&self.team, &t.name));
             }
         }
-        let firsts = new
+        let firsts = self
+            .teammates
             .iter()
-            .map(|t| {
-                let prompt = (!t.prompt.trim().is_empty()).then(|| {
-                    InboxMessage::new(&AgentName::lead(), t.prompt.clone())
-                        .with_color(Some(LEAD_COLOR.into()))
-                });
-                (t.name.clone(), prompt)
-            })
+            .filter_map(PreparedTeammate::first_message)
             .collect();
         let worktrees = vec![false; self.teammates.len()];
         Mailbox::new(store, &self.team)

@@ -369,6 +369,37 @@ fn project_dirs(store: &Store, cwd: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The session a native `claude` teammate last wrote (the newest of its transcripts since the
+/// team was made, by modification time), which `claude --resume` carries on when the teammate
+/// is started again (`launch::again`). A sub-agent's transcript is not a session of its own.
+pub(crate) fn last_claude_session(
+    store: &Store,
+    config: &TeamConfig,
+    m: &Member,
+) -> Result<Option<String>> {
+    let mut newest: Option<(std::time::SystemTime, String)> = None;
+    for dir in project_dirs(store, &m.cwd) {
+        let found =
+            transcript::sessions_of(&dir, &config.name, m.name.as_str(), config.created_at)?;
+        for path in found.iter().filter(|p| p.parent() == Some(dir.as_path())) {
+            let Some(id) = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .filter(|s| uuid::Uuid::parse_str(s).is_ok())
+            else {
+                continue;
+            };
+            let Ok(modified) = path.metadata().and_then(|md| md.modified()) else {
+                continue;
+            };
+            if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
+                newest = Some((modified, id.to_string()));
+            }
+        }
+    }
+    Ok(newest.map(|(_, id)| id))
+}
+
 /// The conversation a `claude -p` runtime teammate keeps (`teammate::session`).
 fn runtime_session(store: &Store, team: &TeamName, name: &AgentName) -> Result<Option<String>> {
     let Some(bytes) = fsio::read_file(&store.session_path(team, name))? else {

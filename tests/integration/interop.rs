@@ -8,6 +8,7 @@
 //! kills its panes' processes by pid and its tmux server by socket; a failing scenario prints
 //! the pane and what the binary sent to the API.
 
+mod claude_config;
 mod claude_led;
 mod contained;
 mod dispatch;
@@ -18,6 +19,7 @@ pub(crate) mod other_clis;
 mod permissions;
 mod plans;
 mod restart;
+mod resume;
 mod tasks;
 mod usage;
 pub(crate) mod versions;
@@ -46,6 +48,9 @@ struct Launch<'a> {
     plan_mode_required: bool,
     /// Subjects of tasks the swarm file creates.
     tasks: &'a [&'a str],
+    /// Signed in with this OAuth token in the teammate's `~/.claude/.credentials.json`
+    /// instead of the API key.
+    oauth: Option<&'a str>,
 }
 
 impl Launch<'_> {
@@ -55,6 +60,7 @@ impl Launch<'_> {
             mode: "default",
             plan_mode_required: false,
             tasks: &[],
+            oauth: None,
         }
     }
 }
@@ -67,6 +73,8 @@ struct Team {
     tmux: Tmux,
     env: Env,
     work: PathBuf,
+    /// What `swarm launch` said on stderr.
+    launch_stderr: String,
 }
 
 impl Team {
@@ -94,13 +102,28 @@ impl Team {
         std::fs::create_dir_all(env.root().join(work)).unwrap();
         let work = env.root().join(work).canonicalize().unwrap();
         seed_claude_config(env.root(), &work);
+        let mut teammate_env = teammate_env(&api);
+        if let Some(token) = launch.oauth {
+            teammate_env
+                .as_object_mut()
+                .unwrap()
+                .remove("ANTHROPIC_API_KEY");
+            // The launcher's home, which the tmux server it starts passes on to the teammate.
+            let dir = env.path("state/home/.claude");
+            std::fs::create_dir_all(&dir).unwrap();
+            let far = 4_102_444_800_000u64; // 2100
+            let login = json!({"claudeAiOauth": {"accessToken": token,
+                "refreshToken": "sk-ant-ort01-interop", "expiresAt": far,
+                "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}});
+            std::fs::write(dir.join(".credentials.json"), login.to_string()).unwrap();
+        }
         setup(&env, &work);
         let file = env.path("team.json");
         std::fs::write(
             &file,
             json!({"team": "t", "cwd": work, "teammates": [{
                 "name": "coder", "prompt": launch.prompt, "permissionMode": launch.mode,
-                "planModeRequired": launch.plan_mode_required, "env": teammate_env(&api)}],
+                "planModeRequired": launch.plan_mode_required, "env": teammate_env}],
                 "tasks": launch.tasks.iter().map(|s| json!({"subject": s})).collect::<Vec<_>>()})
             .to_string(),
         )
@@ -118,16 +141,17 @@ impl Team {
             .swarm(&args)
             .env("SWARM_TMUX_SOCKET", &tmux.socket)
             .env("CLAUDE_CODE_TEAMMATE_COMMAND", &claude.bin);
-        for (k, v) in teammate_env(&api).as_object().unwrap() {
+        for (k, v) in teammate_env.as_object().unwrap() {
             cmd = cmd.env(k, v.as_str().unwrap());
         }
-        cmd.ok();
+        let out = cmd.ok();
         Team {
             version: claude.version,
             api,
             tmux,
             env,
             work,
+            launch_stderr: out.stderr,
         }
     }
 

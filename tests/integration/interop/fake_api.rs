@@ -138,6 +138,8 @@ type Script = dyn Fn(&Turn) -> Reply + Send + Sync;
 pub struct FakeApi {
     pub port: u16,
     log: Arc<Mutex<Vec<Value>>>,
+    /// The credential each `POST` carried (`authorization` or `x-api-key`, as `name: value`).
+    auth: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -146,9 +148,11 @@ impl FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake Messages API");
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
+        let auth = Arc::new(Mutex::new(Vec::new()));
         let script: Arc<Script> = Arc::new(script);
         let stop = Arc::new(AtomicBool::new(false));
         let (thread_log, thread_stop) = (Arc::clone(&log), Arc::clone(&stop));
+        let thread_auth = Arc::clone(&auth);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
@@ -156,10 +160,16 @@ impl FakeApi {
                     return;
                 }
                 let (log, script) = (Arc::clone(&thread_log), Arc::clone(&script));
-                std::thread::spawn(move || serve(stream, &log, &*script));
+                let auth = Arc::clone(&thread_auth);
+                std::thread::spawn(move || serve(stream, &log, &auth, &*script));
             }
         });
-        FakeApi { port, log, stop }
+        FakeApi {
+            port,
+            log,
+            auth,
+            stop,
+        }
     }
 
     pub fn base_url(&self) -> String {
@@ -169,6 +179,11 @@ impl FakeApi {
     /// The bodies of every `POST` so far, oldest first.
     pub fn requests(&self) -> Vec<Value> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The credential of every `POST` so far, oldest first.
+    pub fn credentials(&self) -> Vec<String> {
+        self.auth.lock().unwrap().clone()
     }
 
     /// The requests that offered tools: the teammate's own turns.
@@ -189,7 +204,7 @@ impl Drop for FakeApi {
 }
 
 /// Answers requests on one connection until the client closes it.
-fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, script: &Script) {
+fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, auth: &Mutex<Vec<String>>, script: &Script) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
     loop {
@@ -198,6 +213,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, script: &Script) {
             return;
         }
         let mut length = 0usize;
+        let mut credential = String::new();
         loop {
             let mut header = String::new();
             if reader.read_line(&mut header).unwrap_or(0) == 0 {
@@ -210,6 +226,9 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, script: &Script) {
             if let Some((k, v)) = header.split_once(':') {
                 if k.eq_ignore_ascii_case("content-length") {
                     length = v.trim().parse().unwrap_or(0);
+                }
+                if k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("x-api-key") {
+                    credential = format!("{}: {}", k.to_ascii_lowercase(), v.trim());
                 }
             }
         }
@@ -225,6 +244,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, script: &Script) {
         } else {
             let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
             log.lock().unwrap().push(body.clone());
+            auth.lock().unwrap().push(credential.clone());
             let offers_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
             let reply = if offers_tools && path.contains("/v1/messages") {
                 script(&Turn { body: &body })

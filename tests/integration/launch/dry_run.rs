@@ -118,7 +118,8 @@ fn dry_run_argv_for_claude_matches_section_10_exactly() {
                "SWARM_LEAD_VERIFY_KEY": lead_key.trim(),
                "ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": "<redacted>",
                "HTTPS_PROXY": "http://proxy:3128", "DISABLE_TELEMETRY": "1",
-               "CLAUDE_CONFIG_DIR": root, TODO_TOOLS: "1"})
+               "CLAUDE_CONFIG_DIR": root, "CLAUDE_SECURESTORAGE_CONFIG_DIR": "",
+               TODO_TOOLS: "1"})
     );
     assert_eq!(doc["teammates"][1]["env"]["EXTRA"], "1");
     assert_eq!(doc["leadSessionId"], sid.as_str());

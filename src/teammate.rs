@@ -22,7 +22,7 @@ pub(crate) mod config;
 pub(crate) mod guide;
 pub(crate) mod hooks;
 pub(crate) mod pane;
-mod peers;
+pub(crate) mod peers;
 mod plan;
 pub(crate) mod process;
 mod runtime;

@@ -70,6 +70,9 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
         Recipient::Everyone => args.id.as_ref().map(ToString::to_string),
         Recipient::Agent(_) => message.msg_id.clone(),
     };
+    // What a teammate tells other teammates reaches the lead as its next idle notification's
+    // summary (`teammate::peers`): noted before the message moves into the inbox.
+    let noted = (!from.is_lead()).then(|| message.clone());
     let mailbox = Mailbox::new(&ctx.store, &team);
     if args.wake {
         crate::store::authority::require_lead(&ctx.store, &team, "wake teammates")?;
@@ -86,6 +89,17 @@ pub(crate) fn send(ctx: &Context, args: SendArgs) -> Result<()> {
             vec![to]
         }
     };
+    if let Some(message) = &noted {
+        let peers: Vec<AgentName> = recipients
+            .iter()
+            .filter(|r| !r.is_lead())
+            .cloned()
+            .collect();
+        if !peers.is_empty() {
+            // A hint for the lead: a note that cannot be written loses nothing that was sent.
+            let _ = crate::teammate::peers::note_sent(&ctx.store, &team, &from, &peers, message);
+        }
+    }
     for to in &recipients {
         let member = config.member(to.as_str()).expect("a recipient is a member");
         if let Some(stopped) = lifecycle::stopped_teammate(&ctx.store, &team, member) {

@@ -21,7 +21,6 @@ use crate::store::protocol::{
     timestamp_now, truncate, IdleNotification, PlanApprovalRequest, Protocol, TaskCompleted,
     RESULT_LIMIT,
 };
-use crate::store::roster::Roster;
 use crate::store::tasks::{Task, TaskOutcome, TaskStatus};
 use crate::teammate::hooks::{blocked_line, HookContext, HookEvent, Verdict};
 use crate::teammate::peers;
@@ -171,21 +170,12 @@ impl Runtime {
         self.report_completed(task_completed)
     }
 
-    /// The summary of the messages the turn that began at `started` sent other teammates.
+    /// The summary of the messages the turn that began at `started` sent other teammates, as
+    /// `swarm send` noted them (`teammate::peers`).
     fn peer_summary(&self, started: Instant) -> Option<String> {
         let since = std::time::SystemTime::now() - started.elapsed();
         let (store, team, name) = (&self.cfg.store, &self.cfg.team, &self.cfg.name);
-        let sent = Roster::new(store, team)
-            .load()
-            .and_then(|roster| peers::sent_since(store, team, &roster, name, since));
-        match sent {
-            Ok(sent) => peers::summary(&sent),
-            Err(e) => {
-                self.pane
-                    .say(format!("could not read what this turn told teammates: {e}"));
-                None
-            }
-        }
+        peers::summary(&peers::take_sent(store, team, name, since))
     }
 
     fn report_completed(&self, done: Option<TaskCompleted>) -> Result<()> {

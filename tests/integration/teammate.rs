@@ -85,7 +85,7 @@ fn liveness(env: &Env, name: &str) -> String {
 }
 
 /// `swarm teammate` for member `name` of team `t`, with `args` after the identity flags.
-fn teammate_cmd(env: &Env, name: &str, args: &[&str]) -> Swarm {
+pub(crate) fn teammate_cmd(env: &Env, name: &str, args: &[&str]) -> Swarm {
     let id = format!("{name}@t");
     let mut s = env.swarm([
         "teammate",

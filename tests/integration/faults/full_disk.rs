@@ -65,26 +65,8 @@ fn runtime(env: &Env, disk: &SmallDisk, name: &str, out: &Path) -> (Child, PathB
         "printf '%s\\n' \"$1\" | grep -o 'note-[0-9]*' >> '{}'",
         out.display()
     );
-    let id = format!("{name}@t");
-    let args = [
-        "teammate",
-        "--agent-id",
-        &id,
-        "--agent-name",
-        name,
-        "--team-name",
-        "t",
-        "--agent-color",
-        "blue",
-        "--parent-session-id",
-        "s",
-        "--",
-        "sh",
-        "-c",
-        &script,
-        "sh",
-    ];
-    let mut cmd = disk.swarm(env, &args);
+    let mut cmd = crate::teammate::teammate_cmd(env, name, &["--", "sh", "-c", &script, "sh"])
+        .env("SWARM_ROOT", &disk.root);
     let file = File::create(&log).unwrap();
     cmd.cmd
         .stdin(Stdio::null())

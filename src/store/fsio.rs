@@ -11,9 +11,11 @@
 //! refused. Every store file, here and elsewhere, is opened by one of the functions of `open.rs`.
 
 mod open;
+mod stamp;
 pub(crate) mod unconfirmed;
 
 pub(crate) use open::{create_new, open_append, open_or_create, open_read, read_foreign};
+pub(crate) use stamp::Stamp;
 pub(crate) use unconfirmed::sync_dir;
 
 use std::fs;

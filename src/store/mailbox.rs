@@ -26,6 +26,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub(crate) use file::Parsed;
 use file::{append_jsonl, read_archive};
 
 use crate::error::{Error, Result};
@@ -230,6 +231,15 @@ impl<'a> Mailbox<'a> {
 
     /// All messages, oldest first (`unread_only`: those not yet delivered).
     pub fn read(&self, agent: &AgentName, unread_only: bool) -> Result<Vec<InboxMessage>> {
+        let messages = self.read_parsed(agent)?.messages;
+        Ok(messages
+            .into_iter()
+            .filter(|m| !unread_only || !m.read)
+            .collect())
+    }
+
+    /// The inbox with the bytes it was parsed from, for [`Mailbox::mark_delivered_in`].
+    pub(crate) fn read_parsed(&self, agent: &AgentName) -> Result<Parsed> {
         let path = self.store.inbox_path(self.team, agent);
         move_aside_if_special(&path)?;
         // Past the size limit it is moved aside unread, under the lock (see `load_locked`).
@@ -237,10 +247,10 @@ impl<'a> Mailbox<'a> {
             Some(_) => Some(Vec::new()),
             None => fsio::read_file(&path)?,
         };
-        let messages = match bytes {
-            None => vec![],
+        Ok(match bytes {
+            None => Parsed::default(),
             Some(bytes) => match fsio::parse_json::<Vec<InboxMessage>>(&bytes) {
-                Ok(messages) => messages,
+                Ok(messages) => Parsed::new(bytes, messages),
                 // Quarantine under the lock, so we never move a file a writer is replacing.
                 Err(_) => {
                     let mut repaired = vec![];
@@ -248,14 +258,10 @@ impl<'a> Mailbox<'a> {
                         repaired.clone_from(messages);
                         Ok(true)
                     })?;
-                    repaired
+                    Parsed::unmatched(repaired)
                 }
             },
-        };
-        Ok(messages
-            .into_iter()
-            .filter(|m| !unread_only || !m.read)
-            .collect())
+        })
     }
 
     /// Every message of `agent` still on disk, oldest first: the archive, then the live file.
@@ -274,6 +280,18 @@ impl<'a> Mailbox<'a> {
 
     /// Marks exactly the messages whose keys are given as delivered; returns how many changed.
     pub fn mark_delivered(&self, agent: &AgentName, keys: &[String]) -> Result<usize> {
+        self.mark_delivered_in(agent, keys, &mut None)
+    }
+
+    /// [`Mailbox::mark_delivered`] by the reader of the inbox as `known` holds it (from
+    /// [`Mailbox::read_parsed`] or the last mark): parsed again only if someone wrote since,
+    /// and left holding what the mark wrote.
+    pub(crate) fn mark_delivered_in(
+        &self,
+        agent: &AgentName,
+        keys: &[String],
+        known: &mut Option<Parsed>,
+    ) -> Result<usize> {
         if keys.is_empty() {
             return Ok(0);
         }
@@ -284,7 +302,7 @@ impl<'a> Mailbox<'a> {
         }
         let wanted: HashSet<&str> = keys.iter().map(String::as_str).collect();
         let mut changed = 0;
-        self.commit_with_lock(agent, &path, &mut |messages| {
+        let mut mark = |messages: &mut Vec<InboxMessage>| {
             changed = 0;
             for m in messages.iter_mut().filter(|m| !m.read) {
                 if wanted.contains(m.key().as_str()) {
@@ -293,18 +311,19 @@ impl<'a> Mailbox<'a> {
                 }
             }
             Ok(changed > 0)
-        })?;
+        };
+        self.commit_with_lock_known(agent, &path, &mut mark, known)?;
         Ok(changed)
     }
 
     /// Moves delivered entries beyond [`KEEP_DELIVERED`] to the archive and writes the rest;
-    /// returns the bytes written and how many delivered entries they hold.
+    /// returns what was written and how many delivered entries it holds.
     fn compact_and_write(
         &self,
         agent: &AgentName,
         path: &Path,
         mut messages: Vec<InboxMessage>,
-    ) -> Result<(Vec<u8>, usize)> {
+    ) -> Result<(Parsed, usize)> {
         let delivered = messages.iter().filter(|m| m.read).count();
         if delivered > KEEP_DELIVERED {
             let mut to_archive = delivered - KEEP_DELIVERED;
@@ -332,7 +351,7 @@ impl<'a> Mailbox<'a> {
         })?;
         bytes.push(b'\n');
         fsio::write_atomic(path, &bytes)?;
-        Ok((bytes, delivered.min(KEEP_DELIVERED)))
+        Ok((Parsed::new(bytes, messages), delivered.min(KEEP_DELIVERED)))
     }
 }
 
@@ -418,6 +437,41 @@ mod tests {
         let archive = std::fs::read_to_string(store.archive_path(&team, &coder)).unwrap();
         assert_eq!(archive.lines().count(), 20);
         assert!(archive.lines().next().unwrap().contains("\"m0\""));
+    }
+
+    #[test]
+    fn a_mark_after_a_read_reuses_its_parse_only_while_nobody_wrote() {
+        let (_dir, store, team) = team();
+        let mb = Mailbox::new(&store, &team);
+        let coder: AgentName = "coder".parse().unwrap();
+        let lead = AgentName::lead();
+        mb.send(&coder, InboxMessage::new(&lead, "first")).unwrap();
+        // What the reader parsed is what the mark starts from: a change made to it in memory
+        // (which no file holds) reaches the file, so the file was not parsed again.
+        let mut read = mb.read_parsed(&coder).unwrap();
+        let key = read.unread().next().unwrap().key();
+        read.messages[0].summary = Some("from the parse".into());
+        let mut known = Some(read);
+        assert_eq!(mb.mark_delivered_in(&coder, &[key], &mut known).unwrap(), 1);
+        let live = mb.read(&coder, false).unwrap();
+        assert_eq!(live[0].summary.as_deref(), Some("from the parse"));
+        assert!(live[0].read);
+        // The mark left it holding what it wrote; a send in between makes the next mark parse
+        // the file again, and keep the message that arrived.
+        let mut stale = known.clone().unwrap();
+        stale.messages[0].summary = Some("stale".into());
+        mb.send(&coder, InboxMessage::new(&lead, "second")).unwrap();
+        let second = mb.read(&coder, true).unwrap()[0].key();
+        let mut known = Some(stale);
+        assert_eq!(
+            mb.mark_delivered_in(&coder, &[second], &mut known).unwrap(),
+            1
+        );
+        let live = mb.read(&coder, false).unwrap();
+        assert_eq!(live.len(), 2);
+        assert_eq!(live[0].summary.as_deref(), Some("from the parse"));
+        assert!(live.iter().all(|m| m.read));
+        assert_eq!(known.unwrap().messages, live);
     }
 
     #[test]

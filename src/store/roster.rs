@@ -19,12 +19,12 @@ pub(crate) use member::{LeadProcess, TeamConfig, AGENT_FIELD, CLAUDE_LEAD_PANE, 
 
 use std::fs;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::store::fsio::{self, now_ms};
+use crate::store::fsio::{self, now_ms, Stamp};
 use crate::store::lock::FileLock;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -156,13 +156,31 @@ impl<'a> Roster<'a> {
     /// root swarm may not write) is read past, retrying until it parses.
     pub fn load(&self) -> Result<TeamConfig> {
         let path = self.store.config_path(self.team);
-        match read_once(&path)? {
-            None => return Err(self.no_such_team()),
-            Some(Ok(read)) => return Ok(read.config),
-            Some(Err(_)) => {}
+        // Straight into the typed view: the JSON as written is kept only by `update`, and
+        // building it too would cost a 200-member roster's every reader twice the parse.
+        let Some(bytes) = fsio::read_file(&path)? else {
+            return Err(self.no_such_team());
+        };
+        if let Ok(config) = fsio::parse_json::<TeamConfig>(&bytes) {
+            return Ok(config);
         }
         let _lock = FileLock::acquire_with(&path, READ_LOCK_WAIT).ok();
         Ok(read(&path)?.ok_or_else(|| self.no_such_team())?.config)
+    }
+
+    /// The roster unless its file is what it was when `seen` was taken (`None` then): a
+    /// process that looks again at every wake parses a 200-member roster only when it changed.
+    /// `seen` is the stamp of the file as returned, kept only once it had settled.
+    pub(crate) fn load_if_changed(&self, seen: &mut Option<Stamp>) -> Result<Option<TeamConfig>> {
+        let path = self.store.config_path(self.team);
+        // Stamped before the read: a write in between makes the next look read it again.
+        let now = Stamp::read(&path)?;
+        if now.is_some() && now == *seen {
+            return Ok(None);
+        }
+        let config = self.load()?;
+        *seen = now.filter(|s| s.settled(SystemTime::now()));
+        Ok(Some(config))
     }
 
     /// Read-modify-write under the roster lock, written back over the file as read (see
@@ -338,6 +356,42 @@ impl Roster<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_settled_unchanged_roster_is_not_read_again_and_any_write_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        let roster = Roster::new(&store, &team);
+        roster.create("d", "/", "s").unwrap();
+        let mut seen = None;
+        // Just written: read, but its stamp is too fresh to stand for it.
+        assert!(roster.load_if_changed(&mut seen).unwrap().is_some());
+        assert_eq!(seen, None);
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(roster.load_if_changed(&mut seen).unwrap().is_some());
+        assert!(seen.is_some());
+        assert!(roster.load_if_changed(&mut seen).unwrap().is_none());
+        // A write by swarm (a rename) and one in place, as Claude Code writes, are both seen.
+        let coder: AgentName = "coder".parse().unwrap();
+        roster
+            .add_member(Member::teammate(&team, &coder, "blue", "/"))
+            .unwrap();
+        let read = roster.load_if_changed(&mut seen).unwrap().unwrap();
+        assert!(read.member("coder").is_some());
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(roster.load_if_changed(&mut seen).unwrap().is_some());
+        let path = store.config_path(&team);
+        let text = fs::read_to_string(&path).unwrap().replace("\"d\"", "\"e\"");
+        fs::write(&path, text).unwrap();
+        let read = roster.load_if_changed(&mut seen).unwrap().unwrap();
+        assert_eq!(read.description, "e");
+        fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            roster.load_if_changed(&mut seen),
+            Err(Error::NoSuchTeam { .. })
+        ));
+    }
 
     #[test]
     fn unknown_fields_survive_a_rewrite() {

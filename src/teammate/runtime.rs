@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 use crate::process::signals::Signals;
 use crate::store::fsio;
 use crate::store::liveness::{AliveLock, Kept};
-use crate::store::mailbox::{InboxMessage, Mailbox};
+use crate::store::mailbox::{InboxMessage, Mailbox, Parsed};
 use crate::store::memory::TeamMemory;
 use crate::store::names::TaskId;
 use crate::store::roster::Roster;
@@ -188,6 +188,8 @@ struct Runtime {
     assigned: VecDeque<TaskId>,
     /// Ordinary messages already announced in the pane (not yet delivered).
     announced: HashSet<String>,
+    /// The inbox as this runtime last read or wrote it, so a mark needs no second parse.
+    inbox: Option<Parsed>,
     /// After a turn whose agent could not start, message turns wait until then, so a broken
     /// agent command is retried on the slow re-scan, not in a busy loop.
     retry_messages_at: Option<Instant>,
@@ -248,6 +250,7 @@ impl Runtime {
             plan_context: Vec::new(),
             assigned: VecDeque::new(),
             announced: HashSet::new(),
+            inbox: None,
             retry_messages_at: None,
             session: None,
             feedback: None,

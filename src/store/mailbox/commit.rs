@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::file::{load_locked, print_entry, splice_printed, Repaired};
+use super::file::{load_locked, print_entry, splice_printed, Parsed, Repaired};
 use super::sidecar::{self, Sidecar};
 use super::spool::{self, Spool, Spooled};
 use super::{InboxMessage, Mailbox, KEEP_DELIVERED};
@@ -54,7 +54,7 @@ impl Mailbox<'_> {
         message: InboxMessage,
     ) -> Result<()> {
         if let Some(lock) = FileLock::try_acquire(path)? {
-            let done = self.commit_locked(to, path, vec![message], None);
+            let done = self.commit_locked(to, path, vec![message], None, &mut None);
             drop(lock);
             self.serve_spool(to, path);
             return done.map(drop);
@@ -66,7 +66,7 @@ impl Mailbox<'_> {
         loop {
             match FileLock::try_acquire(path) {
                 Ok(Some(lock)) => {
-                    let done = self.commit_locked(to, path, vec![], None);
+                    let done = self.commit_locked(to, path, vec![], None, &mut None);
                     drop(lock);
                     self.serve_spool(to, path);
                     if let Err(e) = done {
@@ -97,8 +97,21 @@ impl Mailbox<'_> {
         path: &Path,
         edit: &mut Edit<'_>,
     ) -> Result<()> {
+        self.commit_with_lock_known(to, path, edit, &mut None)
+    }
+
+    /// [`Mailbox::commit_with_lock`] for a caller that holds the inbox as it last read or
+    /// wrote it (`known`): not parsed again if nobody wrote since, and left holding what this
+    /// commit wrote.
+    pub(super) fn commit_with_lock_known(
+        &self,
+        to: &AgentName,
+        path: &Path,
+        edit: &mut Edit<'_>,
+        known: &mut Option<Parsed>,
+    ) -> Result<()> {
         let lock = FileLock::acquire(path)?;
-        let done = self.commit_locked(to, path, vec![], Some(edit));
+        let done = self.commit_locked(to, path, vec![], Some(edit), known);
         drop(lock);
         self.serve_spool(to, path);
         done.map(drop)
@@ -115,7 +128,7 @@ impl Mailbox<'_> {
                 return;
             };
             // Nothing taken in: what waits is unreadable for now, and its senders retry.
-            if !matches!(self.commit_locked(to, path, vec![], None), Ok(n) if n > 0) {
+            if !matches!(self.commit_locked(to, path, vec![], None, &mut None), Ok(n) if n > 0) {
                 return;
             }
         }
@@ -129,7 +142,9 @@ impl Mailbox<'_> {
         path: &Path,
         own: Vec<InboxMessage>,
         edit: Option<&mut Edit<'_>>,
+        known: &mut Option<Parsed>,
     ) -> Result<usize> {
+        let given = known.take();
         let started = Instant::now();
         let spool = self.spool(to);
         let side = sidecar::path_for(&self.store.spool_dir(self.team, to));
@@ -179,7 +194,7 @@ impl Mailbox<'_> {
                 }
             }
         }
-        let (mut messages, repaired) = load_locked(path)?;
+        let (mut messages, repaired) = load_locked(path, given)?;
         let mut present: HashSet<String> = messages.iter().map(InboxMessage::key).collect();
         let before = messages.len();
         for s in fresh {
@@ -194,12 +209,13 @@ impl Mailbox<'_> {
             changed |= edit(&mut messages)?;
         }
         if changed {
-            let (out, delivered) = self.compact_and_write(to, path, messages)?;
+            let (written, delivered) = self.compact_and_write(to, path, messages)?;
             // A repair touches nothing but the inbox and what was moved aside; the sidecar,
             // describing an inode that is gone, just makes the next commit parse once more.
             if repaired == Repaired::No {
-                note(path, &side, &out, delivered, committed, started);
+                note(path, &side, written.bytes(), delivered, committed, started);
             }
+            *known = Some(written);
         }
         spool.remove(&spooled);
         Ok(taken)

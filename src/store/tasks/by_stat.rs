@@ -23,10 +23,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::index::Stamp;
 use super::{Task, TaskList};
 use crate::error::{Error, Result};
-use crate::store::{fsio, guard};
+use crate::store::fsio::{self, Stamp};
+use crate::store::guard;
 
 /// The sidecar's name in `tasks/<team>/`.
 const SIDECAR: &str = ".swarm-tasks-cache";

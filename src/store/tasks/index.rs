@@ -22,8 +22,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::ErrorKind;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::time::Instant;
 
 use super::durable::{self, Unsynced};
@@ -31,43 +29,11 @@ use super::events::{task_number, Drained, Events};
 use super::hints::{Hints, Taken};
 use super::{Task, TaskList, TaskStatus};
 use crate::error::{Error, Result};
-use crate::store::fsio;
+use crate::store::fsio::{self, Stamp};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::notes;
 use crate::store::paths::Store;
 use crate::store::watcher::rescan_interval;
-
-/// What a task file looked like when it was read: any writer's change shows here (a rename
-/// brings a new inode, an in-place write a new size or new times).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(super) struct Stamp {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Stamp {
-    pub(super) fn of(meta: &fs::Metadata) -> Stamp {
-        Stamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-
-    /// The file's stamp now; `None` when it is gone.
-    pub(super) fn read(path: &Path) -> Result<Option<Stamp>> {
-        match fs::symlink_metadata(path) {
-            Ok(meta) => Ok(Some(Stamp::of(&meta))),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io("inspect", path)(e)),
-        }
-    }
-}
 
 /// What the claim loop does with a claimed task before it is marked completed.
 pub(crate) type Report<'r> = &'r mut dyn FnMut(&Task) -> Result<()>;

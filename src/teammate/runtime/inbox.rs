@@ -1,4 +1,4 @@
-//! Reading the inbox, once per wake: protocol messages are acted on at once, ordinary ones
+//! Reading the inbox, once per wake (one parse: marking what it handled reuses it): protocol messages are acted on at once, ordinary ones
 //! wait for a turn.
 //!
 //! Protocol messages (PROTOCOL.md section 7) never reach the agent: a shutdown request from the
@@ -37,7 +37,9 @@ impl Runtime {
     /// Reads the inbox: handles protocol messages at once and returns the ordinary ones, which
     /// stay unread until a turn hands them over.
     pub(super) fn read_inbox(&mut self) -> Result<Unread> {
-        let unread = self.mailbox().read(&self.cfg.name, true)?;
+        let inbox = self.mailbox().read_parsed(&self.cfg.name)?;
+        let unread: Vec<InboxMessage> = inbox.unread().cloned().collect();
+        self.inbox = Some(inbox);
         let (mut handled, mut ordinary) = (Vec::new(), Vec::new());
         let mut shutdown = None;
         for m in unread {
@@ -84,7 +86,11 @@ impl Runtime {
                 }
             }
         }
-        self.mailbox().mark_delivered(&self.cfg.name, &handled)?;
+        // The inbox as just read: marked without a second parse unless someone wrote since.
+        let mut inbox = self.inbox.take();
+        self.mailbox()
+            .mark_delivered_in(&self.cfg.name, &handled, &mut inbox)?;
+        self.inbox = inbox;
         Ok(match shutdown {
             Some(request) => Unread::Shutdown(request),
             None => Unread::Ordinary(ordinary),

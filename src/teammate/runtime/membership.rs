@@ -21,6 +21,7 @@
 use super::Runtime;
 use crate::error::{Error, Result};
 use crate::store::authority;
+use crate::store::fsio::Stamp;
 use crate::store::notes;
 use crate::store::roster::removal;
 use crate::store::roster::{Member, Roster, TeamConfig};
@@ -35,6 +36,8 @@ pub(super) struct Membership {
     entry: Member,
     /// Whether such an edit was noted for `swarm status` already.
     edit_noted: bool,
+    /// The roster file as last read: unchanged, it says nothing new and is not parsed again.
+    seen: Option<Stamp>,
 }
 
 impl Membership {
@@ -47,6 +50,7 @@ impl Membership {
             joined_at: member.joined_at,
             entry: member.clone(),
             edit_noted: false,
+            seen: None,
         })
     }
 
@@ -62,8 +66,16 @@ impl Runtime {
     /// Why this runtime no longer belongs to its team, if it does not.
     pub(super) fn left_team(&mut self) -> Result<Option<String>> {
         let (team, name) = (&self.cfg.team, &self.cfg.name);
-        let config = match Roster::new(&self.cfg.store, team).load() {
-            Ok(config) => config,
+        // Trusted only while the last look found this very membership: any other outcome is
+        // looked at again (a removal record may come after the roster's edit).
+        let mut seen = self.membership.seen.take();
+        let config = match Roster::new(&self.cfg.store, team).load_if_changed(&mut seen) {
+            Ok(Some(config)) => config,
+            // The file as last read, when this runtime was still a member.
+            Ok(None) => {
+                self.membership.seen = seen;
+                return Ok(None);
+            }
             Err(Error::NoSuchTeam { .. }) => return Ok(Some(format!("team {team} was deleted"))),
             // A roster that does not parse says nothing about membership: stay, and look again
             // on the next wake (a torn read must not end a teammate).
@@ -73,6 +85,7 @@ impl Runtime {
         let why = match Membership::of(&config, name.as_str()) {
             Some(now) if now.same(&self.membership) => {
                 self.membership.entry = now.entry;
+                self.membership.seen = seen;
                 return Ok(None);
             }
             Some(now) if now.team_created_at != self.membership.team_created_at => {

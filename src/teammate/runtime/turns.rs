@@ -172,7 +172,10 @@ impl Runtime {
     /// a copy put back unread is never run again).
     fn deliver(&mut self, messages: &[InboxMessage]) -> Result<()> {
         let keys: Vec<String> = messages.iter().map(InboxMessage::key).collect();
-        self.mailbox().mark_delivered(&self.cfg.name, &keys)?;
+        let mut inbox = self.inbox.take();
+        self.mailbox()
+            .mark_delivered_in(&self.cfg.name, &keys, &mut inbox)?;
+        self.inbox = inbox;
         for k in &keys {
             self.announced.remove(k);
         }

@@ -8,8 +8,8 @@
 //! agent's own config such as `~/.claude`, inboxes, tasks and the roster stay writable; the
 //! runtime writes its own roster fields, so `config.json` stays writable), except that swarm's
 //! private state (the lead key, ssh control sockets) and the tmux socket directories are empty
-//! tmpfs, the team's control records (`permissions/resolved`, `lead/`, `spawn/`, the other
-//! members' session files) are read-only, the user's Claude Code files that swarm believes
+//! tmpfs, the team's control records (`permissions/resolved`, `lead/`, `spawn/`, `sessions/`
+//! but the member's own directory there) are read-only, the user's Claude Code files that swarm believes
 //! outside are not the real ones writable (each global config `.claude.json` is the teammate's
 //! own copy, each user-level `settings.json` read-only: `claude_files`), the directories above
 //! all of these cannot be moved away to make new ones in their place (`pins`; and a teammate

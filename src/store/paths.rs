@@ -176,11 +176,24 @@ impl Store {
     pub fn member_dir(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
         self.team_dir(team).join("members").join(agent.as_str())
     }
-    /// swarm-only: the conversation a member's agent CLI keeps across turns (`teammate::session`).
+    /// swarm-only: the conversation a member's agent CLI keeps across turns (`teammate::session`),
+    /// `sessions/<name>/session.json`: in a directory of the member's own, which is all of
+    /// `sessions/` its sandbox leaves writable (one mount, whatever the team's size).
     pub fn session_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
-        self.team_dir(team)
-            .join("sessions")
-            .join(format!("{agent}.json"))
+        self.sessions_dir(team)
+            .join(agent.as_str())
+            .join("session.json")
+    }
+
+    /// Where swarm kept a member's conversation before: `sessions/<name>.json`, still read
+    /// when the member has none at [`Store::session_path`] yet.
+    pub fn earlier_session_path(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.sessions_dir(team).join(format!("{agent}.json"))
+    }
+
+    /// swarm-only: every member's conversation (`session_path`).
+    pub fn sessions_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("sessions")
     }
     /// Claude Code's session transcripts, `projects/<project key>/<session id>.jsonl`: the root
     /// is the config dir a `claude` teammate is given (`CLAUDE_CONFIG_DIR`).

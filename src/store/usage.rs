@@ -402,8 +402,12 @@ pub(crate) fn last_claude_session(
 
 /// The conversation a `claude -p` runtime teammate keeps (`teammate::session`).
 fn runtime_session(store: &Store, team: &TeamName, name: &AgentName) -> Result<Option<String>> {
-    let Some(bytes) = fsio::read_file(&store.session_path(team, name))? else {
-        return Ok(None);
+    let bytes = match fsio::read_file(&store.session_path(team, name))? {
+        Some(bytes) => bytes,
+        None => match fsio::read_file(&store.earlier_session_path(team, name))? {
+            Some(bytes) => bytes,
+            None => return Ok(None),
+        },
     };
     let Ok(session) = serde_json::from_slice::<Value>(&bytes) else {
         return Ok(None);

@@ -4,7 +4,7 @@
 //! a follow-up question finds an agent that remembers nothing. An [`Adapter`] knows how one CLI
 //! names a conversation on its command line (`claude -p`, `gemini -p`, `codex exec`, or a
 //! `{session}` placeholder: `adapter.rs`, with what each was checked against); the member's
-//! conversation id lives in `teams/<team>/sessions/<name>.json`, so a runtime started again
+//! conversation id lives in `teams/<team>/sessions/<name>/session.json`, so a runtime started again
 //! carries on the same conversation. Where swarm names the conversation the id is made before
 //! the first turn; where the CLI names it (codex) the id is empty until a turn's output says it
 //! ([`Session::after_turn`]), and until then every turn starts afresh. Only an id swarm gave
@@ -94,6 +94,14 @@ impl Session {
             }
             Err(e) => return Err(e),
         };
+        // A member from before sessions had a directory each: its conversation goes on, and is
+        // saved at the new place from its next turn.
+        let bytes = match bytes {
+            None => fsio::read_file(&store.earlier_session_path(team, name))
+                .ok()
+                .flatten(),
+            read => read,
+        };
         if let Some(bytes) = bytes {
             if let Ok(session) = serde_json::from_slice::<Session>(&bytes) {
                 let known = uuid::Uuid::parse_str(&session.id).is_ok();
@@ -164,6 +172,19 @@ impl Session {
 mod tests {
     use super::*;
     use crate::store::fixture::team_with;
+
+    #[test]
+    fn a_conversation_kept_where_swarm_kept_it_before_goes_on() {
+        let (_dir, store, team) = team_with(&["a"]);
+        let a: AgentName = "a".parse().unwrap();
+        let claude = Session::open(&store, &team, &a, Adapter::Claude).unwrap();
+        let earlier = store.earlier_session_path(&team, &a);
+        std::fs::rename(store.session_path(&team, &a), &earlier).unwrap();
+        assert_eq!(
+            Session::open(&store, &team, &a, Adapter::Claude).unwrap(),
+            claude
+        );
+    }
 
     #[test]
     fn swarm_names_a_conversation_up_front_and_learns_the_one_codex_names() {

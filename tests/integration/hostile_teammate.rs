@@ -202,7 +202,7 @@ fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
     says(&said, "bad utf8: written");
     says(&said, "after bad utf8: exit 0 ");
     refused(&said, "session write", "Read-only file system");
-    refused(&said, "session dir", "Device or resource busy");
+    refused(&said, "session dir", "Read-only file system");
     says(&said, "bob inbox: symlinked");
 
     // The honest DAG is finished, and one more task after every attack; the lead agent heard
@@ -360,7 +360,10 @@ fn a_contained_hostile_teammate_fails_every_attack_while_the_team_works_on() {
         "{bad}"
     );
     assert!(texts(&env, "ann").iter().any(|t| t.contains("forged-ran")));
-    assert_eq!(read(&team_dir.join("sessions/ann.json")), "");
+    // ann's own session directory, made by her sandbox, still hers and empty (a shell agent
+    // keeps no conversation).
+    assert!(team_dir.join("sessions/ann").is_dir());
+    assert!(!team_dir.join("sessions/ann/session.json").exists());
     env.swarm(["send", "--to", "bob", "still there, bob?"]).ok();
     eventually(LONG, "bob's agent to get the lead's next message", || {
         read(&env.path("bob-prompts"))

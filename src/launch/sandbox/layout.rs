@@ -14,7 +14,6 @@ use crate::store::fsio;
 use crate::store::liveness::SANDBOX_PID_ENV;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
-use crate::store::roster::Roster;
 
 /// What the sandbox hides and makes read-only for one teammate, worked out as it starts.
 #[derive(Debug, Default, PartialEq)]
@@ -28,6 +27,8 @@ pub(super) struct Layout {
     /// directory): each gets /dev/null over it.
     sockets: Vec<PathBuf>,
     read_only: Vec<PathBuf>,
+    /// Directories inside a read-only one that stay writable: the member's own session.
+    writable: Vec<PathBuf>,
     /// The user's Claude Code global configs, each with the private copy bound over it.
     own_copies: Vec<OwnCopy>,
     /// `$TMUX_PANE`, passed on as `SWARM_TMUX_PANE` for the runtime's `shutdown_approved`.
@@ -56,22 +57,12 @@ impl Layout {
             fsio::ensure_dir(&dir)?;
             read_only.push(dir);
         }
-        let roster = Roster::new(store, team).load()?;
-        for other in roster
-            .teammates()
-            .filter(|m| !m.name.same_as(name.as_str()))
-        {
-            let session = store.session_path(team, &other.name);
-            if let Some(dir) = session.parent() {
-                fsio::ensure_dir(dir)?;
-            }
-            if let Err(e) = fsio::create_new(&session) {
-                if std::fs::symlink_metadata(&session).is_err() {
-                    return Err(e);
-                }
-            }
-            read_only.push(session);
-        }
+        // Every member's conversation read-only but this member's own directory: two mounts
+        // whatever the team's size (one per other member made a launch of 200 quadratic).
+        let own_session = store.sessions_dir(team).join(name.as_str());
+        fsio::ensure_dir(&own_session)?;
+        read_only.push(store.sessions_dir(team));
+        let writable = vec![own_session];
         let own_copies = claude.at_start(store, team, name)?;
         read_only.extend(claude.settings.iter().cloned());
         let needed: Vec<PathBuf> = [store.root(), cwd]
@@ -94,6 +85,7 @@ impl Layout {
             .iter()
             .chain(&sockets)
             .chain(&read_only)
+            .chain(&writable)
             .chain(overs)
             .collect();
         refuse_replaceable_links(name, kept.iter().copied())?;
@@ -102,6 +94,7 @@ impl Layout {
             hidden,
             sockets,
             read_only,
+            writable,
             own_copies,
             pane: std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty()),
             pid: std::process::id(),
@@ -174,6 +167,9 @@ pub(super) fn bwrap_argv(
     for path in &layout.read_only {
         add(&["--ro-bind", &text(path), &text(path)]);
     }
+    for dir in &layout.writable {
+        add(&["--bind", &text(dir), &text(dir)]);
+    }
     // After the tmpfs over swarm's private state: a bind's source is found outside the
     // sandbox, so the copy kept there is still what is bound.
     for own in &layout.own_copies {
@@ -210,18 +206,19 @@ mod tests {
         let claude = ClaudeFiles::of(std::slice::from_ref(&home), &[]);
         let layout = Layout::at_start(&store, &team, &me, &hide, &claude, dir.path()).unwrap();
         assert_eq!(layout.hidden, [std::fs::canonicalize(&keys).unwrap()]);
-        let b_session = store.session_path(&team, &"b".parse().unwrap());
-        assert!(b_session.is_file(), "the bind target is made");
+        let own = store.session_path(&team, &me);
+        assert!(own.parent().unwrap().is_dir(), "the bind target is made");
         assert_eq!(
             layout.read_only,
             [
                 store.resolved_dir(&team),
                 store.team_dir(&team).join("lead"),
                 store.spawn_dir(&team),
-                b_session,
+                store.sessions_dir(&team),
                 home.join(".claude/settings.json"),
             ]
         );
+        assert_eq!(layout.writable, [own.parent().unwrap()]);
         assert!(
             layout.pinned.contains(&home.join(".claude")),
             "{:?}",
@@ -243,6 +240,21 @@ mod tests {
             dir.path(),
         );
         assert!(holding.unwrap().hidden.is_empty());
+    }
+
+    #[test]
+    fn a_sandbox_makes_as_many_mounts_in_a_team_of_two_hundred_as_in_a_team_of_two() {
+        let mounts = |names: &[String]| {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let (dir, store, team) = team_with(&names);
+            let me: AgentName = "w0".parse().unwrap();
+            let layout =
+                Layout::at_start(&store, &team, &me, &[], &ClaudeFiles::default(), dir.path())
+                    .unwrap();
+            bwrap_argv(Path::new("/usr/bin/bwrap"), &layout, Path::new("/s"), &[]).len()
+        };
+        let team = |n: usize| (0..n).map(|i| format!("w{i}")).collect::<Vec<_>>();
+        assert_eq!(mounts(&team(200)), mounts(&team(2)));
     }
 
     #[test]
@@ -268,7 +280,8 @@ mod tests {
             pinned: vec!["/s".into()],
             hidden: vec!["/s/swarm".into()],
             sockets: vec!["/t/sock".into()],
-            read_only: vec!["/r/lead".into()],
+            read_only: vec!["/r/lead".into(), "/r/sessions".into()],
+            writable: vec!["/r/sessions/a".into()],
             own_copies: vec![OwnCopy {
                 copy: "/s/swarm/c/0.claude.json".into(),
                 over: "/h/.claude.json".into(),
@@ -305,6 +318,12 @@ mod tests {
                 "--ro-bind",
                 "/r/lead",
                 "/r/lead",
+                "--ro-bind",
+                "/r/sessions",
+                "/r/sessions",
+                "--bind",
+                "/r/sessions/a",
+                "/r/sessions/a",
                 "--bind",
                 "/s/swarm/c/0.claude.json",
                 "/h/.claude.json",

@@ -139,7 +139,7 @@ fn the_usage_of_a_claude_print_mode_teammate_is_recorded_from_its_json_results()
         "Claude Code's own figure: {usage:#}"
     );
     // The session is the conversation swarm gave the turn (`--session-id`).
-    let session = read_json(&env.path("teams/t/sessions/coder.json"));
+    let session = read_json(&env.path("teams/t/sessions/coder/session.json"));
     assert_eq!(usage["sessions"], serde_json::json!([session["sessionId"]]));
 }
 

@@ -19,7 +19,7 @@ fn turn(env: &Env, n: usize, text: &str) {
 }
 
 fn session(env: &Env) -> Value {
-    read_json(&env.path("teams/t/sessions/a.json"))
+    read_json(&env.path("teams/t/sessions/a/session.json"))
 }
 
 #[test]
@@ -146,7 +146,7 @@ fn only_a_conversation_swarm_gave_the_member_is_resumed() {
     drop(mate.take());
     let forged = "11111111-2222-4333-8444-555555555555";
     std::fs::write(
-        env.path("teams/t/sessions/a.json"),
+        env.path("teams/t/sessions/a/session.json"),
         serde_json::json!({"adapter": "gemini", "sessionId": forged, "turns": 4}).to_string(),
     )
     .unwrap();
@@ -163,7 +163,7 @@ fn only_a_conversation_swarm_gave_the_member_is_resumed() {
 
     // A directory where the session file belongs: moved aside, and the runtime starts.
     drop(mate.take());
-    let file = env.path("teams/t/sessions/a.json");
+    let file = env.path("teams/t/sessions/a/session.json");
     std::fs::remove_file(&file).unwrap();
     std::fs::create_dir(&file).unwrap();
     let _mate = start(&env, "a", &args);
@@ -171,7 +171,7 @@ fn only_a_conversation_swarm_gave_the_member_is_resumed() {
     let status = env.swarm(["--json", "status"]).ok().json();
     let quarantined = status["quarantined"].to_string();
     assert!(
-        quarantined.contains("sessions/a.json.corrupt-"),
+        quarantined.contains("sessions/a/session.json.corrupt-"),
         "{quarantined}"
     );
 }

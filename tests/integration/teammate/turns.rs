@@ -329,7 +329,7 @@ fn claude_in_print_mode_keeps_one_conversation_across_turns_and_restarts() {
     turn(1, "first");
     turn(2, "second");
     turn(3, "third");
-    let session = crate::support::read_json(&env.path("teams/t/sessions/a.json"));
+    let session = crate::support::read_json(&env.path("teams/t/sessions/a/session.json"));
     let id = session["sessionId"].as_str().unwrap().to_string();
     assert!(uuid_like(&id), "{session}");
     assert_eq!(

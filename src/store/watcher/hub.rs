@@ -32,6 +32,12 @@ pub(super) use super::interest::Interest;
 use super::polling::{self, Jitter};
 use crate::error::{Error, Result};
 
+/// How long the reader lets events gather after the first one before it reads them: a commit
+/// is a burst of about ten events in a directory (temp file, gate, lock directory, rename), and
+/// each that found the reader asleep woke it, in every process watching that directory: 200
+/// runtimes woken ten times for each other's every write. Gathered, a burst is one wake.
+const COALESCE: Duration = Duration::from_millis(2);
+
 /// Called when a subscription's directory may have changed the way it cares about. Called
 /// outside the hub's lock, on whichever thread read the event.
 pub(super) type Callback = Arc<dyn Fn() + Send + Sync>;
@@ -286,6 +292,7 @@ impl Hub {
         };
         loop {
             instance.wait_readable(None);
+            std::thread::sleep(COALESCE);
             let mut state = self.lock();
             let calls = self.read_locked(&mut state);
             self.handed_out.notify_all();

@@ -1,5 +1,5 @@
-//! Reading the inbox, once per wake (one parse: marking what it handled reuses it): protocol messages are acted on at once, ordinary ones
-//! wait for a turn.
+//! Reading the inbox, once per wake and with one parse (marking what it handled reuses it):
+//! protocol messages are acted on at once, ordinary ones wait for a turn.
 //!
 //! Protocol messages (PROTOCOL.md section 7) never reach the agent: a shutdown request from the
 //! lead ends the runtime, a plan answer moves plan mode on, a permission answer is only noted

@@ -74,7 +74,10 @@ impl PaneBackend for InProcessBackend {
         };
         let pid = child.pid();
         self.children.push((name, child));
-        Ok(Started { pid: Some(pid) })
+        Ok(Started {
+            pid: Some(pid),
+            pane_pid: None,
+        })
     }
 
     fn state(&self, _pane: &PaneId) -> Result<PaneState> {

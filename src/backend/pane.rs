@@ -94,6 +94,10 @@ pub(crate) struct Launch {
 pub(crate) struct Started {
     /// The process id, when the backend knows it (in-process).
     pub pid: Option<u32>,
+    /// The process of the pane it runs in, as the multiplexer reported it on making the pane
+    /// (tmux: the teammate, which its trampoline `exec`s): for swarm's own record only, not the
+    /// roster's.
+    pub pane_pid: Option<u32>,
 }
 
 /// One pane of a launch for [`PaneBackend::open_started`]: how it looks and what it runs.

@@ -115,8 +115,8 @@ impl TmuxBackend {
 
     /// [`PaneBackend::open_started`] for tmux: one spec file per pane (named with a nonce of
     /// this launch), then every pane in as few calls as fit; on failure every pane of the
-    /// launch is killed and its spec files removed.
-    fn open_batch(&mut self, panes: &[NewPane]) -> Result<Vec<PaneId>> {
+    /// launch is killed and its spec files removed. Each pane comes with its process id.
+    fn open_batch(&mut self, panes: &[NewPane]) -> Result<Vec<(PaneId, Option<u32>)>> {
         let trampoline = self
             .trampoline
             .clone()
@@ -126,7 +126,7 @@ impl TmuxBackend {
         let result = self.open_with_specs(&trampoline, &nonce, panes, &mut specs);
         match result {
             Ok(ids) => {
-                for (id, new) in ids.iter().zip(panes) {
+                for ((id, _), new) in ids.iter().zip(panes) {
                     self.members.insert(id.clone(), new.spec.name.clone());
                 }
                 Ok(ids)
@@ -147,7 +147,7 @@ impl TmuxBackend {
         nonce: &str,
         panes: &[NewPane],
         specs: &mut Vec<std::path::PathBuf>,
-    ) -> Result<Vec<PaneId>> {
+    ) -> Result<Vec<(PaneId, Option<u32>)>> {
         let mut batch = Vec::with_capacity(panes.len());
         for new in panes {
             let name = &new.spec.name;
@@ -161,7 +161,7 @@ impl TmuxBackend {
             specs.push(spec);
         }
         let ids = batch::open_all(&mut self.layout, &self.client, &self.owner, &batch)?;
-        Ok(ids.into_iter().map(PaneId).collect())
+        Ok(ids.into_iter().map(|(id, pid)| (PaneId(id), pid)).collect())
     }
 
     /// The pane's scrollback and screen as text (`capture-pane -p -J -S -`).
@@ -309,7 +309,16 @@ impl PaneBackend for TmuxBackend {
     fn open_started(&mut self, panes: &[NewPane]) -> Opened {
         match self.open_batch(panes) {
             Ok(ids) => Opened {
-                panes: ids.into_iter().map(|p| (p, Started::default())).collect(),
+                panes: ids
+                    .into_iter()
+                    .map(|(p, pane_pid)| {
+                        let started = Started {
+                            pane_pid,
+                            ..Started::default()
+                        };
+                        (p, started)
+                    })
+                    .collect(),
                 error: None,
             },
             Err(e) => Opened {

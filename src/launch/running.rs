@@ -90,6 +90,9 @@ pub(crate) struct LaunchedTeammate {
     pub(crate) cwd: PathBuf,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) pid: Option<u32>,
+    /// Its pane's process (`Started::pane_pid`), for swarm's own record.
+    #[serde(skip)]
+    pub(crate) pane_pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) worktree: Option<PathBuf>,
 }

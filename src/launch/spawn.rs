@@ -375,7 +375,8 @@ impl Prepared {
                 _ => None,
             };
             let tmux = backend.kind() == BackendKind::Tmux;
-            if let Some(pid) = done.pid.or_else(|| tmux.then(pane_pid).flatten()) {
+            let pid = done.pid.or(done.pane_pid);
+            if let Some(pid) = pid.or_else(|| tmux.then(pane_pid).flatten()) {
                 spawn_record::save(store, &self.team, &done.name, pid, token)?;
             }
         }
@@ -590,6 +591,7 @@ fn launched(t: &PreparedTeammate, pane: &PaneId, started: &Started) -> LaunchedT
         pane_id: pane.to_string(),
         cwd: t.launch.cwd.clone(),
         pid: started.pid,
+        pane_pid: started.pane_pid,
         worktree: t.worktree.as_ref().map(|w| w.path.clone()),
     }
 }

@@ -82,9 +82,9 @@ pub(super) fn open_all(
     client: &Client,
     owner: &PaneOwner,
     panes: &[BatchPane],
-) -> Result<Vec<String>> {
+) -> Result<Vec<(String, Option<u32>)>> {
     let mut plan = plan(layout, client)?;
-    let mut ids: Vec<String> = Vec::with_capacity(panes.len());
+    let mut ids: Vec<(String, Option<u32>)> = Vec::with_capacity(panes.len());
     let mut first_pane: Option<String> = None;
     while ids.len() < panes.len() {
         let rest = &panes[ids.len()..];
@@ -137,7 +137,7 @@ pub(super) fn open_all(
                     layout.window = Some(String::new());
                 }
                 layout.window_panes = usize::MAX;
-                first_pane = first_pane.or_else(|| ids.first().cloned());
+                first_pane = first_pane.or_else(|| ids.first().map(|(id, _)| id.clone()));
                 plan.create = next_create(layout);
                 continue;
             }
@@ -153,7 +153,7 @@ pub(super) fn open_all(
         for line in made {
             ids.push(layout.take_new_pane(line)?);
         }
-        first_pane.get_or_insert_with(|| ids[0].clone());
+        first_pane.get_or_insert_with(|| ids[0].0.clone());
         // The next call goes on after the last pane, in its window by id, or in a new window.
         plan.create = next_create(layout);
     }
@@ -407,6 +407,10 @@ mod tests {
         }
     }
 
+    fn ids_of(opened: &[(String, Option<u32>)]) -> Vec<&str> {
+        opened.iter().map(|(id, _)| id.as_str()).collect()
+    }
+
     #[test]
     fn one_call_makes_every_pane_and_addresses_each_through_its_window() {
         let rec = Arc::new(Recorder::default());
@@ -415,9 +419,10 @@ mod tests {
         let name = owner.session_name();
         let mut layout = Layout::default();
         layout.placement = Some(Placement::Session { name: name.clone() });
-        rec.answer("%3\t@2\t/tmp/tmux-0/sock\n%4\t@2\t/tmp/tmux-0/sock\n");
+        rec.answer("%3\t@2\t/tmp/tmux-0/sock\t101\n%4\t@2\t/tmp/tmux-0/sock\t102\n");
         let ids = open_all(&mut layout, &client, &owner, &[pane("a"), pane("b#{x}")]).unwrap();
-        assert_eq!(ids, ["%3", "%4"]);
+        // Each pane with its process, from the call that made it.
+        assert_eq!(ids, [("%3".into(), Some(101)), ("%4".into(), Some(102))]);
         assert_eq!(layout.window.as_deref(), Some("@2"));
         let calls = rec.calls();
         assert_eq!(calls.len(), 1, "{calls:?}");
@@ -469,7 +474,7 @@ mod tests {
         rec.answer(&format!("@1\t{name}\t%0\t1\n@1\t{name}\t%1\t0\n"));
         rec.answer("%5\t@1\t/tmp/tmux-0/sock\n");
         let ids = open_all(&mut layout, &client, &owner, &[pane("c")]).unwrap();
-        assert_eq!(ids, ["%5"]);
+        assert_eq!(ids_of(&ids), ["%5"]);
         let calls = rec.calls();
         assert_eq!(calls.len(), 3);
         let last: Vec<&[String]> = calls[2][4..].split(|w| w == ";").collect();
@@ -496,7 +501,7 @@ mod tests {
         rec.answer("%3\t@2\t/tmp/tmux-0/sock\n");
         rec.answer("%4\t@2\t/tmp/tmux-0/sock\n");
         let ids = open_all(&mut layout, &client, &owner, &[big.clone(), big]).unwrap();
-        assert_eq!(ids, ["%3", "%4"]);
+        assert_eq!(ids_of(&ids), ["%3", "%4"]);
         let calls = rec.calls();
         assert_eq!(calls.len(), 2, "two calls");
         let second: Vec<&[String]> = calls[1][4..].split(|w| w == ";").collect();
@@ -530,7 +535,7 @@ mod tests {
             &[pane("a"), pane("b"), pane("c")],
         )
         .unwrap();
-        assert_eq!(ids, ["%3", "%4", "%5"]);
+        assert_eq!(ids_of(&ids), ["%3", "%4", "%5"]);
         assert_eq!(
             (
                 layout.window.as_deref(),
@@ -576,12 +581,12 @@ mod tests {
         layout.placement = Some(Placement::Session { name: name.clone() });
         rec.fail("no space for new pane");
         rec.answer(
-            "%3\t@2\t/s\t/opt/swarm pane-exec /r/a.nonce.json\n%4\t@2\t/s\t/opt/swarm pane-exec /r/b.nonce.json\n",
+            "%3\t@2\t/s\t13\t/opt/swarm pane-exec /r/a.nonce.json\n%4\t@2\t/s\t14\t/opt/swarm pane-exec /r/b.nonce.json\n",
         );
         rec.answer("%7\t@4\t/s\n%8\t@4\t/s\n");
         let panes = [pane("a"), pane("b"), pane("c"), pane("d")];
         let ids = open_all(&mut layout, &client, &owner, &panes).unwrap();
-        assert_eq!(ids, ["%3", "%4", "%7", "%8"]);
+        assert_eq!(ids_of(&ids), ["%3", "%4", "%7", "%8"]);
         let calls = rec.calls();
         assert_eq!(calls.len(), 3, "{calls:?}");
         let third: Vec<&[String]> = calls[2][4..].split(|w| w == ";").collect();

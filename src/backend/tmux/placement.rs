@@ -22,7 +22,9 @@ use crate::error::{Error, Result};
 /// shell, and harmless if the launcher dies before the real command starts.
 pub(super) const PLACEHOLDER: [&str; 2] = ["sleep", "86400"];
 
-pub(super) const NEW_PANE_FORMAT: &str = "#{pane_id}\t#{window_id}\t#{socket_path}";
+/// What tmux prints of a pane it made: the pane's process comes with it, so a launch records
+/// every teammate's pid without one more call per pane.
+pub(super) const NEW_PANE_FORMAT: &str = "#{pane_id}\t#{window_id}\t#{socket_path}\t#{pane_pid}";
 /// The border label: the member's name in its colour; other panes keep their title.
 /// `new-session` for a team's detached session `name`, printing its first pane
 /// ([`NEW_PANE_FORMAT`]); the caller appends `--` and the pane's command.
@@ -354,7 +356,7 @@ impl Layout {
         words.push("--".into());
         words.extend(PLACEHOLDER.iter().map(|s| s.to_string()));
         let out = client.tmux(words)?;
-        let pane = self.take_new_pane(&out)?;
+        let (pane, _) = self.take_new_pane(&out)?;
         if self.created_window || matches!(placement, Placement::Split { .. }) {
             let window = self.window.clone().unwrap_or_default();
             client.run(vec![
@@ -390,7 +392,7 @@ impl Layout {
         words.push("--".into());
         words.extend(PLACEHOLDER.iter().map(|s| s.to_string()));
         let out = client.tmux(words)?;
-        let pane = self.take_new_pane(&out)?;
+        let (pane, _) = self.take_new_pane(&out)?;
         client.run(vec![SelectLayout::new()
             .target_pane(window.as_str())
             .layout_name("tiled")
@@ -413,7 +415,9 @@ impl Layout {
 
     /// Records a pane tmux just reported (`NEW_PANE_FORMAT`): the team's window (a new one
     /// starts its count again) and server, and the pane as the last one.
-    pub(super) fn take_new_pane(&mut self, out: &str) -> Result<String> {
+    /// Takes in a pane tmux made (a [`NEW_PANE_FORMAT`] line): its id, and its process when
+    /// the line says it.
+    pub(super) fn take_new_pane(&mut self, out: &str) -> Result<(String, Option<u32>)> {
         let line = out.lines().next().unwrap_or_default();
         let mut parts = line.split('\t');
         let pane = parts.next().unwrap_or_default();
@@ -435,7 +439,7 @@ impl Layout {
             self.socket_path = Some(socket.to_string());
         }
         self.last_pane = Some(pane.to_string());
-        Ok(pane.to_string())
+        Ok((pane.to_string(), parts.next().and_then(|p| p.parse().ok())))
     }
 }
 

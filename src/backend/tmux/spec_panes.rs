@@ -25,11 +25,12 @@ fn listing(client: &Client) -> Result<String> {
 /// The pane id and the `NEW_PANE_FORMAT` part of a [`listing`] line whose command holds `tag`.
 fn line_with<'l>(listing: &'l str, tag: &str) -> Option<(&'l str, String)> {
     listing.lines().find_map(|line| {
-        let f: Vec<&str> = line.splitn(4, '\t').collect();
-        let [id, window, socket, command] = f[..] else {
+        let f: Vec<&str> = line.splitn(5, '\t').collect();
+        let [id, window, socket, pid, command] = f[..] else {
             return None;
         };
-        (is_pane_id(id) && command.contains(tag)).then(|| (id, format!("{id}\t{window}\t{socket}")))
+        (is_pane_id(id) && command.contains(tag))
+            .then(|| (id, format!("{id}\t{window}\t{socket}\t{pid}")))
     })
 }
 
@@ -69,10 +70,10 @@ mod tests {
     fn the_panes_a_failed_call_made_are_the_first_ones_found_by_their_spec_file() {
         let rec = Arc::new(Recorder::default());
         let client = Client::new(rec.clone(), TmuxServer::Name("s".into()));
-        let listing = "%0\t@0\t/t/s\tsleep 600\n\
-                       %4\t@1\t/t/s\t/opt/swarm pane-exec /r/spawn/b.n1.json\n\
-                       %3\t@1\t/t/s\t/opt/swarm pane-exec /r/spawn/a.n1.json\n\
-                       %9\t@1\t/t/s\t/opt/swarm pane-exec /r/spawn/d.n1.json\n";
+        let listing = "%0\t@0\t/t/s\t10\tsleep 600\n\
+                       %4\t@1\t/t/s\t14\t/opt/swarm pane-exec /r/spawn/b.n1.json\n\
+                       %3\t@1\t/t/s\t13\t/opt/swarm pane-exec /r/spawn/a.n1.json\n\
+                       %9\t@1\t/t/s\t19\t/opt/swarm pane-exec /r/spawn/d.n1.json\n";
         rec.answer(listing);
         let made = made_before_failure(
             &client,
@@ -81,7 +82,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             made,
-            ["%3\t@1\t/t/s", "%4\t@1\t/t/s"],
+            ["%3\t@1\t/t/s\t13", "%4\t@1\t/t/s\t14"],
             "up to the first one missing"
         );
         rec.answer(listing);

@@ -32,41 +32,6 @@ pub(super) use super::interest::Interest;
 use super::polling::{self, Jitter};
 use crate::error::{Error, Result};
 
-/// How long the reader lets events gather before it reads them during a storm: a commit is a
-/// burst of about ten events in a directory (temp file, gate, lock directory, rename), and each
-/// that found the reader asleep woke it, in every process watching that directory: at a launch
-/// of 200, every runtime woke ten times for each of the others' every write. A lone message
-/// (a few wakes) is read at once; only past [`STORM_WAKES`] in [`STORM_WINDOW`] does the reader
-/// wait, so a storm costs one wake per 2 ms, not one per event.
-const COALESCE: Duration = Duration::from_millis(2);
-const STORM_WINDOW: Duration = Duration::from_millis(50);
-const STORM_WAKES: u32 = 8;
-
-/// Counts the reader's wakes to tell a storm of events from a lone change.
-struct Storm {
-    since: Instant,
-    wakes: u32,
-}
-
-impl Storm {
-    fn new() -> Storm {
-        Storm {
-            since: Instant::now(),
-            wakes: 0,
-        }
-    }
-
-    /// Counts a wake at `now`; whether it is one of a storm.
-    fn woke(&mut self, now: Instant) -> bool {
-        if now.duration_since(self.since) > STORM_WINDOW {
-            self.since = now;
-            self.wakes = 0;
-        }
-        self.wakes += 1;
-        self.wakes > STORM_WAKES
-    }
-}
-
 /// Called when a subscription's directory may have changed the way it cares about. Called
 /// outside the hub's lock, on whichever thread read the event.
 pub(super) type Callback = Arc<dyn Fn() + Send + Sync>;
@@ -319,12 +284,8 @@ impl Hub {
         let Some(instance) = &self.instance else {
             return;
         };
-        let mut storm = Storm::new();
         loop {
             instance.wait_readable(None);
-            if storm.woke(Instant::now()) {
-                std::thread::sleep(COALESCE);
-            }
             let mut state = self.lock();
             let calls = self.read_locked(&mut state);
             self.handed_out.notify_all();
@@ -438,21 +399,6 @@ fn poll_forever(hub: &'static Hub) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_storm_of_wakes_makes_the_reader_wait() {
-        let start = Instant::now();
-        let mut storm = Storm {
-            since: start,
-            wakes: 0,
-        };
-        // A lone message: a few wakes, each read at once.
-        assert!((0..STORM_WAKES).all(|_| !storm.woke(start)));
-        // More within the window: a storm.
-        assert!(storm.woke(start + Duration::from_millis(1)));
-        // Quiet again after the window.
-        assert!(!storm.woke(start + STORM_WINDOW * 2));
-    }
 
     fn wants(interest: Interest, mask: Mask, name: &str) -> bool {
         interest.wants(mask, Some(std::ffi::OsStr::new(name)))

@@ -9,12 +9,12 @@
 //! runtime writes its own roster fields, so `config.json` stays writable), except that swarm's
 //! private state (the lead key, ssh control sockets) and the tmux socket directories are empty
 //! tmpfs, the team's control records (`permissions/resolved`, `lead/`, `spawn/`, `sessions/`
-//! but the member's own directory there) are read-only, the user's Claude Code files that swarm believes
-//! outside are not the real ones writable (each global config `.claude.json` is the teammate's
-//! own copy, each user-level `settings.json` read-only: `claude_files`), the directories above
-//! all of these cannot be moved away to make new ones in their place (`pins`; and a teammate
-//! that reaches one of them through a symlink it could replace is refused, not contained in
-//! name only), `TMUX` and
+//! but the member's own directory there) are read-only, the user's Claude Code files that
+//! swarm believes outside are not the real ones writable (each global config `.claude.json` is
+//! the teammate's own copy, each user-level `settings.json` read-only: `claude_files`), the
+//! directories above all of these cannot be moved away to make new ones in their place
+//! (`pins`; and a teammate that reaches one of them through a symlink it could replace is
+//! refused, not contained in name only), `TMUX` and
 //! `TMUX_PANE` are unset, and the teammate has a pid namespace and `/proc` of its own, so it
 //! can neither see nor signal anything outside its tree. The network is shared.
 //!

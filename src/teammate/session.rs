@@ -4,8 +4,8 @@
 //! a follow-up question finds an agent that remembers nothing. An [`Adapter`] knows how one CLI
 //! names a conversation on its command line (`claude -p`, `gemini -p`, `codex exec`, or a
 //! `{session}` placeholder: `adapter.rs`, with what each was checked against); the member's
-//! conversation id lives in `teams/<team>/sessions/<name>/session.json`, so a runtime started again
-//! carries on the same conversation. Where swarm names the conversation the id is made before
+//! conversation id lives in `teams/<team>/sessions/<name>/session.json`, so a runtime started
+//! again carries on the same conversation. Where swarm names the conversation the id is made before
 //! the first turn; where the CLI names it (codex) the id is empty until a turn's output says it
 //! ([`Session::after_turn`]), and until then every turn starts afresh. Only an id swarm gave
 //! the member is resumed (`minted`): any teammate can write the session files. A session file

@@ -14,8 +14,9 @@
 //! or forged one is ignored, said in the pane and reported to the lead, who should know a
 //! teammate is trying. The signature checked is swarm's bound one (`swarm_lead_sig`), which
 //! names this team and this member, so a signed message copied from another inbox is a forgery
-//! here; and a lead message acted on once (`acted`) is never acted on again. A runtime started without a key (a team from before lead keys) acts as
-//! before and says once that it cannot tell.
+//! here; and a lead message acted on once (`acted`) is never acted on again. A runtime started
+//! without a key (a team from before lead keys) acts as before and says once that it cannot
+//! tell.
 
 use super::Runtime;
 use crate::error::Result;

@@ -88,12 +88,16 @@ async fn serve(config: Config) -> Result<i32> {
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.
     let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
-    let roster = Roster::new(&config.store, &config.team).load()?;
-    let membership =
-        Membership::of(&roster, config.name.as_str()).ok_or_else(|| Error::NoSuchMember {
+    let mut seen = None;
+    let roster = Roster::new(&config.store, &config.team)
+        .load_if_changed(&mut seen)?
+        .expect("nothing seen yet, so the roster is read");
+    let membership = Membership::of(&roster, config.name.as_str())
+        .ok_or_else(|| Error::NoSuchMember {
             team: config.team.to_string(),
             name: config.name.to_string(),
-        })?;
+        })?
+        .read_at(seen);
     let (tx, rx) = mpsc::unbounded_channel();
     let mut _subscriptions = Vec::new();
     // Its own inbox among the team's (every other inbox's writes would wake it for nothing:

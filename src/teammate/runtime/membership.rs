@@ -54,6 +54,13 @@ impl Membership {
         })
     }
 
+    /// This membership as found in the roster file whose stamp was `seen`
+    /// (`Roster::load_if_changed`): the first look of the loop need not parse it again.
+    pub(super) fn read_at(mut self, seen: Option<Stamp>) -> Membership {
+        self.seen = seen;
+        self
+    }
+
     /// Whether `other` is this very membership (its entry's other fields may change).
     fn same(&self, other: &Membership) -> bool {
         self.team_created_at == other.team_created_at

@@ -301,6 +301,7 @@ impl<'a> Mailbox<'a> {
     /// returns the bytes written and how many delivered entries they hold.
     fn compact_and_write(
         &self,
+        lock: &crate::store::lock::FileLock,
         agent: &AgentName,
         path: &Path,
         mut messages: Vec<InboxMessage>,
@@ -331,7 +332,7 @@ impl<'a> Mailbox<'a> {
             source,
         })?;
         bytes.push(b'\n');
-        fsio::write_atomic(path, &bytes)?;
+        lock.write(path, &bytes)?;
         Ok((bytes, delivered.min(KEEP_DELIVERED)))
     }
 }

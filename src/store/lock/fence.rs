@@ -241,7 +241,12 @@ impl FileLock {
         let taken_over = || Error::LockTakenOver {
             path: self.lock_dir.clone(),
         };
-        let fd = match rustix::fs::openat(&fence.dir, &name, flags | OFlags::CLOEXEC, Mode::RUSR | Mode::WUSR) {
+        let fd = match rustix::fs::openat(
+            &fence.dir,
+            &name,
+            flags | OFlags::CLOEXEC,
+            Mode::RUSR | Mode::WUSR,
+        ) {
             Ok(fd) => fd,
             Err(rustix::io::Errno::NOENT) => return Err(taken_over()),
             Err(e) => return Err(Error::io("create", self.lock_dir.join(&name))(e.into())),
@@ -289,12 +294,18 @@ fn fenced(mut lock: FileLock) -> Result<FileLock> {
         .map_err(|e| Error::io("open lock directory", &lock.lock_dir)(e.into()))?;
     if let Some(mut record) = read_record(&lock.gate) {
         record.fenced = true;
-        let mut bytes = serde_json::to_vec(&record).map_err(std::io::Error::other)
-            .map_err(Error::io("record the lock owner in the gate of", &lock.lock_dir))?;
+        let mut bytes = serde_json::to_vec(&record)
+            .map_err(std::io::Error::other)
+            .map_err(Error::io(
+                "record the lock owner in the gate of",
+                &lock.lock_dir,
+            ))?;
         bytes.resize(RECORD_LEN - 1, b' ');
         bytes.push(b'\n');
-        std::os::unix::fs::FileExt::write_all_at(&lock.gate, &bytes, 0)
-            .map_err(Error::io("record the lock owner in the gate of", &lock.lock_dir))?;
+        std::os::unix::fs::FileExt::write_all_at(&lock.gate, &bytes, 0).map_err(Error::io(
+            "record the lock owner in the gate of",
+            &lock.lock_dir,
+        ))?;
     }
     let beat = beat(&lock.gate).map_err(Error::io("lock", &lock.lock_dir))?;
     lock.fence = Some(Fence { dir, beat });
@@ -372,14 +383,19 @@ mod tests {
         let stopped = FileLock::acquire_fenced(&target).unwrap();
         stopped.write(&target, b"[1]\n").unwrap();
         stop(&stopped, &target, STALL * 2);
-        let taker = FileLock::take_over(&target).unwrap().expect("a stalled holder");
+        let taker = FileLock::take_over(&target)
+            .unwrap()
+            .expect("a stalled holder");
         taker.write(&target, b"[2]\n").unwrap();
         let err = stopped.write(&target, b"[3]\n").unwrap_err();
         assert!(matches!(err, Error::LockTakenOver { .. }), "{err}");
         assert_eq!(fs::read(&target).unwrap(), b"[2]\n");
         drop(stopped);
         assert!(lock_dir_of(&target).exists(), "the taker's directory stays");
-        assert!(FileLock::try_acquire(&target).unwrap().is_none(), "still held");
+        assert!(
+            FileLock::try_acquire(&target).unwrap().is_none(),
+            "still held"
+        );
         drop(taker);
         assert_eq!(leftovers(dir.path()), Vec::<String>::new());
         let _again = FileLock::try_acquire_fenced(&target).unwrap().unwrap();
@@ -403,7 +419,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("task.json");
         let plain = FileLock::acquire(&target).unwrap();
-        let gate = File::options().write(true).open(gate_path(&target)).unwrap();
+        let gate = File::options()
+            .write(true)
+            .open(gate_path(&target))
+            .unwrap();
         gate.set_modified(SystemTime::now() - STALL * 5).unwrap();
         assert!(FileLock::take_over(&target).unwrap().is_none());
         assert!(plain.still_ours());

@@ -230,6 +230,7 @@ impl FileLock {
             return fsio::write_atomic(target, bytes);
         };
         fsio::check_regular(target)?;
+        fsio::sweep_once(target.parent().unwrap_or(Path::new(".")));
         let name = format!(
             ".{}{}{}-{}",
             target.file_name().unwrap_or_default().to_string_lossy(),
@@ -268,6 +269,40 @@ impl FileLock {
             return result;
         }
         fsio::sync_dir(target.parent().unwrap_or(Path::new(".")));
+        Ok(())
+    }
+
+    /// Moves `target` (the file this lock guards, unreadable: `why`) aside to a fresh
+    /// `.corrupt-<ms>` name. Fenced, it copies the file there and then replaces it with an empty
+    /// array through [`FileLock::write`]: a rename of `target` itself would move a taker's good
+    /// file aside if this holder was taken over meanwhile.
+    pub(crate) fn quarantine(&self, target: &Path, why: &str) -> Result<()> {
+        if self.fence.is_none() {
+            return fsio::quarantine(target, why).map(drop);
+        }
+        let aside = fsio::quarantine_target(target);
+        let copied = (|| {
+            let Some(mut from) = fsio::open_read(target)? else {
+                return Ok(false);
+            };
+            let mut to = fsio::create_new(&aside)?;
+            std::io::copy(&mut from, &mut to).map_err(Error::io("quarantine", target))?;
+            to.sync_all().map_err(Error::io("sync", &aside))?;
+            Ok(true)
+        })();
+        match copied {
+            Ok(false) => return Ok(()),
+            Ok(true) => {}
+            Err(e) => {
+                let _ = fs::remove_file(&aside);
+                return Err(e);
+            }
+        }
+        if let Err(e) = self.write(target, b"[]\n") {
+            let _ = fs::remove_file(&aside);
+            return Err(e);
+        }
+        fsio::said_quarantined(target, why, &aside);
         Ok(())
     }
 

@@ -211,7 +211,7 @@ impl Mailbox<'_> {
                 }
             }
         }
-        let (mut messages, repaired) = load_locked(path)?;
+        let (mut messages, repaired) = load_locked(lock, path)?;
         let mut present: HashSet<String> = messages.iter().map(InboxMessage::key).collect();
         let before = messages.len();
         for s in fresh {

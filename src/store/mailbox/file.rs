@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::InboxMessage;
 use crate::error::{Error, Result};
 use crate::store::fsio;
+use crate::store::lock::FileLock;
 
 /// `message` as the inbox array holds it: pretty-printed, every line indented two spaces, no
 /// trailing newline. Spliced after `[` or `,` plus a newline, it gives the bytes a full rewrite
@@ -70,9 +71,9 @@ pub(super) enum Repaired {
 /// a quarantine file, byte for byte, and the good ones kept; a file with nothing to keep (not
 /// an array, no good entry) is quarantined whole, and so is a file past the inbox size limit,
 /// which is never read into memory.
-pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> {
+pub(super) fn load_locked(lock: &FileLock, path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> {
     if let Some(size) = oversize(path)? {
-        fsio::quarantine(path, &past_limit(size))?;
+        lock.quarantine(path, &past_limit(size))?;
         return Ok((vec![], Repaired::Yes));
     }
     let Some(bytes) = fsio::read_file(path)? else {
@@ -93,7 +94,7 @@ pub(super) fn load_locked(path: &Path) -> Result<(Vec<InboxMessage>, Repaired)> 
         }
     }
     if good.is_empty() {
-        fsio::quarantine(path, &why)?;
+        lock.quarantine(path, &why)?;
         return Ok((vec![], Repaired::Yes));
     }
     let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());

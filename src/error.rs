@@ -142,6 +142,9 @@ pub enum Error {
     #[error("the message was rejected, not delivered: its spool entry {} did not parse as a message when it was taken in, so it was moved to {}; send it again", entry.display(), aside.display())]
     SpoolEntryRejected { entry: PathBuf, aside: PathBuf },
 
+    #[error("lost the lock {path} while writing: a waiter took it over after this process stopped; the write did not happen")]
+    LockTakenOver { path: PathBuf },
+
     #[error("gave up waiting for the lock on {path} after {waited_ms} ms: it is held by {holder}; if that process is not writing there, end it, or remove the directory {path} if no process holds it")]
     LockTimeout {
         path: PathBuf,

@@ -223,7 +223,7 @@ const TEMP_GRACE: Duration = Duration::from_secs(5);
 
 /// Sweeps each directory once per process: a CLI call writes a few files and exits, and a
 /// long-running teammate's directories are swept by the next CLI call.
-fn sweep_once(dir: &Path) {
+pub(crate) fn sweep_once(dir: &Path) {
     static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
     if !swept.iter().any(|d| d == dir) {
@@ -378,19 +378,29 @@ pub fn create_if_missing(path: &Path, contents: &[u8]) -> Result<()> {
 /// Moves a corrupt file aside to `<file>.corrupt-<unix-ms>` and says so on stderr. Returns the
 /// new path.
 pub(crate) fn quarantine(path: &Path, why: &str) -> Result<PathBuf> {
+    let target = quarantine_target(path);
+    fs::rename(path, &target).map_err(Error::io("quarantine", path))?;
+    said_quarantined(path, why, &target);
+    Ok(target)
+}
+
+/// A free `<file>.corrupt-<ms>` name for `path`.
+pub(crate) fn quarantine_target(path: &Path) -> PathBuf {
     let mut target = PathBuf::from(format!("{}.corrupt-{}", path.display(), now_ms()));
     let mut n = 1;
     while target.exists() {
         target = PathBuf::from(format!("{}.corrupt-{}-{n}", path.display(), now_ms()));
         n += 1;
     }
-    fs::rename(path, &target).map_err(Error::io("quarantine", path))?;
+    target
+}
+
+pub(crate) fn said_quarantined(path: &Path, why: &str, target: &Path) {
     eprintln!(
         "swarm: warning: {} could not be read ({why}); moved it to {} and started a fresh file",
         path.display(),
         target.display()
     );
-    Ok(target)
 }
 
 /// Reads and parses a JSON file. A file that does not parse as `T` is quarantined and `None`

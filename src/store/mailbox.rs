@@ -320,6 +320,7 @@ impl<'a> Mailbox<'a> {
     /// returns what was written and how many delivered entries it holds.
     fn compact_and_write(
         &self,
+        lock: &crate::store::lock::FileLock,
         agent: &AgentName,
         path: &Path,
         mut messages: Vec<InboxMessage>,
@@ -350,7 +351,7 @@ impl<'a> Mailbox<'a> {
             source,
         })?;
         bytes.push(b'\n');
-        fsio::write_atomic(path, &bytes)?;
+        lock.write(path, &bytes)?;
         Ok((Parsed::new(bytes, messages), delivered.min(KEEP_DELIVERED)))
     }
 }

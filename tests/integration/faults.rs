@@ -18,6 +18,7 @@ mod hostile;
 mod permissions;
 mod spool;
 mod stale_locks;
+mod stopped;
 mod survive;
 mod unconfirmed;
 mod watcher;

@@ -41,6 +41,9 @@ pub(super) struct OwnerRecord {
     /// Where the holder runs; missing in records of swarms before remote hosts.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub(super) machine: Option<Machine>,
+    /// A fenced inbox lock (`fence.rs`), which a waiter may take over once it stalls.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) fenced: bool,
 }
 
 impl OwnerRecord {
@@ -69,6 +72,7 @@ pub(super) fn write_record(gate: &File, dir: DirId) -> std::io::Result<()> {
         acquired_at: now_ms(),
         dir,
         machine: Some(Machine::this().clone()),
+        fenced: false,
     };
     let mut bytes = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
     bytes.resize(RECORD_LEN - 1, b' ');

@@ -36,6 +36,8 @@ const SERVE_FOR: Duration = Duration::from_millis(50);
 /// Longest a holder waits for the senders the last commit acknowledged to spool their next
 /// entries before it lists the spool (see [`linger`]).
 const LINGER_AT_MOST: Duration = Duration::from_millis(10);
+/// How often a commit whose lock was taken over starts again before it reports that.
+const TAKEN_OVER_RETRIES: u32 = 3;
 
 /// An edit of the whole array made under the lock (mark delivered, append once, repair).
 /// Returns whether it changed anything.
@@ -46,15 +48,31 @@ impl Mailbox<'_> {
         Spool::new(self.store.spool_dir(self.team, to))
     }
 
-    /// Appends `message` (signed, final) to the inbox at `path` by group commit.
+    /// Appends `message` (signed, final) to the inbox at `path` by group commit. A holder
+    /// taken over while stopped (`lock/fence.rs`) wrote nothing and starts again.
     pub(super) fn commit_message(
         &self,
         to: &AgentName,
         path: &Path,
         message: InboxMessage,
     ) -> Result<()> {
-        if let Some(lock) = FileLock::try_acquire(path)? {
-            let done = self.commit_locked(to, path, vec![message], None, &mut None);
+        let mut tries = 0;
+        loop {
+            match self.commit_message_once(to, path, message.clone()) {
+                Err(Error::LockTakenOver { .. }) if tries < TAKEN_OVER_RETRIES => tries += 1,
+                other => return other,
+            }
+        }
+    }
+
+    fn commit_message_once(
+        &self,
+        to: &AgentName,
+        path: &Path,
+        message: InboxMessage,
+    ) -> Result<()> {
+        if let Some(lock) = FileLock::try_acquire_fenced(path)? {
+            let done = self.commit_locked(&lock, to, path, vec![message], None, &mut None);
             drop(lock);
             self.serve_spool(to, path);
             return done.map(drop);
@@ -64,13 +82,19 @@ impl Mailbox<'_> {
         let start = Instant::now();
         let mut said_waiting = false;
         loop {
-            match FileLock::try_acquire(path) {
+            let taken = match FileLock::try_acquire_fenced(path) {
+                Ok(None) if start.elapsed() >= lock::STALL => FileLock::take_over(path),
+                other => other,
+            };
+            match taken {
                 Ok(Some(lock)) => {
-                    let done = self.commit_locked(to, path, vec![], None, &mut None);
+                    let done = self.commit_locked(&lock, to, path, vec![], None, &mut None);
                     drop(lock);
                     self.serve_spool(to, path);
-                    if let Err(e) = done {
-                        return retract(&mine, e);
+                    match done {
+                        // Our entry is still spooled, for whoever took over.
+                        Err(Error::LockTakenOver { .. }) | Ok(_) => {}
+                        Err(e) => return retract(&mine, e),
                     }
                 }
                 Ok(None) => {}
@@ -90,7 +114,8 @@ impl Mailbox<'_> {
         }
     }
 
-    /// Takes the lock on `path` (waiting for it), commits the spool and applies `edit`.
+    /// Takes the lock on `path` (waiting for it, or taking it over from a stopped holder),
+    /// commits the spool and applies `edit`; again from the start if taken over meanwhile.
     pub(super) fn commit_with_lock(
         &self,
         to: &AgentName,
@@ -110,11 +135,17 @@ impl Mailbox<'_> {
         edit: &mut Edit<'_>,
         known: &mut Option<Parsed>,
     ) -> Result<()> {
-        let lock = FileLock::acquire(path)?;
-        let done = self.commit_locked(to, path, vec![], Some(edit), known);
-        drop(lock);
-        self.serve_spool(to, path);
-        done.map(drop)
+        let mut tries = 0;
+        loop {
+            let lock = FileLock::acquire_fenced(path)?;
+            let done = self.commit_locked(&lock, to, path, vec![], Some(&mut *edit), known);
+            drop(lock);
+            self.serve_spool(to, path);
+            match done {
+                Err(Error::LockTakenOver { .. }) if tries < TAKEN_OVER_RETRIES => tries += 1,
+                other => return other.map(drop),
+            }
+        }
     }
 
     /// After releasing the lock: whatever was spooled while we held it is ours to take in,
@@ -124,11 +155,12 @@ impl Mailbox<'_> {
         let spool = self.spool(to);
         let until = Instant::now() + SERVE_FOR;
         while Instant::now() < until && spool.has_entries() {
-            let Ok(Some(_lock)) = FileLock::try_acquire(path) else {
+            let Ok(Some(lock)) = FileLock::try_acquire_fenced(path) else {
                 return;
             };
             // Nothing taken in: what waits is unreadable for now, and its senders retry.
-            if !matches!(self.commit_locked(to, path, vec![], None, &mut None), Ok(n) if n > 0) {
+            let taken = self.commit_locked(&lock, to, path, vec![], None, &mut None);
+            if !matches!(taken, Ok(n) if n > 0) {
                 return;
             }
         }
@@ -138,6 +170,7 @@ impl Mailbox<'_> {
     /// Returns how many entries it took in.
     fn commit_locked(
         &self,
+        lock: &FileLock,
         to: &AgentName,
         path: &Path,
         own: Vec<InboxMessage>,
@@ -186,7 +219,7 @@ impl Mailbox<'_> {
                 let delivered = noted.delivered + new_delivered;
                 if delivered <= KEEP_DELIVERED {
                     if let Some(out) = self.splice_if_unchanged(path, noted, &new)? {
-                        fsio::write_atomic(path, &out)?;
+                        lock.write(path, &out)?;
                         note(path, &side, &out, delivered, committed, started);
                         spool.remove(&spooled);
                         return Ok(new.len());
@@ -194,7 +227,7 @@ impl Mailbox<'_> {
                 }
             }
         }
-        let (mut messages, repaired) = load_locked(path, given)?;
+        let (mut messages, repaired) = load_locked(lock, path, given)?;
         let mut present: HashSet<String> = messages.iter().map(InboxMessage::key).collect();
         let before = messages.len();
         for s in fresh {
@@ -209,7 +242,7 @@ impl Mailbox<'_> {
             changed |= edit(&mut messages)?;
         }
         if changed {
-            let (written, delivered) = self.compact_and_write(to, path, messages)?;
+            let (written, delivered) = self.compact_and_write(lock, to, path, messages)?;
             // A repair touches nothing but the inbox and what was moved aside; the sidecar,
             // describing an inode that is gone, just makes the next commit parse once more.
             if repaired == Repaired::No {

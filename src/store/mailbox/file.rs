@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::InboxMessage;
 use crate::error::{Error, Result};
 use crate::store::fsio;
+use crate::store::lock::FileLock;
 
 /// `message` as the inbox array holds it: pretty-printed, every line indented two spaces, no
 /// trailing newline. Spliced after `[` or `,` plus a newline, it gives the bytes a full rewrite
@@ -113,11 +114,12 @@ pub(super) enum Repaired {
 /// `known`: the inbox as the caller last had it; when the bytes are still those, its messages
 /// are taken as they are.
 pub(super) fn load_locked(
+    lock: &FileLock,
     path: &Path,
     known: Option<Parsed>,
 ) -> Result<(Vec<InboxMessage>, Repaired)> {
     if let Some(size) = oversize(path)? {
-        fsio::quarantine(path, &past_limit(size))?;
+        lock.quarantine(path, &past_limit(size))?;
         return Ok((vec![], Repaired::Yes));
     }
     let Some(bytes) = fsio::read_file(path)? else {
@@ -141,7 +143,7 @@ pub(super) fn load_locked(
         }
     }
     if good.is_empty() {
-        fsio::quarantine(path, &why)?;
+        lock.quarantine(path, &why)?;
         return Ok((vec![], Repaired::Yes));
     }
     let target = format!("{}.corrupt-{}", path.display(), fsio::now_ms());

@@ -218,8 +218,8 @@ impl<'a> Console<'a> {
                 Protocol::ShutdownApproved(a)
                     if a.from == m.from && self.asked(&m.from, &a.request_id)? =>
                 {
-                    if self.started_since(&m.from, &a) {
-                        say(" approved shutdown of an earlier run; it was started again since");
+                    if let Some(since) = self.earlier_run(&m.from, &a) {
+                        say(&format!(" approved shutdown of an earlier run; {since}"));
                     } else {
                         say(" approved shutdown");
                         self.retire(&m.from, "it approved shutdown")?;
@@ -242,26 +242,29 @@ impl<'a> Console<'a> {
         Ok(())
     }
 
-    /// Whether `name` was started again after the run that sent `approval`: the approval names
-    /// its run, and the member's lock now names another, or (the lock file can be missing: a
-    /// launch removes a dead one before it starts the member again) swarm's own record of the
-    /// process it started last names another pid. An approval read late (the console was busy
-    /// or stopped while `restart`, or `down` and `up`, ran) would otherwise close the new run's
-    /// pane and retire it. An approval that names no run (Claude Code's) is the current run's.
-    fn started_since(&self, name: &AgentName, approval: &ShutdownApproved) -> bool {
-        let Some(sent_by) = approval
-            .extra
-            .get(liveness::RUN_FIELD)
-            .and_then(|v| v.as_str())
-        else {
-            return false;
-        };
+    /// Whether `name` was started again after the run that sent `approval`, or is being
+    /// started again: how, as the end of a sentence. The approval names its run, and the
+    /// member's lock now names another, or (the lock file can be missing: a launch removes a
+    /// dead one before it starts the member again) swarm's own record of the process it started
+    /// last names another pid. Until a launch has made the new run's pane neither says so, and
+    /// its intent on the roster does (`lifecycle::orphans`). An approval read late (the console
+    /// was busy or stopped while `restart`, or `down` and `up`, ran) would otherwise retire the
+    /// member, and the kill that goes with it would stop the new run once it is recorded. An
+    /// approval that names no run (Claude Code's) is the current run's.
+    fn earlier_run(&self, name: &AgentName, approval: &ShutdownApproved) -> Option<&'static str> {
+        let sent_by = approval.extra.get(liveness::RUN_FIELD)?.as_str()?;
         let lock = liveness::recorded_run(self.store, self.team, name);
         let spawned = crate::process::spawn_record::load(self.store, self.team, name.as_str());
-        lock.is_some_and(|now| now != sent_by)
+        let started = lock.is_some_and(|now| now != sent_by)
             || spawned
                 .zip(liveness::run_pid(sent_by))
-                .is_some_and(|(now, then)| now.pid != then)
+                .is_some_and(|(now, then)| now.pid != then);
+        if started {
+            return Some("it was started again since");
+        }
+        let roster = Roster::new(self.store, self.team).load().ok()?;
+        let member = roster.member(name.as_str())?;
+        lifecycle::orphans::being_opened(member).then_some("it is being started again")
     }
 
     /// Whether a shutdown request with this id was sent to `name` (by this console or by

@@ -245,3 +245,70 @@ fn a_lead_console_that_reads_an_approval_late_leaves_the_run_started_since_alone
     drop(console);
     on(&env, &tmux, ["down"]).ok();
 }
+
+/// An approval read while a launch is starting its sender again (the launch's intent is on the
+/// roster, the new pane is not made yet, so neither a new lock nor a new spawn record tells the
+/// runs apart) is the earlier run's. Before, the console took it for the current run's and
+/// retired the member, and its kill went on to stop the new run once the launch had recorded
+/// it (CI: a runtime `up` had just started after a killed launch and `down` got SIGTERM, and
+/// `up` said 15 of 16 up).
+#[test]
+fn a_lead_console_that_reads_an_approval_while_its_sender_is_started_again_leaves_it_alone() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    worker_team(&env, &tmux);
+    let mut console = on(&env, &tmux, ["--team", "t", "lead"]).live();
+    console.expect("lead console for team t");
+    console.expect("worker is idle");
+    eventually(Duration::from_secs(20), "the console's pass over", || {
+        let inbox = read_json(&env.path("teams/t/inboxes/team-lead.json"));
+        let all_read = inbox.as_array()?.iter().all(|m| m["read"] == true);
+        let lock = env.path("teams/t/inboxes/team-lead.json.lock");
+        (all_read && !lock.exists()).then_some(())
+    });
+    let signal = |sig: &str, pid: u32| {
+        let pid = pid.to_string();
+        assert!(clean_command("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    let console_pid = console.child.id();
+    signal("-STOP", console_pid);
+    // The restart stops itself once the roster holds its intent, before it opens the pane.
+    let mut restart = KillOnDrop(
+        on(&env, &tmux, ["restart", "worker"])
+            .env("SWARM_LAUNCH_FAULT", "stop-at:reserved")
+            .spawn(),
+    );
+    let restart_pid = restart.0.id();
+    eventually(
+        Duration::from_secs(30),
+        "the restart stopped half way",
+        || {
+            let stat = std::fs::read_to_string(format!("/proc/{restart_pid}/stat")).ok()?;
+            let state = stat[stat.rfind(')')? + 1..].split_whitespace().next()?;
+            (state == "T").then_some(())
+        },
+    );
+    let roster = read_json(&env.path("teams/t/config.json"));
+    let worker = roster["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "worker")
+        .unwrap();
+    assert!(worker.get("swarmOpening").is_some(), "{roster}");
+    signal("-CONT", console_pid);
+    console.expect("worker approved shutdown of an earlier run");
+    signal("-CONT", restart_pid);
+    let status = restart.0.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut restart.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status:?}: {stderr}");
+    let after = wait_running(&env, &tmux, "t", &["worker"]);
+    assert_eq!(member(&after, "worker")["retired"], false, "{after}");
+    drop(console);
+    on(&env, &tmux, ["down"]).ok();
+}

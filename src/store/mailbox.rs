@@ -10,6 +10,7 @@
 //! messages beyond the newest 100 move to `<agent>.archive.jsonl`: the live file stays small and
 //! the history stays on disk.
 
+pub(crate) mod bell;
 mod commit;
 mod file;
 mod first;

@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 use crate::process::signals::Signals;
 use crate::store::fsio;
 use crate::store::liveness::{AliveLock, Kept};
-use crate::store::mailbox::{InboxMessage, Mailbox, Parsed};
+use crate::store::mailbox::{bell, InboxMessage, Mailbox, Parsed};
 use crate::store::memory::TeamMemory;
 use crate::store::names::TaskId;
 use crate::store::roster::Roster;
@@ -100,21 +100,26 @@ async fn serve(config: Config) -> Result<i32> {
         .read_at(seen);
     let (tx, rx) = mpsc::unbounded_channel();
     let mut _subscriptions = Vec::new();
-    // Its own inbox among the team's (every other inbox's writes would wake it for nothing:
-    // 200 runtimes, each woken by the others' every message), every task (one may have become
-    // claimable), and the roster, which is replaced on every change; the team directory going
-    // is the team deleted (see `membership`); and its agent's refusal of a shutdown
-    // (`shutdown`), which answers a request at once.
+    // Its bell, which every commit of a message to it rings (`mailbox::bell`: a watch on
+    // `inboxes/` wakes every runtime of the team at every inbox write, whatever entry it
+    // filters on), or its own inbox among the team's where it can have no bell; every task
+    // (one may have become claimable), and the roster, which is replaced on every change; the
+    // team directory going is the team deleted (see `membership`); and its agent's refusal of
+    // a shutdown (`shutdown`), which answers a request at once.
     let own_inbox = format!("{}.json", config.name);
+    let messages = match bell::install(&config.store, &config.team, &config.name) {
+        Ok(dir) => (dir, bell::BELL),
+        Err(e) => {
+            eprintln!("swarm: warning: no bell to wake this runtime ({e}); watching the inboxes");
+            (config.store.inboxes_dir(&config.team), own_inbox.as_str())
+        }
+    };
     let ask = ShutdownAsk::new(&config.store, &config.team, &config.name);
     // A previous run's are not this run's.
     ask.clear_asked();
     ask.clear_refusal();
     for (dir, entry) in [
-        (
-            config.store.inboxes_dir(&config.team),
-            Some(own_inbox.as_str()),
-        ),
+        (messages.0, Some(messages.1)),
         (config.store.tasks_dir(&config.team), None),
         (config.store.team_dir(&config.team), Some("config.json")),
         (ask.dir().to_path_buf(), Some(REFUSED_FILE)),

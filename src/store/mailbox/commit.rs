@@ -18,6 +18,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::bell;
 use super::file::{load_locked, print_entry, splice_printed, Parsed, Repaired};
 use super::sidecar::{self, Sidecar};
 use super::spool::{self, Spool, Spooled};
@@ -220,6 +221,7 @@ impl Mailbox<'_> {
                 if delivered <= KEEP_DELIVERED {
                     if let Some(out) = self.splice_if_unchanged(path, noted, &new)? {
                         lock.write(path, &out)?;
+                        bell::ring(self.store, self.team, to);
                         note(path, &side, &out, delivered, committed, started);
                         spool.remove(&spooled);
                         return Ok(new.len());
@@ -241,8 +243,14 @@ impl Mailbox<'_> {
         if let Some(edit) = edit {
             changed |= edit(&mut messages)?;
         }
+        // New messages (taken in, or added by an edit: a relayed batch, an append-once) ring the
+        // recipient; its own marks and repairs do not wake it again.
+        let grew = messages.len() > before;
         if changed {
             let (written, delivered) = self.compact_and_write(lock, to, path, messages)?;
+            if grew {
+                bell::ring(self.store, self.team, to);
+            }
             // A repair touches nothing but the inbox and what was moved aside; the sidecar,
             // describing an inode that is gone, just makes the next commit parse once more.
             if repaired == Repaired::No {

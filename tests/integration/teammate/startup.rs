@@ -121,3 +121,38 @@ fn an_idle_teammate_sleeps_and_wakes_fast_on_a_message() {
     );
     assert!(latencies[2] < Duration::from_secs(10), "{latencies:?}");
 }
+
+/// A runtime is woken by its bell, which swarm's senders ring (`mailbox::bell`), not by every
+/// write in `inboxes/`. A writer that knows nothing of bells still reaches it: Claude Code
+/// rewrites an inbox in place, and the runtime reads it at its next re-scan.
+#[test]
+fn a_message_written_in_place_by_a_writer_that_rings_no_bell_reaches_an_idle_teammate() {
+    let env = Env::with_team(&["a"]);
+    let _mate = start_with(
+        &env,
+        "a",
+        &["--agent", "shell"],
+        &[("SWARM_RESCAN_MS", "300")],
+    );
+    // Its events recorded: it is past its subscriptions, bell made.
+    needs_events(&env, "a");
+    assert!(env.path("teams/t/members/a/bell").is_file(), "a has a bell");
+    let inbox = env.path("teams/t/inboxes/a.json");
+    let mut messages: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&inbox).unwrap()).unwrap();
+    messages.push(serde_json::json!({
+        "from": "team-lead",
+        "text": "$ echo written-in-place",
+        "timestamp": "2026-12-02T00:00:00.000Z",
+        "read": false,
+    }));
+    std::fs::write(&inbox, serde_json::to_vec_pretty(&messages).unwrap()).unwrap();
+    eventually(LONG, "the reply", || {
+        let done = to_lead(&env, "idle_notification").into_iter().any(|n| {
+            n["result"]
+                .as_str()
+                .is_some_and(|r| r.contains("written-in-place"))
+        });
+        done.then_some(())
+    });
+}

@@ -143,6 +143,13 @@ pub(crate) fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
     }
     Roster::new(&ctx.store, &team).require_member(who.as_str())?;
     let mailbox = Mailbox::new(&ctx.store, &team);
+    // Watched before the first read: a message that lands between the two is in the read or
+    // wakes the wait. Watched after it, such a message waited for the slow re-scan (with the
+    // re-scan out of reach, for ever: a test flaked so under load).
+    let watcher = match args.follow {
+        true => Some(DirWatcher::new(&ctx.store.inboxes_dir(&team))?),
+        false => None,
+    };
     let messages = if args.all {
         mailbox.history(&who)?
     } else {
@@ -163,7 +170,7 @@ pub(crate) fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
             .collect();
         mailbox.mark_delivered(&who, &keys)?;
     }
-    if !args.follow {
+    let Some(watcher) = watcher else {
         if messages.is_empty() && !ctx.json {
             eprintln!(
                 "(no {}messages for {who})",
@@ -171,9 +178,8 @@ pub(crate) fn inbox(ctx: &Context, args: InboxArgs) -> Result<()> {
             );
         }
         return Ok(());
-    }
+    };
     let mut seen: HashSet<String> = messages.iter().map(InboxMessage::key).collect();
-    let watcher = DirWatcher::new(&ctx.store.inboxes_dir(&team))?;
     loop {
         watcher.wait(None);
         let fresh: Vec<InboxMessage> = mailbox

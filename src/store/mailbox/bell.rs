@@ -5,9 +5,9 @@
 //! Watching `inboxes/` for its own entry instead woke every runtime of the team at every write
 //! of any inbox: the kernel hands each event to every watch of the directory, whatever name a
 //! watcher filters on. In a launch of 200, where every teammate's first prompt and every idle
-//! report is an inbox write, that was half of each runtime's CPU (47 ms of it against 25 ms
-//! with no inbox watch, `scripts/bench-scale`). A writer that knows nothing of bells (Claude
-//! Code writing in place) is read at the runtime's next re-scan, within
+//! report is an inbox write, that was half of each runtime's CPU (read from `/proc` once the
+//! launch returned: 40-51 ms each, 24-25 ms with no inbox watch). A writer that knows nothing
+//! of bells (Claude Code writing in place) is read at the runtime's next re-scan, within
 //! `watcher::DEFAULT_RESCAN`, as often as Claude Code itself polls its inboxes. A bell is a
 //! hint, never the truth: a ring that wakes a runtime for nothing costs it one look at its
 //! inbox, and a bell that was removed only makes it wait for that re-scan.

@@ -53,6 +53,9 @@ pub(crate) struct MemberBackend<'a> {
     team: TeamName,
     /// Off once the caller found the recorded process untrusted: only its pane is closed.
     signals: bool,
+    /// Set for a kill meant for one run (the one that approved its shutdown): only a process
+    /// swarm recorded with this pid is signalled, never a later run's.
+    run: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -109,6 +112,7 @@ pub(crate) fn for_member<'a>(
         store: store.clone(),
         team: team.clone(),
         signals: true,
+        run: None,
     })
 }
 
@@ -125,6 +129,12 @@ impl MemberBackend<'_> {
     /// leaves every process alone.
     pub(crate) fn without_signals(mut self) -> Self {
         self.signals = false;
+        self
+    }
+
+    /// This backend signalling only the run whose pid is `run`, when set.
+    pub(crate) fn only_run(mut self, run: Option<u32>) -> Self {
+        self.run = run;
         self
     }
 
@@ -190,14 +200,13 @@ impl MemberBackend<'_> {
         let mut signalled = false;
         if self.signals {
             if let Runner::Iterm2(_) | Runner::InProcess = self.runner {
-                signalled = stop_recorded_process(&self.store, &self.team, self.member, None);
+                signalled = self.stop_recorded(None);
             }
         }
         match &mut self.runner {
             Runner::Tmux(b) => {
                 let Some(pane) = pane else {
-                    return Ok(self.signals
-                        && stop_recorded_process(&self.store, &self.team, self.member, None));
+                    return Ok(self.signals && self.stop_recorded(None));
                 };
                 // The pane's process, when the pane is the member's (its marks name it): closing
                 // the pane hangs that process up, which is all a kill ever did to it.
@@ -209,8 +218,7 @@ impl MemberBackend<'_> {
                 // Any member can edit `tmuxPaneId` (pointing it at another's pane, which the
                 // marks then leave alone), so the process swarm started for the member is
                 // stopped too, unless the pane just closed was that very process.
-                Ok(self.signals
-                    && stop_recorded_process(&self.store, &self.team, self.member, hung_up))
+                Ok(self.signals && self.stop_recorded(hung_up))
             }
             Runner::Unrecorded(m) => {
                 if !m.kill(Arc::new(SystemExec), &TmuxEnv::from_process())? {
@@ -228,63 +236,76 @@ impl MemberBackend<'_> {
             Runner::InProcess => Ok(signalled),
         }
     }
+    /// Stops the process group swarm recorded starting for the member, if its record still
+    /// names that process (and the run this kill is for, when set); one swarm cannot trust is
+    /// reported, never signalled. `hung_up` is the pid of the member's pane just closed: the
+    /// recorded process when that is it, which the hangup ends (waiting here for it to go would
+    /// cost every kill of a live pane the time it takes to exit). `true` when it signalled the
+    /// group.
+    fn stop_recorded(&self, hung_up: Option<u32>) -> bool {
+        let member = self.member;
+        // Before any look at the process: one hung up a moment ago is on its way out (its
+        // environment may be gone already, which would read as another process). Read once:
+        // what is judged is what is signalled.
+        let recorded = spawn_record::load(&self.store, &self.team, member.name.as_str());
+        let pid = recorded.as_ref().map(|r| r.pid);
+        if hung_up.is_some() && hung_up == pid {
+            return false;
+        }
+        if self
+            .run
+            .is_some_and(|run| pid.is_some_and(|pid| pid != run))
+        {
+            // Started again since the run this kill is for: that run's process is not this one.
+            return false;
+        }
+        let record = match spawn_record::signal_target_of(recorded) {
+            Ok(record) => record,
+            Err(Untrusted::Group(Refusal::Gone)) => return false,
+            // No record to go by: nothing to stop beyond the pane (closed, if it was the member's).
+            Err(Untrusted::NotStarted)
+                if hung_up.is_some() || PidRecord::of_member(member).is_none() =>
+            {
+                return false
+            }
+            Err(why) => {
+                eprintln!(
+                    "swarm: warning: not signalling any process of {}: {why}",
+                    member.name
+                );
+                return false;
+            }
+        };
+        match terminate_group(&record, KILL_GRACE) {
+            Ok(()) => true,
+            Err(Refusal::Gone) => false,
+            Err(why) => {
+                eprintln!(
+                    "swarm: warning: not signalling {}'s process {}: {why}",
+                    member.name, record.pid
+                );
+                false
+            }
+        }
+    }
 }
 
 /// For a member no backend runs by the roster's account (`backendType` and `tmuxPaneId` are as
 /// editable as the rest of it): the process group swarm recorded starting for it, if its record
 /// still names a running process (the caller reports one it cannot trust). `true` when
 /// signalled.
-pub(crate) fn stop_recorded_group(store: &Store, team: &TeamName, member: &Member) -> bool {
-    match spawn_record::signal_target(store, team, member.name.as_str()) {
-        Ok(record) => terminate_group(&record, KILL_GRACE).is_ok(),
-        Err(_) => false,
-    }
-}
-
-/// Stops the process group swarm recorded starting for `member`, if its record still names
-/// that process; one swarm cannot trust is reported, never signalled. `hung_up` is the pid of
-/// the member's pane just closed: the recorded process when that is it, which the hangup ends
-/// (waiting here for it to go would cost every kill of a live pane the time it takes to exit).
-/// `true` when it signalled the group.
-fn stop_recorded_process(
+/// `run`, when set, is the only pid it may signal.
+pub(crate) fn stop_recorded_group(
     store: &Store,
     team: &TeamName,
     member: &Member,
-    hung_up: Option<u32>,
+    run: Option<u32>,
 ) -> bool {
-    // Before any look at the process: one hung up a moment ago is on its way out (its
-    // environment may be gone already, which would read as another process).
-    let recorded = spawn_record::load(store, team, member.name.as_str());
-    if hung_up.is_some() && hung_up == recorded.map(|r| r.pid) {
-        return false;
-    }
-    let record = match spawn_record::signal_target(store, team, member.name.as_str()) {
-        Ok(record) => record,
-        Err(Untrusted::Group(Refusal::Gone)) => return false,
-        // No record to go by: nothing to stop beyond the pane (closed, if it was the member's).
-        Err(Untrusted::NotStarted)
-            if hung_up.is_some() || PidRecord::of_member(member).is_none() =>
-        {
-            return false
-        }
-        Err(why) => {
-            eprintln!(
-                "swarm: warning: not signalling any process of {}: {why}",
-                member.name
-            );
-            return false;
-        }
-    };
-    match terminate_group(&record, KILL_GRACE) {
-        Ok(()) => true,
-        Err(Refusal::Gone) => false,
-        Err(why) => {
-            eprintln!(
-                "swarm: warning: not signalling {}'s process {}: {why}",
-                member.name, record.pid
-            );
-            false
-        }
+    let record = spawn_record::load(store, team, member.name.as_str())
+        .filter(|r| run.is_none_or(|pid| r.pid == pid));
+    match spawn_record::signal_target_of(record) {
+        Ok(record) => terminate_group(&record, KILL_GRACE).is_ok(),
+        Err(_) => false,
     }
 }
 

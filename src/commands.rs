@@ -32,6 +32,7 @@ mod usage;
 
 use crate::commands::cli::{Cli, Command};
 use crate::error::{Error, Result};
+use crate::process::successor::Successor;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 
@@ -156,12 +157,37 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
         Command::Kill { name } => ops::kill(ctx, &name).map(|()| 0),
         Command::Trust(args) => trust::run(ctx, args).map(|()| 0),
         Command::Logs { name, follow } => logs::logs(ctx, &name, follow).map(|()| 0),
-        Command::PaneExec { spec } => crate::backend::pane_exec::pane_exec(&spec),
-        Command::SandboxExec(args) => crate::launch::sandbox::exec(args),
+        Command::PaneExec { spec } => succeed(crate::backend::pane_exec::successor(&spec)?),
+        Command::SandboxExec(args) => succeed(crate::launch::sandbox::successor(args)?),
         Command::Relay(cmd) => relay::run(ctx, cmd),
         #[cfg(feature = "seams")]
         Command::Debug(cmd) => debug::run(ctx, cmd),
     }
+}
+
+/// Becomes what a hidden step hands its process on to. swarm's own next command runs here, as
+/// the exec of the binary would have run it (`process::successor`), where the environment the
+/// kernel shows for the process (`/proc/PID/environ`, the one it was executed with) ends up
+/// the same: when there is none to give, or when that command executes onward with it (the
+/// sandbox's outer step becomes `bwrap`). A teammate's own environment must hold what it was
+/// given from its start: swarm finds its spawn token there before it signals it. Anything else
+/// is executed.
+fn succeed(next: Successor) -> Result<i32> {
+    if !next.is_this_swarm() {
+        return Err(next.exec());
+    }
+    let cli = <Cli as clap::Parser>::try_parse_from(&next.argv).map_err(|e| {
+        Error::usage(format!(
+            "the command to become does not parse: {}",
+            e.to_string().trim()
+        ))
+    })?;
+    let execs_onward = matches!(&cli.command, Command::SandboxExec(args) if args.execs_onward());
+    if !next.env.is_empty() && !execs_onward {
+        return Err(next.exec());
+    }
+    next.enter_here()?;
+    dispatch(cli)
 }
 
 /// The one-shot store commands, whose outcome says that a change they made is not confirmed

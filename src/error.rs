@@ -145,6 +145,9 @@ pub enum Error {
     #[error("lost the lock {path} while writing: a waiter took it over after this process stopped; the write did not happen")]
     LockTakenOver { path: PathBuf },
 
+    #[error("gave up waiting for {path} after {waited_ms} ms: another process keeps it locked, where a runtime starting again holds it only for a moment; `lslocks` names the holder: end it if it is not one of this team's runtimes")]
+    GateHeld { path: PathBuf, waited_ms: u128 },
+
     #[error("gave up waiting for the lock on {path} after {waited_ms} ms: it is held by {holder}; if that process is not writing there, end it, or remove the directory {path} if no process holds it")]
     LockTimeout {
         path: PathBuf,

@@ -30,7 +30,8 @@ pub(crate) use health::{
 pub(crate) use interrupt::{interrupt, InterruptOptions};
 pub(crate) use orphans::reconcile;
 pub(crate) use retire::{
-    finish_team_worktrees, finish_worktree, kill_member, rejoin, retire_member, Killed,
+    finish_team_worktrees, finish_worktree, kill_member, kill_run, mark_retired, rejoin,
+    release_and_tell, retire_member, Killed,
 };
 pub(crate) use shutdown::{
     grace_within, send_shutdown_request, shutdown, Replies, ShutdownOptions, ShutdownOutcome,

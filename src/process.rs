@@ -14,6 +14,7 @@ pub(crate) mod procfs;
 pub(crate) mod signals;
 pub(crate) mod spawn;
 pub(crate) mod spawn_record;
+pub(crate) mod successor;
 
 /// This very binary, for the commands that run swarm again (a pane's trampoline, `swarm up`
 /// from the lead console, `swarm attach` from `top`, completion scripts).

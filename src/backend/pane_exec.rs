@@ -5,8 +5,9 @@
 //! in a start directory, and iTerm2's `it2 session run` types a line into a shell. So the backend
 //! writes them to a 0600 JSON spec file in the team's `spawn/` directory and starts only
 //! `<swarm exe> pane-exec <spec>`, words swarm controls. The hidden `pane-exec` command reads and
-//! deletes the spec and `exec`s the teammate, so the pane's process (and its pid, `$TMUX_PANE`
-//! and the rest of the environment the terminal gave it) becomes the teammate's.
+//! deletes the spec and becomes the teammate (`process::successor`), so the pane's process (and
+//! its pid, `$TMUX_PANE` and the rest of the environment the terminal gave it) becomes the
+//! teammate's.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::pane::Launch;
 use crate::error::{Error, Result};
 use crate::process::spawn_record::{self, SpawnToken};
+use crate::process::successor::Successor;
 use crate::store::colour::Colour;
 use crate::store::fsio;
 
@@ -84,11 +86,9 @@ impl Trampoline {
     }
 }
 
-/// `swarm pane-exec SPEC`: reads and deletes the spec, does the iTerm2 chores, and becomes the
-/// teammate. Returns only on failure.
-pub(crate) fn pane_exec(spec_path: &Path) -> Result<i32> {
-    use std::os::unix::process::CommandExt;
-
+/// `swarm pane-exec SPEC`: reads and deletes the spec, does the iTerm2 chores, and says what
+/// the pane's process becomes: the teammate, as the spec gives it.
+pub(crate) fn successor(spec_path: &Path) -> Result<Successor> {
     let spec: ExecSpec = fsio::read_json(spec_path)?.ok_or_else(|| {
         Error::usage(format!(
             "{} does not exist (it is read once and deleted)",
@@ -99,18 +99,13 @@ pub(crate) fn pane_exec(spec_path: &Path) -> Result<i32> {
     if let Some(pane) = &spec.iterm2 {
         iterm2_chores(pane, SpawnToken::from_env(&spec.env).as_ref());
     }
-    let (program, args) = spec
-        .argv
-        .split_first()
-        .ok_or_else(|| Error::usage("the spec has an empty argv"))?;
-    let err = std::process::Command::new(program)
-        .args(args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.cwd)
-        .exec();
-    Err(Error::Command {
-        program: program.clone(),
-        detail: err.to_string(),
+    if spec.argv.is_empty() {
+        return Err(Error::usage("the spec has an empty argv"));
+    }
+    Ok(Successor {
+        argv: spec.argv,
+        env: spec.env,
+        cwd: Some(spec.cwd),
     })
 }
 

@@ -16,7 +16,6 @@ use crate::error::{Error, Result};
 use crate::output;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::requests::{self, Ask, Permissions, Request};
-use crate::store::roster::Roster;
 use crate::teammate::{self, Agent, Config};
 
 pub(crate) fn run(ctx: &Context, args: TeammateArgs) -> Result<i32> {
@@ -34,7 +33,6 @@ fn config(ctx: &Context, args: TeammateArgs) -> Result<Config> {
             args.agent_id
         )));
     }
-    Roster::new(&ctx.store, &team).require_member(name.as_str())?;
     let agent =
         match (args.agent, args.command.is_empty()) {
             (Some(BuiltinAgent::Shell), true) => Agent::Shell,

@@ -53,6 +53,7 @@ use super::LaunchOptions;
 use crate::backend::tmux::TmuxEnv;
 use crate::backend::Launch;
 use crate::error::{Error, Result};
+use crate::process::successor::Successor;
 use crate::remote::Host;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
@@ -325,11 +326,22 @@ pub(crate) struct SandboxExecArgs {
     command: Vec<String>,
 }
 
-/// Becomes `bwrap` around the teammate (or, `--inner`, the teammate). Returns only on failure.
-pub(crate) fn exec(args: SandboxExecArgs) -> Result<i32> {
+impl SandboxExecArgs {
+    /// Whether this step executes another program with its environment (`bwrap`), rather than
+    /// becoming the teammate (`--inner`).
+    pub(crate) fn execs_onward(&self) -> bool {
+        !self.inner
+    }
+}
+
+/// What the step becomes: `bwrap` around the teammate (or, `--inner`, the teammate).
+pub(crate) fn successor(args: SandboxExecArgs) -> Result<Successor> {
+    if args.command.is_empty() {
+        return Err(Error::usage("sandbox-exec: the command is empty"));
+    }
     if args.inner {
         set_stop_signals(libc::SIG_DFL);
-        return become_program(&args.command);
+        return Ok(Successor::of(args.command));
     }
     let missing = || Error::usage("sandbox-exec needs --bwrap, --root, --team and --name");
     let bwrap = args.bwrap.as_ref().ok_or_else(missing)?;
@@ -354,7 +366,7 @@ pub(crate) fn exec(args: SandboxExecArgs) -> Result<i32> {
         .map_err(|e| Error::Backend(format!("cannot find the swarm executable: {e}")))?;
     let argv = bwrap_argv(bwrap, &layout, &swarm_exe, &args.command);
     set_stop_signals(libc::SIG_IGN);
-    become_program(&argv)
+    Ok(Successor::of(argv))
 }
 
 /// SIGTERM and SIGINT set to `disposition` (ignored, or the default).
@@ -364,18 +376,6 @@ fn set_stop_signals(disposition: libc::sighandler_t) {
         // process runs no signal handler of its own at this point.
         unsafe { libc::signal(signal, disposition) };
     }
-}
-
-fn become_program(argv: &[String]) -> Result<i32> {
-    use std::os::unix::process::CommandExt;
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| Error::usage("sandbox-exec: the command is empty"))?;
-    let err = std::process::Command::new(program).args(args).exec();
-    Err(Error::Command {
-        program: program.clone(),
-        detail: err.to_string(),
-    })
 }
 
 #[cfg(test)]

@@ -366,7 +366,7 @@ impl Supervisor<'_> {
                     .stopping
                     .get_or_insert_with(|| Stopping::new(c.name.clone()));
                 let name = c.name.to_string();
-                if stopping.check(store, team, &replies, || Ok(false))? {
+                if stopping.check(store, team, &replies, Duration::ZERO, || Ok(false))? {
                     match &stopping.result {
                         Some(ShutdownResult::Rejected { reason }) => {
                             (self.on_event)(Event::Rejected {
@@ -418,7 +418,9 @@ impl Supervisor<'_> {
         // An answer may have landed just before the exit: take it into account (one that
         // cannot be read now is not a reason to leave the child unreaped).
         if let (Some(stopping), None) = (&mut c.stopping, &c.why) {
-            let _ = stopping.check(store, team, &Replies::default(), || Ok(true));
+            let _ = stopping.check(store, team, &Replies::default(), Duration::ZERO, || {
+                Ok(true)
+            });
             match &stopping.result {
                 Some(ShutdownResult::Approved) => {
                     (self.on_event)(Event::Approved {

@@ -27,9 +27,10 @@ use crate::process::child::exit_of_unreaped;
 use crate::process::pid::PidRecord;
 use crate::store::fsio;
 use crate::store::liveness::{self, Liveness};
-use crate::store::names::TeamName;
+use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::roster::{Member, Roster};
+use crate::store::watcher::DirWatcher;
 
 /// How long a `claude` teammate's process must have lived to count as started.
 pub(crate) const CLAUDE_STARTUP: Duration = Duration::from_secs(1);
@@ -38,9 +39,13 @@ pub(crate) const CLAUDE_STARTUP: Duration = Duration::from_secs(1);
 const STATUS_GRACE: Duration = Duration::from_secs(2);
 /// Lines of a teammate's output shown for one that did not come up.
 const OUTPUT_LINES: usize = 8;
-/// Between two looks at the teammates still starting: the wait is bounded and short, and a
-/// liveness lock raises no file event to wake on.
+/// Between two looks at the teammates still starting when nothing woke the wait: a write to a
+/// liveness lock (a runtime holds it) wakes it sooner, but a pane that dies or a `claude`
+/// teammate's start-up raises no file event.
 const LOOK_EVERY: Duration = Duration::from_millis(50);
+/// The least time between two looks, however often the locks are written: in a launch of 200,
+/// each look probes every lock still pending.
+const LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(5);
 /// Between two looks at the panes of the teammates still starting, to find the ones that
 /// died on the way.
 const PANES_EVERY: Duration = Duration::from_millis(500);
@@ -95,17 +100,35 @@ pub(crate) fn wait_until_up(
     let mut failed: Vec<(String, String)> = Vec::new();
     let mut untold: Vec<(String, Instant)> = Vec::new();
     let mut panes_seen = None::<Instant>;
+    // Woken by the locks' writes, where inotify sees them. Polled (no inotify instance to be
+    // had), a watch of this directory skips lock files, and with no watch at all the looks are
+    // every LOOK_EVERY, as they all were before.
+    let locks = fsio::ensure_dir(&store.alive_dir(team))
+        .and_then(|()| DirWatcher::entries(&store.alive_dir(team)))
+        .ok();
+    let mut config = None;
     loop {
-        let config = Roster::new(store, team).load().ok();
+        let looked = Instant::now();
         let before = pending.len();
         let panes = panes_seen.is_none_or(|at| at.elapsed() >= PANES_EVERY);
         if panes {
             panes_seen = Some(Instant::now());
+            // Read with the panes: a lock needs only the member's name, and each read of the
+            // roster of 200 parses its 160 KB.
+            config = Roster::new(store, team).load().ok();
         }
         pending.retain(|t| {
+            let held =
+                |name: AgentName| liveness::probe(store, team, &name).ok() == Some(Liveness::Alive);
+            if !t.claude && t.name.parse().is_ok_and(held) {
+                return false;
+            }
+            if !panes {
+                return true;
+            }
             let member = config.as_ref().and_then(|c| c.member(&t.name));
             let started = start.elapsed() >= startup;
-            match member.map(|m| state(store, team, m, t, started, panes)) {
+            match member.map(|m| state(store, team, m, t, started)) {
                 Some(Up::Yes) => false,
                 Some(Up::NotYet) => true,
                 Some(Up::GoneUntold) => {
@@ -138,7 +161,14 @@ pub(crate) fn wait_until_up(
         if pending.is_empty() || Instant::now() >= deadline {
             break;
         }
-        std::thread::sleep(LOOK_EVERY.min(deadline.saturating_duration_since(Instant::now())));
+        let next = (Instant::now() + LOOK_EVERY).min(deadline);
+        match &locks {
+            Some(locks) => {
+                std::thread::sleep(LOOK_AT_MOST_EVERY.saturating_sub(looked.elapsed()));
+                locks.wait(Some(next));
+            }
+            None => std::thread::sleep(next.saturating_duration_since(Instant::now())),
+        }
     }
     let waited = start.elapsed().as_secs_f32();
     for t in pending {
@@ -172,29 +202,21 @@ pub(crate) fn wait_until_up(
         .collect()
 }
 
-/// Whether one teammate is up. The one place that judges it, so a shared member state can
-/// take its place: a runtime is up once it holds its liveness lock; a `claude` teammate once
-/// its process has lived past start-up (`started`); either is failed once its pane or process
-/// died with a failure, and up once it finished with status 0.
+/// Whether one teammate is up, by its pane and process, once its lock (looked at first, at
+/// every look) did not say so. The one place that judges it, so a shared member state can take
+/// its place: a runtime is up once it holds its liveness lock; a `claude` teammate once its
+/// process has lived past start-up (`started`); either is failed once its pane or process died
+/// with a failure, and up once it finished with status 0. Looked at only every
+/// [`PANES_EVERY`]: each look is a tmux call per teammate still starting (with 200 starting,
+/// 200 tmux processes every 50 ms on two cores slowed the very start it waited for).
 fn state(
     store: &Store,
     team: &TeamName,
     member: &Member,
     starting: &Starting,
     started: bool,
-    panes: bool,
 ) -> Up {
     let claude = starting.claude;
-    // The lock first: it needs no tmux call, and a pane is looked at only every
-    // [`PANES_EVERY`] (each look is a tmux call per teammate still starting: with 200
-    // starting, 200 tmux processes every 50 ms on two cores, slowing the very start it waited
-    // for).
-    if !claude && liveness::probe(store, team, &member.name).ok() == Some(Liveness::Alive) {
-        return Up::Yes;
-    }
-    if !panes {
-        return Up::NotYet;
-    }
     let Ok(health) = member_health(store, team, member) else {
         return Up::NotYet;
     };

@@ -23,7 +23,7 @@ use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 use crate::store::protocol::{Payload, Protocol, ShutdownApproved};
 use crate::store::requests;
-use crate::store::roster::Roster;
+use crate::store::roster::{Member, Roster, TeamConfig};
 use crate::store::tasks::history::Observer;
 use crate::store::tasks::{Task, TaskIndex, TaskList};
 
@@ -54,6 +54,17 @@ pub(super) struct Console<'a> {
     pub(super) handled: Option<Vec<InboxMessage>>,
     /// Tells the person about requests left open too long.
     pub(super) nudge: Nudge,
+    /// The shutdown approvals a pass read: their senders are retired together once the pass
+    /// has read every message (`retire_approved`).
+    approved: Vec<Leaving>,
+}
+
+/// A teammate to retire, and why; the approval it sent, when it is leaving by approving.
+struct Leaving {
+    name: AgentName,
+    color: String,
+    why: &'static str,
+    approval: Option<ShutdownApproved>,
 }
 
 impl<'a> Console<'a> {
@@ -68,6 +79,7 @@ impl<'a> Console<'a> {
             task_index: std::cell::RefCell::new(None),
             history: Observer::new(store, team),
             handled: None,
+            approved: Vec::new(),
             nudge: Nudge::new(
                 store,
                 team,
@@ -187,6 +199,7 @@ impl<'a> Console<'a> {
                 other => other?,
             }
         }
+        self.retire_approved()?;
         mailbox.mark_delivered(&self.lead, &keys)?;
         if let Some(handled) = self.handled.as_mut() {
             handled.extend(kept);
@@ -218,12 +231,12 @@ impl<'a> Console<'a> {
                 Protocol::ShutdownApproved(a)
                     if a.from == m.from && self.asked(&m.from, &a.request_id)? =>
                 {
-                    if let Some(since) = self.earlier_run(&m.from, &a) {
-                        say(&format!(" approved shutdown of an earlier run; {since}"));
-                    } else {
-                        say(" approved shutdown");
-                        self.retire(&m.from, "it approved shutdown")?;
-                    }
+                    self.approved.push(Leaving {
+                        name: m.from.clone(),
+                        color,
+                        why: "it approved shutdown",
+                        approval: Some(a),
+                    });
                 }
                 Protocol::ShutdownRejected(r) if r.from == m.from => {
                     say(&format!(" declined shutdown: {}", r.reason));
@@ -251,10 +264,11 @@ impl<'a> Console<'a> {
     /// was busy or stopped while `restart`, or `down` and `up`, ran) would otherwise retire the
     /// member, and the kill that goes with it would stop the new run once it is recorded. An
     /// approval that names no run (Claude Code's) is the current run's.
-    fn earlier_run(&self, name: &AgentName, approval: &ShutdownApproved) -> Option<&'static str> {
+    fn earlier_run(&self, member: &Member, approval: &ShutdownApproved) -> Option<&'static str> {
         let sent_by = approval.extra.get(liveness::RUN_FIELD)?.as_str()?;
-        let lock = liveness::recorded_run(self.store, self.team, name);
-        let spawned = crate::process::spawn_record::load(self.store, self.team, name.as_str());
+        let lock = liveness::recorded_run(self.store, self.team, &member.name);
+        let spawned =
+            crate::process::spawn_record::load(self.store, self.team, member.name.as_str());
         let started = lock.is_some_and(|now| now != sent_by)
             || spawned
                 .zip(liveness::run_pid(sent_by))
@@ -262,9 +276,23 @@ impl<'a> Console<'a> {
         if started {
             return Some("it was started again since");
         }
-        let roster = Roster::new(self.store, self.team).load().ok()?;
-        let member = roster.member(name.as_str())?;
         lifecycle::orphans::being_opened(member).then_some("it is being started again")
+    }
+
+    /// Retires every teammate whose approval this pass read, in one roster write. Each approval
+    /// is judged under the reap gate, as its sender is retired, not when it was read: a launch
+    /// may start the member again while the console reads the rest of the pass (`swarm up` just
+    /// after `down`), and the runtime it starts rejoins under that gate, so it is either seen
+    /// here (its lock names it) or rejoins after the retirement. Judged when read, a pass of 16
+    /// approvals retired members `up` had started meanwhile (a CI run).
+    fn retire_approved(&mut self) -> Result<()> {
+        let approved = std::mem::take(&mut self.approved);
+        if approved.is_empty() {
+            return Ok(());
+        }
+        let gate = ReapGate::take(self.store, self.team)?;
+        let config = Roster::new(self.store, self.team).load()?;
+        self.retire_all(gate, &config, approved)
     }
 
     /// Whether a shutdown request with this id was sent to `name` (by this console or by
@@ -290,11 +318,12 @@ impl<'a> Console<'a> {
             }
             // After seeing this death, not before: its approval is in by now if it sent one.
             self.drain_inbox()?;
-            let _gate = ReapGate::take(self.store, self.team)?;
-            let Some(m) = roster.load()?.member(m.name.as_str()).cloned() else {
+            let gate = ReapGate::take(self.store, self.team)?;
+            let config = roster.load()?;
+            let Some(m) = config.member(m.name.as_str()) else {
                 continue;
             };
-            if m.retired() || !lifecycle::ended(self.store, self.team, &m)? {
+            if m.retired() || !lifecycle::ended(self.store, self.team, m)? {
                 continue;
             }
             self.say_from(
@@ -302,7 +331,13 @@ impl<'a> Console<'a> {
                 m.color_or_default(),
                 " stopped without saying goodbye",
             );
-            self.retire(&m.name, "its process died")?;
+            let leaving = Leaving {
+                name: m.name.clone(),
+                color: m.color_or_default().to_string(),
+                why: "its process died",
+                approval: None,
+            };
+            self.retire_all(gate, &config, vec![leaving])?;
             self.last_words(&m.name);
         }
         Ok(())
@@ -324,28 +359,71 @@ impl<'a> Console<'a> {
         }
     }
 
-    /// Closes the member's pane (already gone is fine) and retires it; the notice lifecycle
-    /// writes to the lead's inbox is printed on the next pass. A member no longer on the roster
-    /// (removed meanwhile) has nothing left to retire.
-    fn retire(&self, name: &AgentName, why: &str) -> Result<()> {
-        let config = Roster::new(self.store, self.team).load()?;
-        let Some(member) = config.member(name.as_str()) else {
-            self.say(&format!("{name} is no longer on the team"));
-            return Ok(());
-        };
-        match lifecycle::kill_member(self.store, self.team, member) {
-            Ok(killed) => {
-                if let Some(report) = killed.report(name.as_str()) {
-                    self.say(&format!("! {report}"));
+    /// Retires each member, in one roster write, then closes its pane (already gone is fine);
+    /// the notices lifecycle writes to the lead's inbox are printed on the next pass. `gate` is
+    /// the reap gate, `config` read under it; the retirement is written under it, the kills
+    /// come after it is let go (stopping one can take seconds, and a starting runtime waits for
+    /// the gate). A member no longer on the roster (removed meanwhile) has nothing left to
+    /// retire; one that approved is left alone when the approval was an earlier run's, and its
+    /// kill is for the run that approved only, so a run started once the gate is free is never
+    /// touched.
+    fn retire_all(
+        &self,
+        gate: ReapGate,
+        config: &TeamConfig,
+        mut leaving: Vec<Leaving>,
+    ) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        leaving.retain(|l| seen.insert(l.name.clone()));
+        let mut going = Vec::new();
+        for l in leaving {
+            let Some(member) = config.member(l.name.as_str()) else {
+                self.say(&format!("{} is no longer on the team", l.name));
+                continue;
+            };
+            let mut run = None;
+            if let Some(approval) = &l.approval {
+                if let Some(since) = self.earlier_run(member, approval) {
+                    let rest = format!(" approved shutdown of an earlier run; {since}");
+                    self.say_from(l.name.as_str(), &l.color, &rest);
+                    continue;
                 }
+                self.say_from(l.name.as_str(), &l.color, " approved shutdown");
+                run = approval
+                    .extra
+                    .get(liveness::RUN_FIELD)
+                    .and_then(|r| r.as_str())
+                    .and_then(liveness::run_pid);
             }
-            Err(e) => self.say(&format!("! could not close {name}'s pane: {e}")),
+            going.push((l, member, run));
         }
-        match lifecycle::retire_member(self.store, self.team, name, why) {
-            Err(Error::NoSuchMember { .. }) => {
-                self.say(&format!("{name} is no longer on the team"))
+        if going.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<AgentName> = going.iter().map(|(l, ..)| l.name.clone()).collect();
+        let was_active = lifecycle::mark_retired(self.store, self.team, &names)?;
+        drop(gate);
+        for ((l, member, run), was_active) in going.iter().zip(was_active) {
+            let name = &l.name;
+            let killed = match run {
+                Some(pid) => lifecycle::kill_run(self.store, self.team, member, *pid),
+                None => lifecycle::kill_member(self.store, self.team, member).map(Some),
+            };
+            match killed {
+                Ok(Some(killed)) => {
+                    if let Some(report) = killed.report(name.as_str()) {
+                        self.say(&format!("! {report}"));
+                    }
+                }
+                Ok(None) => self.say(&format!("{name} was started again since; left running")),
+                Err(e) => self.say(&format!("! could not close {name}'s pane: {e}")),
             }
-            other => drop(other?),
+            match was_active {
+                Some(was) => drop(lifecycle::release_and_tell(
+                    self.store, self.team, name, l.why, was,
+                )?),
+                None => self.say(&format!("{name} is no longer on the team")),
+            }
         }
         Ok(())
     }
@@ -380,4 +458,59 @@ fn shutdown_was_requested(
         .lines()
         .filter_map(|l| serde_json::from_str::<InboxMessage>(l).ok())
         .any(|m| is_it(&m)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::fixture::team_with;
+
+    fn opts() -> LeadOptions {
+        LeadOptions {
+            auto_approve: false,
+            exit_when_done: false,
+            notify_after: None,
+        }
+    }
+
+    /// `name`'s approval of a shutdown request the lead really sent, from a run long gone.
+    fn approval(store: &Store, team: &TeamName, name: &str) -> InboxMessage {
+        let name: AgentName = name.parse().unwrap();
+        let request_id = lifecycle::send_shutdown_request(store, team, &name, None, None).unwrap();
+        let approved = Protocol::ShutdownApproved(ShutdownApproved {
+            request_id,
+            from: name.to_string(),
+            timestamp: crate::store::protocol::timestamp_now(),
+            pane_id: None,
+            backend_type: None,
+            extra: serde_json::Map::from_iter([(liveness::RUN_FIELD.into(), "4194000:1".into())]),
+        });
+        InboxMessage::protocol(&name, &approved)
+    }
+
+    #[test]
+    fn an_approval_read_before_a_launch_started_its_sender_again_leaves_the_new_run_alone() {
+        let (_dir, store, team) = team_with(&["again", "gone"]);
+        let roster = Roster::new(&store, &team);
+        let mut console = Console::new(&store, &team, opts());
+        for name in ["again", "gone"] {
+            console.handle(&approval(&store, &team, name)).unwrap();
+        }
+        // While the console reads the rest of its pass, `swarm up` starts `again` once more: its
+        // intent on the roster, as a launch writes it before it opens the pane.
+        let again: AgentName = "again".parse().unwrap();
+        roster
+            .update_member(&again, lifecycle::orphans::mark_opening)
+            .unwrap();
+        console.retire_approved().unwrap();
+        let config = roster.load().unwrap();
+        assert!(
+            !config.member("again").unwrap().retired(),
+            "the approval of the run before is not the new run's"
+        );
+        assert!(
+            config.member("gone").unwrap().retired(),
+            "an approval of the current run retires its sender"
+        );
+    }
 }

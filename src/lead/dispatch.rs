@@ -71,7 +71,7 @@ pub(crate) fn dispatch(
         }
         let to = member.name.clone();
         let mut announcing = inflight::Inflight::begin(store, team, &to)?;
-        let Some(task) = tasks.claim_next(&to, true)? else {
+        let Some(task) = tasks.assign_next(&to)? else {
             announcing.done()?;
             continue;
         };

@@ -6,7 +6,7 @@
 //! idempotent; a pane's last lines are kept before it is closed (`kept_output`).
 
 use crate::backend::for_member;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lifecycle::kept_output;
 use crate::lifecycle::worktree::{self, Worktree};
 use crate::process::group::Refusal;
@@ -16,7 +16,7 @@ use crate::store::liveness::ReapGate;
 use crate::store::mailbox::{InboxMessage, Mailbox};
 use crate::store::names::{AgentName, TaskId, TeamName};
 use crate::store::paths::Store;
-use crate::store::roster::{Member, Roster, TeamConfig};
+use crate::store::roster::{Member, Roster, Stamped, TeamConfig};
 use crate::store::tasks::TaskList;
 
 /// Marks `name` inactive, returns its unfinished tasks to pending and tells the lead which and
@@ -27,7 +27,42 @@ pub(crate) fn retire_member(
     name: &AgentName,
     why: &str,
 ) -> Result<Vec<TaskId>> {
-    let was_active = Roster::new(store, team).update_member(name, Member::retire)?;
+    let was_active =
+        mark_retired(store, team, std::slice::from_ref(name))?[0].ok_or_else(|| {
+            Error::NoSuchMember {
+                team: team.to_string(),
+                name: name.to_string(),
+            }
+        })?;
+    release_and_tell(store, team, name, why, was_active)
+}
+
+/// [`retire_member`]'s roster half for many members in one roster write: whether each was
+/// active, `None` for one no longer on the roster. `swarm down` of 200, and the lead console
+/// reading their approvals, rewrote the 160 KB roster once per member, each rewrite waiting for
+/// the one before under the roster lock.
+pub(crate) fn mark_retired(
+    store: &Store,
+    team: &TeamName,
+    names: &[AgentName],
+) -> Result<Vec<Option<bool>>> {
+    Roster::new(store, team).update(|config| {
+        Ok(names
+            .iter()
+            .map(|name| config.member_mut(name.as_str()).map(Member::retire))
+            .collect())
+    })
+}
+
+/// [`retire_member`]'s other half, once the roster says `name` is retired: its unfinished tasks
+/// go back to pending, and the lead is told unless it `was_active` no longer and no task moved.
+pub(crate) fn release_and_tell(
+    store: &Store,
+    team: &TeamName,
+    name: &AgentName,
+    why: &str,
+    was_active: bool,
+) -> Result<Vec<TaskId>> {
     let released = TaskList::new(store, team).release_agent(name.as_str())?;
     if was_active || !released.is_empty() {
         let tasks = if released.is_empty() {
@@ -55,16 +90,33 @@ pub(crate) fn retire_member(
 /// done under the [`ReapGate`], so a lead that found the old runtime dead finishes retiring it
 /// (and returning its tasks) before the new one is counted in and claims work; and a runtime
 /// that dies again is reaped again, since only active members are watched.
-pub(crate) fn rejoin(store: &Store, team: &TeamName, name: &AgentName) -> Result<bool> {
+/// `known` is the roster as the runtime read it at its start; it is read again only if the file
+/// changed since (`Stamped`), and after a reinstatement, so it is the roster as it stands.
+pub(crate) fn rejoin(
+    store: &Store,
+    team: &TeamName,
+    name: &AgentName,
+    known: &mut Stamped,
+) -> Result<bool> {
     let roster = Roster::new(store, team);
     let _gate = ReapGate::take(store, team)?;
-    if !roster.require_member(name.as_str())?.retired() {
+    roster.refresh(known)?;
+    let member = known
+        .config
+        .member(name.as_str())
+        .ok_or_else(|| Error::NoSuchMember {
+            team: team.to_string(),
+            name: name.to_string(),
+        })?;
+    if !member.retired() {
         return Ok(false);
     }
-    roster.update_member(name, |m| {
+    let rejoined = roster.update_member(name, |m| {
         m.is_active = Some(true);
         m.reinstate()
-    })
+    })?;
+    *known = roster.load_stamped()?;
+    Ok(rejoined)
 }
 
 /// What [`kill_member`] did.
@@ -100,6 +152,28 @@ impl Killed {
 /// it. A member whose roster names no backend (fields any member can clear) still has the
 /// process swarm recorded starting for it stopped.
 pub(crate) fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Result<Killed> {
+    stop(store, team, member, None)
+}
+
+/// [`kill_member`] for one run: the one whose pid is `run_pid`, a run that approved its
+/// shutdown. `None`, with nothing closed or signalled, once swarm's record of what it started
+/// for the member names another process: the member was started again since (`swarm up` or
+/// `restart` while the approval waited to be read). `member` must be read before this call, so
+/// the pane it names is that run's: a launch records its spawn before the pane it opens.
+pub(crate) fn kill_run(
+    store: &Store,
+    team: &TeamName,
+    member: &Member,
+    run_pid: u32,
+) -> Result<Option<Killed>> {
+    let recorded = spawn_record::load(store, team, member.name.as_str());
+    if recorded.is_some_and(|r| r.pid != run_pid) {
+        return Ok(None);
+    }
+    stop(store, team, member, Some(run_pid)).map(Some)
+}
+
+fn stop(store: &Store, team: &TeamName, member: &Member, run: Option<u32>) -> Result<Killed> {
     let refused =
         match spawn_record::signal_target(store, team, member.name.as_str()) {
             Ok(_) | Err(Untrusted::Group(Refusal::Gone)) => None,
@@ -120,11 +194,11 @@ pub(crate) fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Re
             keep_output(store, team, member, &backend);
             let mut backend = match refused {
                 Some(_) => backend.without_signals(),
-                None => backend,
+                None => backend.only_run(run),
             };
             backend.kill()?
         }
-        None => refused.is_none() && crate::backend::stop_recorded_group(store, team, member),
+        None => refused.is_none() && crate::backend::stop_recorded_group(store, team, member, run),
     };
     // A member on another host: its pane there too. Unreachable now, its host's relay stops it
     // once connected again (the member is retired by then).
@@ -246,5 +320,69 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn a_runtime_rejoins_after_a_retirement_made_since_it_read_the_roster() {
+        let (_dir, store, team) = team_with(&["coder"]);
+        let coder: AgentName = "coder".parse().unwrap();
+        let roster = Roster::new(&store, &team);
+        let mut known = roster.load_stamped().unwrap();
+        assert!(
+            !rejoin(&store, &team, &coder, &mut known).unwrap(),
+            "not retired"
+        );
+        // Retired after the runtime's first read, before its rejoin: the rejoin sees it.
+        roster.update_member(&coder, Member::retire).unwrap();
+        assert!(!known.config.member("coder").unwrap().retired());
+        assert!(rejoin(&store, &team, &coder, &mut known).unwrap());
+        assert!(
+            !known.config.member("coder").unwrap().retired(),
+            "as it stands now"
+        );
+        assert!(!roster.load().unwrap().member("coder").unwrap().retired());
+        // Off the roster by now: refused.
+        roster
+            .update(|c| {
+                c.members.retain(|m| m.name.as_str() != "coder");
+                Ok(())
+            })
+            .unwrap();
+        assert!(matches!(
+            rejoin(&store, &team, &coder, &mut known),
+            Err(Error::NoSuchMember { .. })
+        ));
+    }
+
+    #[test]
+    fn a_kill_for_one_run_leaves_the_run_started_after_it_alone() {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+
+        let (_dir, store, team) = team_with(&["coder"]);
+        let token = spawn_record::SpawnToken::new().unwrap();
+        let mut env = Vec::new();
+        token.add_to(&mut env);
+        let mut later = std::process::Command::new("sleep")
+            .arg("30")
+            .envs(env)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        spawn_record::save(&store, &team, "coder", later.id(), &token).unwrap();
+        let member = Roster::new(&store, &team)
+            .load()
+            .unwrap()
+            .member("coder")
+            .cloned()
+            .unwrap();
+        // The run that approved was pid 4194000 (long gone); swarm's record names a later one.
+        assert_eq!(kill_run(&store, &team, &member, 4_194_000).unwrap(), None);
+        assert_eq!(later.try_wait().unwrap(), None, "the later run still runs");
+        // The same kill meant for the later run stops it.
+        assert_eq!(
+            kill_run(&store, &team, &member, later.id()).unwrap(),
+            Some(Killed::Stopped { signalled: true })
+        );
+        assert!(later.wait().unwrap().signal().is_some());
     }
 }

@@ -18,7 +18,7 @@ mod options;
 pub(crate) use options::{grace_within, ShutdownOptions};
 
 use super::health::{ended, identifiable};
-use super::retire::{finish_worktree, kill_member, retire_member, Killed};
+use super::retire::{finish_worktree, kill_member, mark_retired, release_and_tell, Killed};
 use crate::error::{Error, Result};
 use crate::lifecycle::worktree;
 use crate::store::fsio;
@@ -165,7 +165,15 @@ pub(crate) struct Stopping {
     pub request_id: Option<String>,
     /// `None` until settled.
     pub result: Option<ShutdownResult>,
+    /// When its process was first seen ended with no answer in: see [`Stopping::check`].
+    gone_since: Option<Instant>,
 }
+
+/// How long an answer from a member on another host may come after home saw that member end.
+/// Home sees the end first through the member's local pane, which closes with the remote one,
+/// while the answer comes home with the relay's next delivery; called "exited" at once, a
+/// remote teammate that had approved was reported as one that had not (a full run of the suite).
+pub(crate) const REMOTE_ANSWER_GRACE: Duration = Duration::from_secs(5);
 
 impl Stopping {
     /// A teammate not asked yet.
@@ -174,6 +182,7 @@ impl Stopping {
             name,
             request_id: None,
             result: None,
+            gone_since: None,
         }
     }
 
@@ -217,13 +226,15 @@ impl Stopping {
 
     /// Looks for the answer in `replies` (the lead's inbox as this pass read it). Without one,
     /// asks `gone` whether the process has ended; if so, reads the inbox once more (it may have
-    /// answered just before it exited) and else settles on [`ShutdownResult::Exited`]. `true`
-    /// when this call settled it.
+    /// answered just before it exited) and else settles on [`ShutdownResult::Exited`], once it
+    /// has been gone for `grace` (the answer of a member on another host comes home after its
+    /// end is seen: [`REMOTE_ANSWER_GRACE`]). `true` when this call settled it.
     pub(crate) fn check(
         &mut self,
         store: &Store,
         team: &TeamName,
         replies: &Replies,
+        grace: Duration,
         gone: impl FnOnce() -> Result<bool>,
     ) -> Result<bool> {
         if self.settled() {
@@ -232,10 +243,12 @@ impl Stopping {
         if let Some(reply) = self.reply(replies) {
             self.result = Some(reply.into());
         } else if gone()? {
-            self.result = Some(match self.reply(&Replies::read(store, team)?) {
-                Some(reply) => reply.into(),
-                None => ShutdownResult::Exited,
-            });
+            let since = *self.gone_since.get_or_insert_with(Instant::now);
+            match self.reply(&Replies::read(store, team)?) {
+                Some(reply) => self.result = Some(reply.into()),
+                None if since.elapsed() >= grace => self.result = Some(ShutdownResult::Exited),
+                None => {}
+            }
         }
         Ok(self.settled())
     }
@@ -333,7 +346,12 @@ pub(crate) fn shutdown(
     loop {
         let replies = Replies::read(store, team)?;
         for (s, member) in pending.iter_mut() {
-            s.check(store, team, &replies, || ended(store, team, member))?;
+            let grace = if crate::remote::host_of(member).is_some() {
+                REMOTE_ANSWER_GRACE
+            } else {
+                Duration::ZERO
+            };
+            s.check(store, team, &replies, grace, || ended(store, team, member))?;
         }
         if pending.iter().all(|(s, _)| s.settled()) || Instant::now() >= deadline {
             break;
@@ -342,18 +360,61 @@ pub(crate) fn shutdown(
             deadline.min(Instant::now() + Duration::from_millis(500)),
         ));
     }
-    side_by_side(pending, |(s, member)| stop(store, team, opts, s, &member))
+    let stopped = side_by_side(pending, |(s, member)| stop(store, team, opts, s, member))?;
+    // Retired in one roster write: one each, `swarm down` of 200 rewrote the 160 KB roster 200
+    // times, one rewrite after another under its lock.
+    let retiring: Vec<AgentName> = stopped
+        .iter()
+        .filter(|s| s.retire.is_some())
+        .map(|s| s.member.name.clone())
+        .collect();
+    if retiring.is_empty() {
+        return Ok(stopped.into_iter().map(|s| s.outcome).collect());
+    }
+    let mut was_active = mark_retired(store, team, &retiring)?.into_iter();
+    let config = Roster::new(store, team).load()?;
+    let stopped: Vec<(Stopped, Option<bool>)> = stopped
+        .into_iter()
+        .map(|s| {
+            let was = match s.retire {
+                Some(_) => was_active.next().flatten(),
+                None => None,
+            };
+            (s, was)
+        })
+        .collect();
+    side_by_side(stopped, |(s, was_active)| {
+        let mut outcome = s.outcome;
+        // Off the roster by now (removed meanwhile): nothing left to retire.
+        if let (Some(why), Some(was_active)) = (s.retire, was_active) {
+            outcome.released = release_and_tell(store, team, &s.member.name, &why, was_active)?;
+            outcome.retired = true;
+            if let Some(current) = config.member(s.member.name.as_str()) {
+                outcome.worktree = finish_worktree(store, team, current)?;
+            }
+        }
+        Ok(outcome)
+    })
 }
 
-/// The end of one teammate's shutdown, once it settled or the wait ended: stopped and retired
-/// unless it rejected the request (and there is no `--force`) or swarm cannot reach it.
+/// One teammate's shutdown once it is stopped (or left alone), before its retirement.
+struct Stopped {
+    outcome: ShutdownOutcome,
+    member: Member,
+    /// Why it is retired, when it is.
+    retire: Option<String>,
+}
+
+/// The end of one teammate's shutdown, once it settled or the wait ended: stopped, and to be
+/// retired, unless it rejected the request (and there is no `--force`) or swarm cannot reach
+/// it.
 fn stop(
     store: &Store,
     team: &TeamName,
     opts: &ShutdownOptions,
     mut s: Stopping,
-    member: &Member,
-) -> Result<ShutdownOutcome> {
+    member: Member,
+) -> Result<Stopped> {
     s.time_out();
     let result = s.result.clone().unwrap_or(ShutdownResult::TimedOut);
     let mut outcome = ShutdownOutcome {
@@ -366,8 +427,13 @@ fn stop(
         released: vec![],
         worktree: None,
     };
+    let left = |outcome| Stopped {
+        outcome,
+        member: member.clone(),
+        retire: None,
+    };
     if !s.stops(opts.force) {
-        return Ok(outcome);
+        return Ok(left(outcome));
     }
     // Nothing says it stopped and swarm cannot reach it: retiring it would return the tasks
     // of a teammate that may well be working on them.
@@ -375,15 +441,15 @@ fn stop(
         result,
         ShutdownResult::Approved | ShutdownResult::Exited | ShutdownResult::NotRunning
     );
-    if !stopped_itself && !identifiable(store, team, member) {
+    if !stopped_itself && !identifiable(store, team, &member) {
         outcome.unidentified = true;
-        return Ok(outcome);
+        return Ok(left(outcome));
     }
-    let killed = kill_member(store, team, member)?;
+    let killed = kill_member(store, team, &member)?;
     if let Some(report) = killed.report(s.name.as_str()) {
         eprintln!("swarm: warning: {report}");
     }
-    runtime_gone(store, team, member);
+    runtime_gone(store, team, &member);
     outcome.killed = matches!(killed, Killed::Stopped { .. });
     let why = match &result {
         ShutdownResult::Approved => "shutdown approved".to_string(),
@@ -398,11 +464,11 @@ fn stop(
         ShutdownResult::NotRunning => "its process was no longer running".into(),
         ShutdownResult::NotAsked => "stopped by force".into(),
     };
-    outcome.released = retire_member(store, team, &s.name, &why)?;
-    outcome.retired = true;
-    let current = Roster::new(store, team).require_member(s.name.as_str())?;
-    outcome.worktree = finish_worktree(store, team, &current)?;
-    Ok(outcome)
+    Ok(Stopped {
+        outcome,
+        member,
+        retire: Some(why),
+    })
 }
 
 /// How long a stop waits for the teammate's runtime to let go of its liveness lock.
@@ -451,62 +517,4 @@ fn side_by_side<T: Send, R: Send>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::fixture::team_with;
-
-    #[test]
-    fn replies_must_match_the_request_and_the_sender() {
-        let (_dir, store, team) = team_with(&["coder", "mallory"]);
-        let coder: AgentName = "coder".parse().unwrap();
-        let id = send_shutdown_request(&store, &team, &coder, None, None).unwrap();
-        assert!(
-            id.starts_with("shutdown-") && id.ends_with("@coder"),
-            "{id}"
-        );
-        let mb = Mailbox::new(&store, &team);
-        let lead = AgentName::lead();
-        let approve = |from: &str, inner_from: &str, rid: &str| {
-            let text = serde_json::json!({"type": "shutdown_approved", "requestId": rid,
-                "from": inner_from, "timestamp": "t"})
-            .to_string();
-            InboxMessage::new(&crate::store::fixture::agent(from), text)
-        };
-        mb.send(&lead, approve("mallory", "coder", &id)).unwrap();
-        mb.send(&lead, approve("coder", "coder", "shutdown-1@coder"))
-            .unwrap();
-        assert_eq!(Replies::read(&store, &team).unwrap().of(&coder, &id), None);
-        let mut answer = approve("coder", "coder", &id);
-        answer.read = true; // a lead console already delivered it
-        mb.send(&lead, answer).unwrap();
-        assert_eq!(
-            Replies::read(&store, &team).unwrap().of(&coder, &id),
-            Some(ShutdownReply::Approved)
-        );
-    }
-
-    #[test]
-    fn outcomes_serialize_as_they_always_did() {
-        let outcome = |result: ShutdownResult| ShutdownOutcome {
-            name: "coder".into(),
-            outcome: result,
-            request_id: Some("shutdown-1@coder".into()),
-            killed: false,
-            retired: false,
-            unidentified: false,
-            released: vec![],
-            worktree: None,
-        };
-        let rejected = outcome(ShutdownResult::Rejected {
-            reason: "busy".into(),
-        });
-        assert_eq!(
-            serde_json::to_string(&rejected).unwrap(),
-            r#"{"name":"coder","result":"rejected","reason":"busy","requestId":"shutdown-1@coder","killed":false,"retired":false,"released":[]}"#
-        );
-        assert_eq!(
-            serde_json::to_string(&outcome(ShutdownResult::TimedOut)).unwrap(),
-            r#"{"name":"coder","result":"timed_out","requestId":"shutdown-1@coder","killed":false,"retired":false,"released":[]}"#
-        );
-    }
-}
+mod tests;

@@ -119,7 +119,10 @@ pub(crate) fn save(
         token: token.0.clone(),
         machine: Machine::this().clone(),
     };
-    fsio::write_json(&path, &record)
+    // Not synced: the process it records ends with the machine, and the record names the boot
+    // (`machine`), so after a crash it proves nothing anyway (and one the crash left unreadable
+    // has nothing signalled). A launch of 200 made 400 fsyncs for these alone.
+    fsio::write_json_volatile(&path, &record)
 }
 
 /// The record of the process swarm started for `name`, if there is one.
@@ -137,7 +140,15 @@ pub(crate) fn signal_target(
     team: &TeamName,
     name: &str,
 ) -> std::result::Result<PidRecord, Untrusted> {
-    let record = load(store, team, name).ok_or(Untrusted::NotStarted)?;
+    signal_target_of(load(store, team, name))
+}
+
+/// [`signal_target`] for a record already read: a caller that judged the record (it names the
+/// run it means to stop) signals what it judged, not what a later read finds.
+pub(crate) fn signal_target_of(
+    record: Option<SpawnRecord>,
+) -> std::result::Result<PidRecord, Untrusted> {
+    let record = record.ok_or(Untrusted::NotStarted)?;
     if record.machine.whose() != Whose::Here {
         return Err(Untrusted::NotStarted);
     }
@@ -152,37 +163,45 @@ pub(crate) fn signal_target(
     }
     match token_in(record.pid, &record.token) {
         Token::Carried => Ok(pid),
-        // The kernel shows an exiting process's environment empty before the process is a
-        // zombie, and every process swarm starts has the token in its: this one is ending (a
-        // teammate that approved its shutdown, a pane just closed), as good as gone. Called
-        // another process, it had `swarm shutdown` report a stop it could not make.
-        Token::Empty => Err(Untrusted::Group(Refusal::Gone)),
-        Token::Missing => look_again(&pid, &record.token),
+        Token::Empty | Token::Missing => look_again(&pid, &record.token),
     }
 }
 
 /// How long a process whose environment lacks the token is watched before it is called
-/// another one.
+/// ending (still empty) or another one (still without the token).
 const EXITING_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
 
-/// A process that is exiting can show a part of its environment without the token (a read
-/// that ends where the kernel let go of its memory) before it reads empty, and then as a
-/// zombie none at all: looked at again for a moment, the one swarm started goes (or shows the
-/// token after all), where another process keeps running without it. Called another process
-/// at the first look, it had `swarm shutdown` report a stop it could not make (a full run:
-/// "that process does not carry the token", of a teammate that had just approved).
+/// A process whose environment reads empty, or without the token, may be swarm's own at a
+/// moment it cannot show it, so it is looked at again for a moment:
+/// - Ending: the kernel shows an exiting process's environment empty (or a part of it, where a
+///   read ends at memory it let go of) before the process is a zombie. Called another process,
+///   it had `swarm shutdown` report a stop it could not make, of a teammate that had just
+///   approved.
+/// - In an `exec`: between the old program's memory and the new one's, the environment reads
+///   empty too, and every contained teammate starts through two of swarm's own steps that each
+///   exec the next. Called ending, it had `swarm kill` just after a launch say a running
+///   teammate was gone (a CI run).
+///
+/// The one swarm started goes, or shows the token again; a process that keeps running without
+/// it is another one, and one that keeps an empty environment is taken as ending: either way
+/// nothing is signalled.
 fn look_again(pid: &PidRecord, token: &str) -> std::result::Result<PidRecord, Untrusted> {
     let until = std::time::Instant::now() + EXITING_WAIT;
     loop {
         if check_group(pid) == Err(Refusal::Gone) || !pid.alive() {
             return Err(Untrusted::Group(Refusal::Gone));
         }
-        match token_in(pid.pid, token) {
-            Token::Carried => return Ok(*pid),
-            Token::Empty => return Err(Untrusted::Group(Refusal::Gone)),
-            Token::Missing if std::time::Instant::now() >= until => return Err(Untrusted::NoToken),
-            Token::Missing => std::thread::sleep(std::time::Duration::from_millis(10)),
+        let seen = token_in(pid.pid, token);
+        if seen == Token::Carried {
+            return Ok(*pid);
         }
+        if std::time::Instant::now() >= until {
+            return Err(match seen {
+                Token::Missing => Untrusted::NoToken,
+                _ => Untrusted::Group(Refusal::Gone),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 
@@ -190,7 +209,7 @@ fn look_again(pid: &PidRecord, token: &str) -> std::result::Result<PidRecord, Un
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Token {
     Carried,
-    /// An empty environment (or none to read): the process is exiting.
+    /// An empty environment: the process is exiting, or in an `exec`.
     Empty,
     Missing,
 }
@@ -322,5 +341,37 @@ mod tests {
             child.kill().unwrap();
             child.wait().unwrap();
         }
+    }
+
+    /// A process in the middle of an `exec` (swarm's own steps become the next one: the pane
+    /// trampoline, the sandbox's outer step becoming `bwrap`) shows an empty environment for a
+    /// moment too, though it is not ending. It is still the process swarm started, and one that
+    /// execs without pause stays a target at every look (a full CI run: `swarm kill` just after
+    /// a launch saw the outer step become `bwrap` and said the teammate was gone).
+    #[test]
+    fn a_process_that_execs_again_and_again_stays_a_signal_target() {
+        let (dir, store, team) = crate::store::fixture::team_with(&["coder"]);
+        let token = SpawnToken::new().unwrap();
+        let script = dir.path().join("again.sh");
+        std::fs::write(&script, "exec /bin/sh \"$0\"\n").unwrap();
+        let mut again = Command::new("/bin/sh")
+            .arg(&script)
+            .env(TOKEN_VAR, &token.0)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        save(&store, &team, "coder", again.id(), &token).unwrap();
+        let looks: Vec<_> = (0..400)
+            .map(|_| signal_target(&store, &team, "coder"))
+            .collect();
+        again.kill().unwrap();
+        again.wait().unwrap();
+        let missed = looks.iter().filter(|l| l.is_err()).count();
+        assert_eq!(
+            missed,
+            0,
+            "{missed} of 400 looks: {:?}",
+            looks.iter().find(|l| l.is_err())
+        );
     }
 }

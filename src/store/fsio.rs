@@ -3,7 +3,8 @@
 //! A reader must never see half a file and a writer must never lose what was there: every write
 //! goes to a temp file in the same directory, is fsynced, renamed over the target and the
 //! directory fsynced (a rename whose directory sync fails is done, only not confirmed durable:
-//! `unconfirmed.rs`). A file that does not parse is moved aside to `<file>.corrupt-<ms>` (and
+//! `unconfirmed.rs`; a claim of the next task alone skips the directory sync, PROTOCOL.md 8b).
+//! A file that does not parse is moved aside to `<file>.corrupt-<ms>` (and
 //! said on stderr) instead of being read as empty and overwritten, which is how Claude Code loses
 //! inboxes. Symlinks, FIFOs and other non-regular files where a store file belongs are refused.
 //! Every path is first walked from the store root down by [`guard`]: directories and files
@@ -129,16 +130,9 @@ pub(crate) fn append_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
 /// writer's leftover from a live writer's file. Once the rename is done, so is the write: a
 /// directory sync that fails after it is noted, not returned (see [`unconfirmed`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_unsynced(path, bytes)?;
+    replace(path, bytes, true)?;
     sync_dir(path.parent().unwrap_or(Path::new(".")));
     Ok(())
-}
-
-/// [`write_atomic`] without the final directory sync, for a caller that shares one sync among
-/// several renames in a directory (the task index): the file's content is durable, its rename
-/// only once the caller syncs the directory.
-pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace(path, bytes, true)
 }
 
 /// A fresh temp name beside `path`: `.<name>.tmp-<pid>-<random>`.
@@ -288,22 +282,37 @@ pub(crate) fn sweep_temp_files(dir: &Path) {
     }
 }
 
-pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+/// `value` as every JSON file is written: pretty, with a final newline.
+fn json_bytes<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<Vec<u8>> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
         path: path.to_path_buf(),
         source,
     })?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    Ok(bytes)
+}
+
+pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    write_atomic(path, &json_bytes(path, value)?)
+}
+
+/// [`write_json`] without the final directory sync: the content is durable and the rename
+/// atomic, but a crash may undo the rename. Only for a change that a crash makes moot anyway,
+/// a claim of the next task (PROTOCOL.md 8b: a claim is a lease).
+pub(crate) fn write_json_unsynced<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    replace(path, &json_bytes(path, value)?, true)
+}
+
+/// [`write_json`] with no sync at all ([`replace_volatile`]), for a record a crash of the
+/// machine makes moot: swarm's record of a process it started, which names the boot it was
+/// made in.
+pub(crate) fn write_json_volatile<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    replace(path, &json_bytes(path, value)?, false)
 }
 
 /// `write_json` for a file that must not exist yet (see [`write_new`]).
 pub(crate) fn write_json_new<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    bytes.push(b'\n');
+    let bytes = json_bytes(path, value)?;
     if write_new(path, &bytes)? {
         return Ok(());
     }

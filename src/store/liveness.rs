@@ -18,6 +18,7 @@ use std::fs::File;
 use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use fs4::fs_std::FileExt;
 
@@ -76,11 +77,8 @@ impl AliveLock {
                 path.display()
             )));
         }
-        let record = store
-            .team_dir(team)
-            .join("members")
-            .join(agent.as_str())
-            .join("runtime.json");
+        // In the member's own directory: the one of `members/` its sandbox leaves writable.
+        let record = store.member_dir(team, agent).join("runtime.json");
         if let Some(other) = live_recorded_holder(&record) {
             return Err(Error::usage(format!(
                 "{agent} is already running in team {team} (swarm process {}, recorded in {}, \
@@ -239,12 +237,12 @@ fn take_exclusive(file: &File, path: &std::path::Path) -> Result<bool> {
         if std::time::Instant::now() >= until {
             return Ok(false);
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
 /// How long a starting runtime waits out a lock that may be a probe's.
-const PROBE_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+const PROBE_WAIT: Duration = Duration::from_millis(300);
 
 /// Held while deciding that a member is dead and retiring it, and while a starting runtime marks
 /// its member active again. Without it a runtime restarted between the lead's probe and the
@@ -257,13 +255,25 @@ pub(crate) struct ReapGate {
 
 impl ReapGate {
     /// Waits for the team's gate. Holders only do a few small writes, so the wait is short; a
-    /// holder that dies releases it with its descriptor.
+    /// holder that dies releases it with its descriptor. The wait has an end all the same: a
+    /// runtime must reach the gate to rejoin, so a contained teammate can flock it too, and one
+    /// that kept it would otherwise stop the lead console's every pass and every rejoin for good.
     pub(crate) fn take(store: &Store, team: &TeamName) -> Result<ReapGate> {
+        Self::take_within(store, team, crate::store::lock::GIVE_UP_AFTER)
+    }
+
+    fn take_within(store: &Store, team: &TeamName, give_up_after: Duration) -> Result<ReapGate> {
+        let start = std::time::Instant::now();
         fsio::ensure_dir(&store.alive_dir(team))?;
         let path = store.alive_gate_path(team);
         let file = fsio::open_or_create(&path)?;
-        FileExt::lock_exclusive(&file).map_err(Error::io("lock", &path))?;
-        Ok(ReapGate { _file: file })
+        match crate::store::lock::flock_within(file, &path, &path, start, give_up_after)? {
+            Some(file) => Ok(ReapGate { _file: file }),
+            None => Err(Error::GateHeld {
+                path,
+                waited_ms: start.elapsed().as_millis(),
+            }),
+        }
     }
 }
 
@@ -481,7 +491,7 @@ mod tests {
         let probe = File::open(&path).unwrap();
         assert!(FileExt::try_lock_shared(&probe).unwrap());
         let releaser = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(50));
             FileExt::unlock(&probe).unwrap();
         });
         let held = AliveLock::hold(&store, &team, &coder);
@@ -502,6 +512,46 @@ mod tests {
         let err = AliveLock::hold(&store, &team, &coder).unwrap_err();
         assert!(matches!(err, Error::HardLinked { links: 2, .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+    }
+
+    /// A process that keeps the gate (any that can open it can flock it, a contained teammate
+    /// too) makes a taker give up with an error that says so, not wait for good.
+    #[test]
+    fn a_reap_gate_kept_by_another_process_is_given_up_on_and_taken_once_free() {
+        use std::os::unix::process::CommandExt;
+
+        let (_dir, store, team) = crate::store::fixture::team_with(&[]);
+        fsio::ensure_dir(&store.alive_dir(&team)).unwrap();
+        let gate = store.alive_gate_path(&team);
+        std::fs::write(&gate, "").unwrap();
+        // `-o`: flock itself holds the lock (not the command it runs), so killing it frees it.
+        let mut keeper = std::process::Command::new("flock")
+            .arg("-o")
+            .arg(&gate)
+            .args(["sleep", "60"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let held = || {
+            std::fs::read_to_string("/proc/locks")
+                .unwrap()
+                .lines()
+                .any(|l| l.contains(&format!(" {} ", keeper.id())))
+        };
+        let start = std::time::Instant::now();
+        while !held() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "flock took the gate"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let err = ReapGate::take_within(&store, &team, Duration::from_millis(200)).unwrap_err();
+        assert!(matches!(err, Error::GateHeld { .. }), "{err}");
+        let group = rustix::process::Pid::from_raw(keeper.id() as i32).unwrap();
+        rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
+        keeper.wait().unwrap();
+        ReapGate::take_within(&store, &team, Duration::from_secs(20)).unwrap();
     }
 
     /// The reap gate is a store file like any other: opened through `fsio`, so one that is a

@@ -178,24 +178,39 @@ fn open_gate(target: &Path) -> Result<File> {
 fn take_gate(target: &Path, start: Instant, give_up_after: Duration) -> Result<File> {
     let gate = open_gate(target)?;
     let path = gate_path(target);
-    if FileExt::try_lock_exclusive(&gate).map_err(Error::io("lock", &path))? {
-        return Ok(gate);
+    flock_within(gate, &path, target, start, give_up_after)?
+        .ok_or_else(|| gave_up(target, start.elapsed()))
+}
+
+/// Flocks `file` (opened from `path`) exclusively, waiting in the kernel's queue until
+/// `give_up_after` has passed since `start`, and saying after [`SAY_WAITING_AFTER`] that it
+/// waits for the lock on `what`; `None` once it gave up. Never a wait without end: any process
+/// that can open a store file can flock it, a contained teammate too.
+pub(crate) fn flock_within(
+    file: File,
+    path: &Path,
+    what: &Path,
+    start: Instant,
+    give_up_after: Duration,
+) -> Result<Option<File>> {
+    if FileExt::try_lock_exclusive(&file).map_err(Error::io("lock", path))? {
+        return Ok(Some(file));
     }
     // Someone else is in. A helper thread waits in the queue; if we give up first, it drops the
-    // gate the moment it gets it, so nobody is left holding it for us.
+    // file the moment it gets the lock, so nobody is left holding it for us.
     let (tx, rx) = std::sync::mpsc::channel::<std::io::Result<File>>();
     std::thread::spawn(move || {
-        let _ = tx.send(FileExt::lock_exclusive(&gate).map(|()| gate));
+        let _ = tx.send(FileExt::lock_exclusive(&file).map(|()| file));
     });
     let say_at = SAY_WAITING_AFTER.saturating_sub(start.elapsed());
     let mut answer = rx.recv_timeout(say_at);
     if answer.is_err() {
-        eprintln!("swarm: waiting for lock on {}", target.display());
+        eprintln!("swarm: waiting for lock on {}", what.display());
         answer = rx.recv_timeout(give_up_after.saturating_sub(start.elapsed()));
     }
     match answer {
-        Ok(taken) => taken.map_err(Error::io("lock", &path)),
-        Err(_) => Err(gave_up(target, start.elapsed())),
+        Ok(taken) => taken.map(Some).map_err(Error::io("lock", path)),
+        Err(_) => Ok(None),
     }
 }
 

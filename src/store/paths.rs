@@ -172,9 +172,20 @@ impl Store {
             .join(format!("{who}.json"))
     }
     /// swarm-only: what one member's runtime keeps of its own (the lead messages it acted on, a
-    /// shutdown request waiting on its turn).
+    /// shutdown request waiting on its turn, its liveness record). Its sandbox leaves only this
+    /// member's directory of `members/` writable, so no teammate can rewrite another's records.
     pub fn member_dir(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
-        self.team_dir(team).join("members").join(agent.as_str())
+        self.members_dir(team).join(agent.as_str())
+    }
+    /// swarm-only: the members' own directories ([`Store::member_dir`]).
+    pub fn members_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("members")
+    }
+    /// swarm-only: the directory of `agent`'s bell (`mailbox::bell`), which every sender rings,
+    /// so it is not in the member's own directory: `bells/<name>/`, each watched by its runtime
+    /// alone.
+    pub fn bell_dir(&self, team: &TeamName, agent: &AgentName) -> PathBuf {
+        self.team_dir(team).join("bells").join(agent.as_str())
     }
     /// swarm-only: the conversation a member's agent CLI keeps across turns (`teammate::session`),
     /// `sessions/<name>/session.json`: in a directory of the member's own, which is all of

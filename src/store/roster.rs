@@ -168,6 +168,25 @@ impl<'a> Roster<'a> {
         Ok(read(&path)?.ok_or_else(|| self.no_such_team())?.config)
     }
 
+    /// The roster with the stamp its file had just before the read (see [`Stamped`]).
+    pub(crate) fn load_stamped(&self) -> Result<Stamped> {
+        let stamp = Stamp::read(&self.store.config_path(self.team))?;
+        Ok(Stamped {
+            config: self.load()?,
+            stamp,
+        })
+    }
+
+    /// `known` brought up to date: read again only if the file's stamp is not the one it was
+    /// read at (see [`Stamped`]).
+    pub(crate) fn refresh(&self, known: &mut Stamped) -> Result<()> {
+        let now = Stamp::read(&self.store.config_path(self.team))?;
+        if now.is_none() || now != known.stamp {
+            *known = self.load_stamped()?;
+        }
+        Ok(())
+    }
+
     /// The roster unless its file is what it was when `seen` was taken (`None` then): a
     /// process that looks again at every wake parses a 200-member roster only when it changed.
     /// `seen` is the stamp of the file as returned, kept only once it had settled.
@@ -325,6 +344,19 @@ pub(crate) fn list_teams(store: &Store) -> Result<Vec<TeamName>> {
         .collect();
     teams.sort();
     Ok(teams)
+}
+
+/// A roster as read, with its file's stamp from just before the read: a runtime's start reads
+/// the 160 KB roster of 200 members once, not once per step. An equal stamp later, however
+/// fresh the file, proves that swarm did not rewrite it since, as every rewrite of swarm's
+/// replaces the file (a new inode). Only a writer in place (Claude Code) could go unseen, within
+/// one clock tick and at the same size ([`Stamp::settled`]), and what it writes is never a
+/// member's retirement, which swarm alone writes; a look that must see every writer's change
+/// uses [`Roster::load_if_changed`].
+#[derive(Debug, Clone)]
+pub(crate) struct Stamped {
+    pub(crate) config: TeamConfig,
+    pub(crate) stamp: Option<Stamp>,
 }
 
 impl Roster<'_> {

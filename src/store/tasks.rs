@@ -12,7 +12,6 @@
 mod baseline;
 mod by_stat;
 mod claim;
-mod durable;
 mod edges;
 mod events;
 mod hints;

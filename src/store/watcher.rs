@@ -160,6 +160,12 @@ impl DirWatcher {
         DirWatcher::with_interest(dir, Interest::Records)
     }
 
+    /// Watches `dir` for any write to any entry, lock files included: a runtime writes its
+    /// liveness lock the moment it holds it, which is what a launch waits for (`launch::verify`).
+    pub fn entries(dir: &Path) -> Result<DirWatcher> {
+        DirWatcher::with_interest(dir, Interest::Names)
+    }
+
     /// Watches `dir` too (it must exist), through the same hub.
     pub fn add(&mut self, dir: &Path) -> Result<()> {
         let tx = self.tx.clone();

@@ -84,20 +84,28 @@ async fn serve(config: Config) -> Result<i32> {
     let mut signals = Signals::catch()?;
     // Its claims and completions are its own in the task history, however it was started.
     crate::store::tasks::history::act_as(&config.name);
+    // Read once for the whole start (`Stamped`): a member off the roster is refused before
+    // anything is written, and what it says stands for the rejoin and the loop's first look
+    // unless the file changed since.
+    let not_a_member = || Error::NoSuchMember {
+        team: config.team.to_string(),
+        name: config.name.to_string(),
+    };
+    let mut known = Roster::new(&config.store, &config.team).load_stamped()?;
+    known
+        .config
+        .member(config.name.as_str())
+        .ok_or_else(not_a_member)?;
     let mut alive = AliveLock::hold(&config.store, &config.team, &config.name)?;
     // A runtime started again after its predecessor died (and the lead retired it) is a member
     // again; the roster must say so, or its next death would go unnoticed.
-    let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name)?;
-    let mut seen = None;
-    let roster = Roster::new(&config.store, &config.team)
-        .load_if_changed(&mut seen)?
-        .expect("nothing seen yet, so the roster is read");
-    let membership = Membership::of(&roster, config.name.as_str())
-        .ok_or_else(|| Error::NoSuchMember {
-            team: config.team.to_string(),
-            name: config.name.to_string(),
-        })?
-        .read_at(seen);
+    let rejoined = crate::lifecycle::rejoin(&config.store, &config.team, &config.name, &mut known)?;
+    let settled = known
+        .stamp
+        .filter(|s| s.settled(std::time::SystemTime::now()));
+    let membership = Membership::of(&known.config, config.name.as_str())
+        .ok_or_else(not_a_member)?
+        .read_at(settled);
     let (tx, rx) = mpsc::unbounded_channel();
     let mut _subscriptions = Vec::new();
     // Its bell, which every commit of a message to it rings (`mailbox::bell`: a watch on

@@ -1,8 +1,8 @@
 //! Contained teammates (issue 22 item 1, `src/launch/sandbox.rs`): a shell teammate running a
-//! hostile task cannot read the lead key, write the team's control records, reach the tmux
-//! server or signal a process outside its tree, while it still does its work, talks to the
-//! lead, and the team goes on; `--no-sandbox` and a machine without bwrap run uncontained, and
-//! say so.
+//! hostile task cannot read the lead key, write the team's control records or another member's
+//! own records, reach the tmux server or signal a process outside its tree, while it still does
+//! its work, talks to the lead and wakes its peers, and the team goes on; `--no-sandbox` and a
+//! machine without bwrap run uncontained, and say so.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,6 +52,10 @@ echo forged > '{team_dir}/permissions/resolved/forged.json' && echo 'resolved: w
 echo forged > '{team_dir}/lead/done.json' && echo 'lead: written' || echo 'lead: refused'
 tmux -S '{socket}' list-sessions >/dev/null && echo 'tmux: reached' || echo 'tmux: refused'
 kill -TERM {victim} && echo 'kill: sent' || echo 'kill: refused'
+other=a; [ "$SWARM_AGENT_NAME" = a ] && other=b
+mkdir -p '{team_dir}'/members/"$other"
+echo forged > '{team_dir}'/members/"$other"/acted.json && echo 'acted: written' || echo 'acted: refused'
+echo mine > '{team_dir}'/members/"$SWARM_AGENT_NAME"/mine && echo 'own: written' || echo 'own: refused'
 '{bin}' send --to team-lead 'attack over' && echo 'send: sent'
 }} > "$out.tmp" 2>&1; mv "$out.tmp" "$out""#,
         keys = keys.display(),
@@ -92,6 +96,8 @@ fn assert_contained(env: &Env, team: &str, tmux: &Tmux, victim: &mut KillOnDrop)
         "lead: refused",
         "tmux: refused",
         "kill: refused",
+        "acted: refused",
+        "own: written",
         "send: sent",
     ] {
         assert!(said.contains(line), "{line:?} in the report:\n{said}");
@@ -99,6 +105,11 @@ fn assert_contained(env: &Env, team: &str, tmux: &Tmux, victim: &mut KillOnDrop)
     let team_dir = env.path(&format!("teams/{team}"));
     assert!(!team_dir.join("permissions/resolved/forged.json").exists());
     assert!(!team_dir.join("lead/done.json").exists());
+    // Another member's record of the lead messages it acted on (a replay's first step).
+    for name in ["a", "b"] {
+        let acted = std::fs::read_to_string(team_dir.join(format!("members/{name}/acted.json")));
+        assert!(!acted.unwrap_or_default().contains("forged"), "{name}");
+    }
     assert!(
         victim.0.try_wait().unwrap().is_none(),
         "the process outside the teammate's tree is alive"
@@ -305,4 +316,102 @@ fn a_launch_without_bwrap_says_teammates_run_uncontained_and_status_shows_it() {
     assert_eq!(member(&status, "a")["contained"], false, "{status}");
     assert_eq!(member(&status, "a")["containment"], "bwrap not found");
     env.swarm(["--team", "cbw", "down"]).ok();
+}
+
+/// A contained teammate starts through swarm's own steps without executing the binary again
+/// where it need not (`process::successor`): its runtime runs in the process of the sandbox's
+/// inner step, whose command line it keeps, and its task's shell is that process's child.
+#[test]
+fn a_contained_runtime_runs_in_the_process_of_the_sandboxs_inner_step() {
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let look = "tr '\\0' ' ' < /proc/$PPID/cmdline > \"$SWARM_ROOT/parent.tmp\" && \
+                mv \"$SWARM_ROOT/parent.tmp\" \"$SWARM_ROOT/parent\"";
+    let file = env.path("team.json");
+    std::fs::write(
+        &file,
+        json!({"team": "cx", "agent": "shell", "teammates": [{"name": "a"}],
+               "tasks": [{"subject": "look", "description": look}]})
+        .to_string(),
+    )
+    .unwrap();
+    env.swarm(["launch", file.to_str().unwrap()])
+        .env("SWARM_TMUX_SOCKET", &tmux.socket)
+        .ok();
+    let parent = eventually(LONG, "the task's report of its parent", || {
+        std::fs::read_to_string(env.path("parent")).ok()
+    });
+    assert!(
+        parent.contains(" sandbox-exec --inner -- ") && parent.contains(" teammate "),
+        "the runtime is the inner step's process: {parent}"
+    );
+    env.swarm(["--team", "cx", "down"]).ok();
+}
+
+/// A contained teammate's message to a peer wakes the peer through its bell: `members/` is
+/// read-only in a sandbox but for the member's own directory, and the bells, which every
+/// sender rings, live apart from it. The periodic re-scan is out of reach, and the sender's
+/// task does not end (no task file changes, which would wake the peer too) until the peer has
+/// read the message.
+#[test]
+fn a_contained_teammates_message_wakes_its_peer_through_the_peers_bell() {
+    let env = Env::new();
+    let ping = format!(
+        r#"other=a; [ "$SWARM_AGENT_NAME" = a ] && other=b
+'{bin}' send --to "$other" "ping from $SWARM_AGENT_NAME"
+until '{bin}' inbox "$other" | grep -q 'ping from' && ! '{bin}' inbox --unread "$other" | grep -q 'ping from'; do sleep 0.2; done
+echo "$other" > "$SWARM_ROOT/woken.tmp"; mv "$SWARM_ROOT/woken.tmp" "$SWARM_ROOT/woken""#,
+        bin = BIN
+    );
+    let doc = json!({"team": "bell", "agent": "shell",
+        "teammates": [{"name": "a"}, {"name": "b"}]});
+    let file = env.path("team.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let mut launcher = env
+        .swarm(["launch", "--backend", "in-process", file.to_str().unwrap()])
+        .env("SWARM_RESCAN_MS", "600000")
+        .spawn();
+    eventually(LONG, "both teammates up", || {
+        let out = env.swarm(["--json", "--team", "bell", "status"]).run();
+        // Not JSON until the launch has made the team.
+        let status: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
+        // The roster names the teammates only once the launch has reserved them; a runtime's
+        // events record comes after its watches (its bell's among them).
+        let members = status["members"].as_array()?;
+        let alive = |n: &str| {
+            members
+                .iter()
+                .any(|m| m["name"] == n && m["liveness"] == "alive" && m["events"].is_string())
+        };
+        (alive("a") && alive("b")).then_some(())
+    });
+    env.swarm([
+        "--team",
+        "bell",
+        "task",
+        "create",
+        "ping",
+        "--description",
+        &ping,
+    ])
+    .ok();
+    let woken = eventually(LONG, "the peer to read the message", || {
+        std::fs::read_to_string(env.path("woken")).ok()
+    });
+    let woken = woken.trim();
+    let inbox = read_json(&env.path(&format!("teams/bell/inboxes/{woken}.json")));
+    let ping = inbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("ping from"))
+        })
+        .unwrap_or_else(|| panic!("{inbox}"));
+    assert_eq!(ping["read"], true, "{inbox}");
+    // SAFETY: a signal to the launcher this test started.
+    unsafe { libc::kill(launcher.id() as i32, libc::SIGINT) };
+    let _ = launcher.wait();
 }

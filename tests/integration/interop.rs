@@ -208,11 +208,15 @@ impl Team {
     }
 
     fn task(&self, id: &str) -> Value {
-        read_json(&self.env.path(&format!("tasks/t/{id}.json")))
+        read_json_in_place(&self.env.path(&format!("tasks/t/{id}.json")))
     }
 
     fn roster_member(&self, name: &str) -> Value {
-        member(&read_json(&self.env.path("teams/t/config.json")), name).clone()
+        member(
+            &read_json_in_place(&self.env.path("teams/t/config.json")),
+            name,
+        )
+        .clone()
     }
 
     /// What the pane shows now.

@@ -256,11 +256,14 @@ fn swarm_kill_still_stops_a_teammate_swarm_launched() {
         a["swarmPid"].as_u64()
     }) as i32;
     assert!(!gone(pid), "a runs");
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    assert!(
-        String::from_utf8_lossy(&environ).contains("SWARM_SPAWN_TOKEN="),
-        "swarm gave it a spawn token"
-    );
+    // Read until it shows: the process becomes the next step of the sandbox (`exec`), and the
+    // kernel shows its environment empty for that moment (a CI run read it then).
+    eventually(LONG, "swarm's spawn token in a's environment", || {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        String::from_utf8_lossy(&environ)
+            .contains("SWARM_SPAWN_TOKEN=")
+            .then_some(())
+    });
     let out = env.swarm(["kill", "a"]).ok();
     assert!(out.stdout.contains("killed a"), "{}", out.stdout);
     eventually(LONG, "a's process to be gone", || gone(pid).then_some(()));

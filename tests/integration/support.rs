@@ -480,6 +480,37 @@ pub fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
+/// `swarm ARGS` under strace (children followed, signals not shown), tracing only the system
+/// calls `calls` names (`fsync,fdatasync`): its output, and strace's lines, one call each.
+pub fn strace_swarm(env: &Env, calls: &str, args: &[&str]) -> (Out, String) {
+    let trace = env.path("strace.txt");
+    let out: Out = env
+        .command("strace")
+        .args(["-f", "-qq", "-e", "signal=none", "-e"])
+        .arg(format!("trace={calls}"))
+        .arg("-o")
+        .arg(&trace)
+        .arg(BIN)
+        .args(args)
+        .output()
+        .expect("strace runs (scripts/test installs it)")
+        .into();
+    let lines = std::fs::read_to_string(&trace).unwrap_or_default();
+    (out, lines)
+}
+
+/// A file Claude Code rewrites in place (a task, the roster: open, write, truncate; PROTOCOL.md
+/// section 5), read until it parses: between its write and its truncate it is the new text
+/// followed by the old tail ("trailing characters", which a full run once read).
+#[track_caller]
+pub fn read_json_in_place(path: &Path) -> Value {
+    eventually(
+        Duration::from_secs(5),
+        &format!("{} to parse", path.display()),
+        || serde_json::from_slice(&std::fs::read(path).ok()?).ok(),
+    )
+}
+
 /// The member called `name` in a roster or a `swarm status --json` document.
 #[track_caller]
 pub fn member<'a>(doc: &'a Value, name: &str) -> &'a Value {

@@ -127,12 +127,20 @@ fn start_with(env: &Env, name: &str, args: &[&str], vars: &[(&str, &str)]) -> Ma
         name: name.to_string(),
         log,
     };
-    eventually(LONG, &format!("{name} to hold its liveness lock"), || {
-        if let Some(status) = mate.child.try_wait().unwrap() {
-            panic!("{name} exited early ({status}):\n{}", mate.output());
-        }
-        (liveness(env, name) == "alive").then_some(())
-    });
+    // Started: it holds its liveness lock and has written the last of its start (the events
+    // record, after its bell and watches), so a test's snapshot taken now sees nothing of it
+    // still being written (a bell added under a refused second start's snapshot, once).
+    eventually(
+        LONG,
+        &format!("{name} to hold its liveness lock and start"),
+        || {
+            if let Some(status) = mate.child.try_wait().unwrap() {
+                panic!("{name} exited early ({status}):\n{}", mate.output());
+            }
+            let started = events_record(env, name).is_some();
+            (started && liveness(env, name) == "alive").then_some(())
+        },
+    );
     mate
 }
 

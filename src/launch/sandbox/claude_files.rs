@@ -11,7 +11,9 @@
 //! teammate could trust any directory or plant a hook that runs in the lead's shell. Inside, the
 //! global config is a private copy bound over the real one: Claude Code inside reads the user's
 //! answers and keeps writing its state, and nothing it writes reaches the real file. The copy is
-//! made afresh from the real file at each start (the user's later changes reach it) and kept in
+//! made afresh from the real file at each start (the user's later changes reach it), unsynced
+//! (a crash loses nothing the next start would not make again: four fsyncs a teammate saved in
+//! every launch), and kept in
 //! swarm's private state, which every sandbox hides, under the team's and member's name, bound
 //! by that teammate's sandbox alone. The settings files are bound read-only over themselves.
 //!
@@ -98,7 +100,7 @@ impl ClaudeFiles {
                 })?
                 .unwrap_or_else(|| EMPTY.to_vec());
             let copy = copies.join(format!("{i}.claude.json"));
-            fsio::write_atomic(&copy, &bytes)?;
+            fsio::replace_volatile(&copy, &bytes)?;
             bound.push(OwnCopy {
                 copy,
                 over: config.clone(),

@@ -57,12 +57,21 @@ impl Layout {
             fsio::ensure_dir(&dir)?;
             read_only.push(dir);
         }
-        // Every member's conversation read-only but this member's own directory: two mounts
-        // whatever the team's size (one per other member made a launch of 200 quadratic).
-        let own_session = store.sessions_dir(team).join(name.as_str());
-        fsio::ensure_dir(&own_session)?;
-        read_only.push(store.sessions_dir(team));
-        let writable = vec![own_session];
+        // Every member's conversation and own records (the lead messages it acted on, its
+        // liveness record) read-only but this member's own directory: two mounts each whatever
+        // the team's size (one per other member made a launch of 200 quadratic).
+        let mut writable = Vec::new();
+        for (all, own) in [
+            (
+                store.sessions_dir(team),
+                store.sessions_dir(team).join(name.as_str()),
+            ),
+            (store.members_dir(team), store.member_dir(team, name)),
+        ] {
+            fsio::ensure_dir(&own)?;
+            read_only.push(all);
+            writable.push(own);
+        }
         let own_copies = claude.at_start(store, team, name)?;
         read_only.extend(claude.settings.iter().cloned());
         let needed: Vec<PathBuf> = [store.root(), cwd]
@@ -215,10 +224,21 @@ mod tests {
                 store.team_dir(&team).join("lead"),
                 store.spawn_dir(&team),
                 store.sessions_dir(&team),
+                store.members_dir(&team),
                 home.join(".claude/settings.json"),
             ]
         );
-        assert_eq!(layout.writable, [own.parent().unwrap()]);
+        assert_eq!(
+            layout.writable,
+            [
+                own.parent().unwrap().to_path_buf(),
+                store.member_dir(&team, &me)
+            ]
+        );
+        assert!(
+            store.member_dir(&team, &me).is_dir(),
+            "the bind target is made"
+        );
         assert!(
             layout.pinned.contains(&home.join(".claude")),
             "{:?}",

@@ -1,6 +1,8 @@
-//! A member's doorbell: the empty file `members/<name>/bell` that its runtime makes and watches
-//! through its own directory, which no other process watches. A commit that adds messages to an
-//! inbox touches the recipient's bell, so only the recipient wakes.
+//! A member's doorbell: the empty file `bells/<name>/bell` that its runtime makes and watches
+//! through its directory, which no other process watches. A commit that adds messages to an
+//! inbox touches the recipient's bell, so only the recipient wakes. Every sender rings it, a
+//! contained teammate too, so it is not in the member's own directory (`members/<name>/`),
+//! which only that member's sandbox may write.
 //!
 //! Watching `inboxes/` for its own entry instead woke every runtime of the team at every write
 //! of any inbox: the kernel hands each event to every watch of the directory, whatever name a
@@ -19,18 +21,20 @@ use crate::store::fsio;
 use crate::store::names::{AgentName, TeamName};
 use crate::store::paths::Store;
 
-/// The bell's name in the member's directory.
+/// The bell's name in its directory.
 pub(crate) const BELL: &str = "bell";
 
 fn bell_path(store: &Store, team: &TeamName, name: &AgentName) -> PathBuf {
-    store.member_dir(team, name).join(BELL)
+    store.bell_dir(team, name).join(BELL)
 }
 
 /// Makes `name`'s bell if it has none; the directory it is in is what the runtime watches.
+/// Nothing is synced: an empty file has no half to be seen, and one a crash loses is made again
+/// by the next start, which is the only time it is needed.
 pub(crate) fn install(store: &Store, team: &TeamName, name: &AgentName) -> Result<PathBuf> {
-    let dir = store.member_dir(team, name);
+    let dir = store.bell_dir(team, name);
     fsio::ensure_dir(&dir)?;
-    fsio::create_if_missing(&bell_path(store, team, name), b"")?;
+    fsio::open_or_create(&bell_path(store, team, name))?;
     Ok(dir)
 }
 
@@ -126,11 +130,11 @@ mod tests {
     fn ringing_a_member_with_no_bell_or_a_symlinked_one_changes_nothing() {
         let (dir, store, team) = team_with(&["coder"]);
         ring(&store, &team, &agent("coder"));
-        assert!(!store.member_dir(&team, &agent("coder")).exists());
+        assert!(!store.bell_dir(&team, &agent("coder")).exists());
         let target = dir.path().join("target");
         std::fs::write(&target, "keep").unwrap();
         let before = std::fs::metadata(&target).unwrap().modified().unwrap();
-        std::fs::create_dir_all(store.member_dir(&team, &agent("coder"))).unwrap();
+        std::fs::create_dir_all(store.bell_dir(&team, &agent("coder"))).unwrap();
         std::os::unix::fs::symlink(&target, bell_path(&store, &team, &agent("coder"))).unwrap();
         std::thread::sleep(Duration::from_millis(20));
         ring(&store, &team, &agent("coder"));

@@ -15,6 +15,17 @@
 //! no event explains it, the index no longer trusts itself and rescans. So a stale index can make
 //! a claimer try the wrong task first, never claim a completed or someone else's task.
 //!
+//! A claim of the next task is a lease (PROTOCOL.md 8b): its file is written and fsynced and
+//! renamed into place, and its directory is not synced. A crash can undo the rename, and only a
+//! crash can: the claim then reads as the task before it, pending with no owner. That is what
+//! the claim would have come to anyway, since the crash ended its claimer, and the unfinished
+//! tasks of a teammate that died go back to pending. So the claim path costs one fsync, not
+//! two. A change that outlives its writer is synced in full: a completion, a claim by name
+//! (`swarm task claim`), a claim the lead's dispatcher makes for a teammate ([`assign_next`])
+//! and a claim made at home for a runtime on another host, which a crash here does not end.
+//!
+//! [`assign_next`]: TaskIndex::assign_next
+//!
 //! Claimers skip completed tasks without walking past them (the index keeps the unfinished ids
 //! apart) and try each candidate's hint (see `hints`) before its lock, so sixteen claimers
 //! spread over sixteen tasks instead of queueing on the lowest one.
@@ -24,7 +35,6 @@ use std::fs;
 use std::io::ErrorKind;
 use std::time::Instant;
 
-use super::durable::{self, Unsynced};
 use super::events::{task_number, Drained, Events};
 use super::hints::{Hints, Taken};
 use super::{Task, TaskList, TaskStatus};
@@ -45,8 +55,6 @@ pub struct TaskIndex {
     hints: Hints,
     /// Whether this index said that someone jams the hints (once is enough).
     said_jammed: bool,
-    /// A completion whose rename waits for the next directory sync.
-    unsynced: Unsynced,
     state: State,
 }
 
@@ -92,7 +100,6 @@ impl TaskIndex {
             said_jammed: false,
             store: store.clone(),
             team: team.clone(),
-            unsynced: Unsynced::default(),
             state: State {
                 tasks: BTreeMap::new(),
                 unfinished: BTreeSet::new(),
@@ -139,7 +146,7 @@ impl TaskIndex {
     /// Claims an available task for `agent`, lowest first among those no other indexed claimer
     /// is trying; `None` when there is none (or, with `busy_check`, while `agent` owns another
     /// unfinished task). Decided on the file under the task's lock by [`Task::available`]; the
-    /// task is durable on disk before this returns.
+    /// claim is a lease (see the top of this file): one fsync, no directory sync.
     pub(crate) fn claim_next(
         &mut self,
         agent: &AgentName,
@@ -148,10 +155,20 @@ impl TaskIndex {
         self.claim(agent, busy_check, None)
     }
 
+    /// `claim_next` for another agent (the lead's dispatcher), synced in full: the crash that
+    /// undoes a lease need not end the agent it was claimed for.
+    pub(crate) fn assign_next(&mut self, to: &AgentName) -> Result<Option<Task>> {
+        let task = self.claim(to, true, None)?;
+        if task.is_some() {
+            fsio::sync_dir(&self.store.tasks_dir(&self.team));
+        }
+        Ok(task)
+    }
+
     /// `claim_next` with the busy check for a claimer that may be asking again (`swarm task next
     /// --claim` in a script that retries): while `agent` owns an unfinished task, that task is
-    /// its claim (`TaskList::reclaim`), not "no task is available". Its last claim may have
-    /// gone through unconfirmed (exit 3) or unreported (killed before it printed).
+    /// its claim (`TaskList::reclaim`), not "no task is available": its last claim may have
+    /// gone through unreported (killed before it printed).
     pub(crate) fn claim_next_or_owned(&mut self, agent: &AgentName) -> Result<Option<Task>> {
         if let Some(task) = self.claim_next(agent, true)? {
             return Ok(Some(task));
@@ -173,11 +190,10 @@ impl TaskIndex {
     }
 
     /// `claim_next` for a claimer whose work is done at once (the claim loop): `report` runs
-    /// once the claim is durable, still under the task's lock, and the task is then marked
-    /// completed under it. Two lock cycles (list and task; one without the busy check) and
-    /// three fsyncs per task, where a claim followed by an update takes three (two) and four: the
-    /// completion's rename is made durable by the next claim's directory sync (or when nothing
-    /// is left to claim, or the index is dropped), before anything more is reported.
+    /// once the claim is written, still under the task's lock, and the task is then marked
+    /// completed under it, durably (file and directory synced) before this returns. Two lock
+    /// cycles (list and task; one without the busy check) and three fsyncs per task, one of
+    /// them on the claim's path, as for a claim followed by `swarm task update`.
     pub fn claim_and_complete(
         &mut self,
         agent: &AgentName,
@@ -241,37 +257,28 @@ impl TaskIndex {
                 let mut task = on_disk.clone();
                 task.owner = Some(agent.to_string());
                 task.status = TaskStatus::InProgress;
-                durable::replace(&path, &task, &mut self.unsynced)?;
+                // A lease: its directory is not synced (see the top of this file).
+                fsio::write_json_unsynced(&path, &task)?;
                 state.put(task.clone(), Stamp::read(&path)?);
-                // The claim is decided and visible: other claimers may go on while it is made
-                // durable (which also covers an earlier completion of ours) and recorded (the
-                // history needs only the task's lock, still held).
+                // The claim is decided and visible: other claimers may go on while it is
+                // recorded (the history needs only the task's lock, still held).
                 drop(list_lock.take());
                 list.recorded(Some(&on_disk), Some(&task));
-                self.unsynced.sync();
                 if let Some(report) = report.as_mut() {
                     report(&task)?;
                     let mut done = task.clone();
                     done.status = TaskStatus::Completed;
-                    durable::replace(&path, &done, &mut self.unsynced)?;
-                    list.recorded(Some(&task), Some(&done));
+                    list.write(&task, &done)?;
                     state.put(done, Stamp::read(&path)?);
                 }
                 return Ok(Some(task));
             }
             // Nothing to claim (or the agent is busy): not a missed event either?
             if rescanned || !state.rescan_if_stale(&list)? {
-                self.unsynced.sync();
                 return Ok(None);
             }
             rescanned = true;
         }
-    }
-}
-
-impl Drop for TaskIndex {
-    fn drop(&mut self) {
-        self.unsynced.sync();
     }
 }
 

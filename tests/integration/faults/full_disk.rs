@@ -73,9 +73,12 @@ fn runtime(env: &Env, disk: &SmallDisk, name: &str, out: &Path) -> (Child, PathB
         .stdout(file.try_clone().unwrap())
         .stderr(file);
     let child = cmd.cmd.spawn().unwrap();
-    eventually(LONG, &format!("{name} to hold its lock"), || {
+    // Started in full: its events record is the last thing a runtime writes as it starts (its
+    // lock comes before its other records, and a start that meets a full disk fails).
+    eventually(LONG, &format!("{name} to finish starting"), || {
         let status = disk.swarm(env, &["--json", "status"]).ok().json();
-        (member(&status, name)["liveness"] == "alive").then_some(())
+        let m = member(&status, name);
+        (m["liveness"] == "alive" && m["events"].is_string()).then_some(())
     });
     (child, log)
 }
@@ -121,7 +124,11 @@ fn a_full_disk_neither_kills_a_runtime_nor_makes_it_act_twice() {
             .then_some(())
     });
     std::thread::sleep(Duration::from_secs(2));
-    assert!(a.try_wait().unwrap().is_none(), "a exited on the full disk");
+    assert!(
+        a.try_wait().unwrap().is_none(),
+        "a exited on the full disk:\n{}",
+        read(&log)
+    );
     disk.free();
     let acted = (0..600).any(|_| {
         std::thread::sleep(Duration::from_millis(100));
@@ -199,7 +206,7 @@ fn a_full_disk_does_not_end_the_in_process_launcher() {
             let alive = status["members"]
                 .as_array()?
                 .iter()
-                .any(|m| m["name"] == name && m["liveness"] == "alive");
+                .any(|m| m["name"] == name && m["liveness"] == "alive" && m["events"].is_string());
             let config = read_json(&disk.root.join("teams/t/config.json"));
             alive.then(|| member(&config, name)["swarmPid"].as_i64())?
         })

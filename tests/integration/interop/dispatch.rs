@@ -31,7 +31,7 @@ fn assignments(env: &Env, name: &str) -> Vec<Value> {
 /// Sets `isActive` in the roster, as Claude does when a teammate starts or ends a turn.
 fn set_busy(env: &Env, name: &str, busy: bool) {
     let path = env.path("teams/t/config.json");
-    let mut config = read_json(&path);
+    let mut config = read_json_in_place(&path);
     for m in config["members"].as_array_mut().unwrap() {
         if m["name"] == name {
             m["isActive"] = json!(busy);
@@ -43,7 +43,7 @@ fn set_busy(env: &Env, name: &str, busy: bool) {
 }
 
 fn task(env: &Env, id: &str) -> Value {
-    read_json(&env.path(&format!("tasks/t/{id}.json")))
+    read_json_in_place(&env.path(&format!("tasks/t/{id}.json")))
 }
 
 #[test]

@@ -106,3 +106,33 @@ fn down_lets_a_busy_teammate_finish_its_task_first() {
     assert_eq!(t["status"], "completed", "{t}");
     assert!(!asked.exists());
 }
+
+/// A shutdown of many retires them all in one roster write (issue 20: `swarm down` of 200
+/// rewrote the 160 KB roster once per member, one rewrite after another under its lock). Here
+/// four members added by hand, never started (no answer, nothing to stop): each is retired, and
+/// strace sees the roster replaced once.
+#[test]
+fn a_shutdown_of_many_retires_them_in_one_roster_write() {
+    let env = Env::with_team(&[]);
+    for name in ["a", "b", "c", "d"] {
+        env.swarm(["team", "add", name]).ok();
+    }
+    let (out, renames) = strace_swarm(
+        &env,
+        "rename,renameat2",
+        &["shutdown", "--all", "--timeout", "1"],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let roster = read_json(&env.path("teams/t/config.json"));
+    for name in ["a", "b", "c", "d"] {
+        assert!(
+            member(&roster, name).get("swarmRetiredAt").is_some(),
+            "{name} retired: {roster}"
+        );
+    }
+    let onto_roster = renames
+        .lines()
+        .filter(|l| l.contains("rename") && l.contains("/config.json\""))
+        .count();
+    assert_eq!(onto_roster, 1, "roster writes:\n{renames}");
+}

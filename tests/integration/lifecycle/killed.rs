@@ -80,8 +80,21 @@ fn assert_whole(env: &Env, tmux: &Tmux, team: &str, names: &[String], what: &str
             m["liveness"] == "alive" && m["pane"]["state"] == "alive"
         });
         if !whole && started.elapsed() > Duration::from_secs(50) {
-            // Where it stands, for the timeout that is about to come.
+            // Where it stands, for the timeout that is about to come: the team, and the last
+            // output of each teammate that is not whole, with the lock holder's record.
             eprintln!("{what}: not yet whole: {doc}");
+            for n in names.iter().filter(|n| {
+                let m = member(&doc, n);
+                !(m["liveness"] == "alive" && m["pane"]["state"] == "alive")
+            }) {
+                let logs = on(env, tmux, ["--team", team, "logs", n]).run();
+                let lock =
+                    std::fs::read_to_string(env.path(&format!("teams/{team}/alive/{n}.lock")));
+                eprintln!(
+                    "{what}: {n}: lock {lock:?}; logs: {}{}",
+                    logs.stdout, logs.stderr
+                );
+            }
         }
         whole.then_some(doc)
     });

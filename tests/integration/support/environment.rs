@@ -76,16 +76,19 @@ pub fn holds_inotify(pid: u32) -> bool {
 /// inotify: once its waits are in place it records which (`events` in `swarm status`).
 #[track_caller]
 pub fn needs_events(env: &Env, name: &str) {
-    let alive = env.path(&format!("teams/t/alive/{name}.lock"));
     let events = eventually(
         Duration::from_secs(60),
         "the runtime's events record",
-        || {
-            let text = std::fs::read_to_string(&alive).ok()?;
-            text.lines()
-                .find_map(|l| l.strip_prefix("events "))
-                .map(str::to_string)
-        },
+        || events_record(env, name),
     );
     assert_eq!(events, "inotify", "{name}'s runtime {NO_INOTIFY}");
+}
+
+/// How teammate `name`'s runtime waits (`inotify` or `polling`), from its liveness lock file:
+/// the last thing a runtime writes as it starts, so `None` until its start is done.
+pub fn events_record(env: &Env, name: &str) -> Option<String> {
+    let text = std::fs::read_to_string(env.path(&format!("teams/t/alive/{name}.lock"))).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("events "))
+        .map(str::to_string)
 }

@@ -136,7 +136,7 @@ fn a_message_written_in_place_by_a_writer_that_rings_no_bell_reaches_an_idle_tea
     );
     // Its events recorded: it is past its subscriptions, bell made.
     needs_events(&env, "a");
-    assert!(env.path("teams/t/members/a/bell").is_file(), "a has a bell");
+    assert!(env.path("teams/t/bells/a/bell").is_file(), "a has a bell");
     let inbox = env.path("teams/t/inboxes/a.json");
     let mut messages: Vec<serde_json::Value> =
         serde_json::from_slice(&std::fs::read(&inbox).unwrap()).unwrap();

@@ -5,7 +5,7 @@
 //! Killing goes through the backend that runs the member ([`crate::backend::for_member`]) and is
 //! idempotent; a pane's last lines are kept before it is closed (`kept_output`).
 
-use crate::backend::for_member;
+use crate::backend::{for_member, PaneState};
 use crate::error::{Error, Result};
 use crate::lifecycle::kept_output;
 use crate::lifecycle::worktree::{self, Worktree};
@@ -157,9 +157,8 @@ pub(crate) fn kill_member(store: &Store, team: &TeamName, member: &Member) -> Re
 
 /// [`kill_member`] for one run: the one whose pid is `run_pid`, a run that approved its
 /// shutdown. `None`, with nothing closed or signalled, once swarm's record of what it started
-/// for the member names another process: the member was started again since (`swarm up` or
-/// `restart` while the approval waited to be read). `member` must be read before this call, so
-/// the pane it names is that run's: a launch records its spawn before the pane it opens.
+/// for the member names another process, or the member's pane runs another one: the member
+/// was started again since (`swarm up` or `restart` while the approval waited to be read).
 pub(crate) fn kill_run(
     store: &Store,
     team: &TeamName,
@@ -167,10 +166,28 @@ pub(crate) fn kill_run(
     run_pid: u32,
 ) -> Result<Option<Killed>> {
     let recorded = spawn_record::load(store, team, member.name.as_str());
-    if recorded.is_some_and(|r| r.pid != run_pid) {
+    if recorded.is_some_and(|r| r.pid != run_pid) || later_run_in_pane(store, team, member, run_pid)
+    {
         return Ok(None);
     }
     stop(store, team, member, Some(run_pid)).map(Some)
+}
+
+/// Whether the member's recorded tmux pane runs a process other than `run_pid`. A local
+/// runtime's pane process is the runtime itself (its liveness record names that pid, outside
+/// any sandbox), so another pid there is a later run. tmux numbers panes from `%0` again once
+/// its server exits, and a launch opens a pane before it records the spawn: until then the pane
+/// id an earlier run left on the roster names the new run's pane, with the member's marks.
+/// A member on another host is left out: its local pane is the connection, not the runtime.
+fn later_run_in_pane(store: &Store, team: &TeamName, member: &Member, run_pid: u32) -> bool {
+    if crate::remote::RemoteMember::of(member).is_some() {
+        return false;
+    }
+    for_member(store, team, member)
+        .filter(|b| b.tmux().is_some())
+        .is_some_and(
+            |b| matches!(b.state(), Ok(PaneState::Alive { pid: Some(pid) }) if pid != run_pid),
+        )
 }
 
 fn stop(store: &Store, team: &TeamName, member: &Member, run: Option<u32>) -> Result<Killed> {
@@ -384,5 +401,101 @@ mod tests {
             Some(Killed::Stopped { signalled: true })
         );
         assert!(later.wait().unwrap().signal().is_some());
+    }
+}
+
+#[cfg(test)]
+mod pane_tests {
+    use super::*;
+    use crate::backend::tmux::SOCKET_FIELD;
+    use crate::store::fixture::team_with;
+    use std::process::Command;
+
+    /// A tmux server of its own on a socket in the test's directory, killed on drop.
+    struct Server(std::path::PathBuf);
+
+    impl Server {
+        fn tmux(&self, args: &[&str]) -> String {
+            let out = Command::new("tmux")
+                .arg("-S")
+                .arg(&self.0)
+                .args(["-f", "/dev/null"])
+                .args(args)
+                .env_remove("TMUX")
+                .env_remove("TMUX_PANE")
+                .output()
+                .expect("tmux runs (scripts/test installs it)");
+            assert!(out.status.success(), "tmux {args:?}: {out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = Command::new("tmux")
+                .arg("-S")
+                .arg(&self.0)
+                .arg("kill-server")
+                .output();
+        }
+    }
+
+    #[test]
+    fn a_kill_for_one_run_leaves_a_later_run_under_the_same_pane_id_alone() {
+        // tmux numbers panes from %0 again once its server exits, so the pane id the approving
+        // run left on the roster can name the pane a launch has just opened for the member's
+        // next run, before anything records that run (a launch killed before it recorded its
+        // spawns leaves no spawn record to tell them apart). The earlier run's lead console,
+        // finishing its last pass after `down`, closed that new pane (`up` said a teammate's
+        // pane was gone, a CI run).
+        let (dir, store, team) = team_with(&["coder"]);
+        let server = Server(dir.path().join("tmux.sock"));
+        let root = std::fs::canonicalize(store.root()).unwrap();
+        let (pane, pid) = {
+            let line = server.tmux(&[
+                "new-session",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id} #{pane_pid}",
+                "sleep",
+                "60",
+            ]);
+            let (pane, pid) = line.split_once(' ').unwrap();
+            (pane.to_string(), pid.parse::<u32>().unwrap())
+        };
+        for (option, value) in [
+            ("@swarm-root", root.to_str().unwrap()),
+            ("@swarm-team", "t"),
+            ("@swarm-member", "coder"),
+        ] {
+            server.tmux(&["set", "-p", "-t", &pane, option, value]);
+        }
+        let member = Roster::new(&store, &team)
+            .update_member(&"coder".parse().unwrap(), |m| {
+                m.tmux_pane_id = pane.clone();
+                m.backend_type = Some("tmux".into());
+                m.extra
+                    .insert(SOCKET_FIELD.into(), server.0.to_str().unwrap().into());
+                m.clone()
+            })
+            .unwrap();
+        let alive = || server.tmux(&["list-panes", "-a", "-F", "#{pane_id}"]) == pane;
+        // The run that approved was pid 4194000, long gone; another process runs in its pane id.
+        assert_eq!(kill_run(&store, &team, &member, 4_194_000).unwrap(), None);
+        assert!(alive(), "the later run's pane is still open");
+        // The same kill meant for the run in that pane closes it.
+        assert_eq!(
+            kill_run(&store, &team, &member, pid).unwrap(),
+            Some(Killed::Stopped { signalled: false })
+        );
+        // It was the server's only pane, so the server is gone with it.
+        let listed = Command::new("tmux")
+            .arg("-S")
+            .arg(&server.0)
+            .args(["list-panes", "-a"])
+            .output()
+            .unwrap();
+        assert!(!listed.status.success(), "closed: {listed:?}");
     }
 }

@@ -16,13 +16,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::tmux::{MarkedPane, PaneOwner, TmuxBackend, TmuxEnv, TmuxServer};
-use crate::backend::SystemExec;
+use crate::backend::{PaneState, SystemExec};
 use crate::error::Result;
+use crate::process::pid::PidRecord;
 use crate::process::spawn_record;
 use crate::store::names::TeamName;
 use crate::store::names::LEAD;
 use crate::store::paths::Store;
-use crate::store::roster::TeamConfig;
+use crate::store::roster::{Member, TeamConfig};
 
 /// Kills every pane of `team` on the servers its roster names, keeping each member's last lines
 /// first; returns how many.
@@ -45,31 +46,43 @@ pub(crate) fn close_team_panes(
             super::retire::keep_output(store, team, member, &backend);
         }
     }
+    let console = config
+        .member(LEAD)
+        .filter(|m| m.tmux_pane_id.starts_with('%'))
+        .and_then(|lead| lead_console(store, team, lead));
     let mut closed = 0;
     for socket in servers {
         closed += team_backend(store, team.as_str(), socket).kill_team_panes()?;
     }
-    if config
-        .member(LEAD)
-        .is_some_and(|m| m.tmux_pane_id.starts_with('%'))
-    {
-        wait_for_lead_console(store, team);
+    if let Some(console) = console {
+        wait_for_lead_console(console);
     }
     Ok(closed)
+}
+
+/// The lead console swarm started for `team` in a tmux pane: the process swarm's own record
+/// names ([`spawn_record::signal_target`]), else the one running in the lead's marked pane. A
+/// launch killed before it recorded its spawns leaves no record, and its console, adopted by
+/// `down` (`lifecycle::orphans`), still reads the teammates' approvals. Only waited for, never
+/// signalled, so the pane's word is enough here.
+fn lead_console(store: &Store, team: &TeamName, lead: &Member) -> Option<PidRecord> {
+    if let Ok(console) = spawn_record::signal_target(store, team, LEAD) {
+        return Some(console);
+    }
+    match crate::backend::for_member(store, team, lead)?.state() {
+        Ok(PaneState::Alive { pid: Some(pid) }) => Some(PidRecord::of(pid)),
+        _ => None,
+    }
 }
 
 /// How long `down` waits for the lead console to end once its pane is closed.
 const CONSOLE_EXIT: Duration = Duration::from_secs(10);
 
-/// Waits, bounded, until the lead console swarm started for `team` in a tmux pane has exited.
-/// Its pane's SIGHUP ends it only after the pass it is in, and a pass can be seconds of
-/// retiring the teammates whose approvals it is reading: an `up` right after `down` raced it,
-/// and the old console closed the panes of teammates just started again. Only the process swarm's own
-/// record names is waited for ([`spawn_record::signal_target`]).
-fn wait_for_lead_console(store: &Store, team: &TeamName) {
-    let Ok(console) = spawn_record::signal_target(store, team, LEAD) else {
-        return;
-    };
+/// Waits, bounded, until the lead console has exited once its pane is closed. Its pane's SIGHUP
+/// ends it only after the pass it is in, and a pass can be seconds of retiring the teammates
+/// whose approvals it is reading: an `up` right after `down` raced it, and the old console
+/// closed the panes of teammates just started again.
+fn wait_for_lead_console(console: PidRecord) {
     let until = Instant::now() + CONSOLE_EXIT;
     while console.alive() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));

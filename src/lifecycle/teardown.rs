@@ -69,7 +69,10 @@ fn lead_console(store: &Store, team: &TeamName, lead: &Member) -> Option<PidReco
     if let Ok(console) = spawn_record::signal_target(store, team, LEAD) {
         return Some(console);
     }
-    match crate::backend::for_member(store, team, lead)?.state() {
+    // A pane on a server swarm recorded, with the lead's marks: one swarm opened and closes
+    // now, never a Claude Code lead's own pane, which stays open and must not be waited for.
+    let pane = crate::backend::for_member(store, team, lead).filter(|b| b.tmux().is_some())?;
+    match pane.state() {
         Ok(PaneState::Alive { pid: Some(pid) }) => Some(PidRecord::of(pid)),
         _ => None,
     }

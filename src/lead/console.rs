@@ -265,7 +265,7 @@ impl<'a> Console<'a> {
     /// member, and the kill that goes with it would stop the new run once it is recorded. An
     /// approval that names no run (Claude Code's) is the current run's.
     fn earlier_run(&self, member: &Member, approval: &ShutdownApproved) -> Option<&'static str> {
-        let sent_by = approval.extra.get(liveness::RUN_FIELD)?.as_str()?;
+        let sent_by = approving_run(approval)?;
         let lock = liveness::recorded_run(self.store, self.team, &member.name);
         let spawned =
             crate::process::spawn_record::load(self.store, self.team, member.name.as_str());
@@ -389,11 +389,7 @@ impl<'a> Console<'a> {
                     continue;
                 }
                 self.say_from(l.name.as_str(), &l.color, " approved shutdown");
-                run = approval
-                    .extra
-                    .get(liveness::RUN_FIELD)
-                    .and_then(|r| r.as_str())
-                    .and_then(liveness::run_pid);
+                run = approving_run(approval).and_then(liveness::run_pid);
             }
             going.push((l, member, run));
         }
@@ -458,6 +454,12 @@ fn shutdown_was_requested(
         .lines()
         .filter_map(|l| serde_json::from_str::<InboxMessage>(l).ok())
         .any(|m| is_it(&m)))
+}
+
+/// The run that sent `approval` ([`liveness::RUN_FIELD`]); `None` for Claude Code's, which
+/// names none.
+fn approving_run(approval: &ShutdownApproved) -> Option<&str> {
+    approval.extra.get(liveness::RUN_FIELD)?.as_str()
 }
 
 #[cfg(test)]

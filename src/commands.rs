@@ -158,7 +158,15 @@ fn run(ctx: &Context, command: Command) -> Result<i32> {
         Command::Trust(args) => trust::run(ctx, args).map(|()| 0),
         Command::Logs { name, follow } => logs::logs(ctx, &name, follow).map(|()| 0),
         Command::PaneExec { spec } => succeed(crate::backend::pane_exec::successor(&spec)?),
-        Command::SandboxExec(args) => succeed(crate::launch::sandbox::successor(args)?),
+        Command::SandboxExec(args) => {
+            let inner = !args.execs_onward();
+            let next = crate::launch::sandbox::successor(args)?;
+            if inner && !next.is_this_swarm() {
+                // Its parent, so the agent's last words reach the pane (`last_words`).
+                return crate::process::last_words::parent_of(next);
+            }
+            succeed(next)
+        }
         Command::Relay(cmd) => relay::run(ctx, cmd),
         #[cfg(feature = "seams")]
         Command::Debug(cmd) => debug::run(ctx, cmd),

@@ -86,6 +86,7 @@ pub fn run() -> i32 {
                 "swarm: error: {}",
                 output::terminal::visible(&e.to_string())
             );
+            process::last_words::after_failure();
             e.exit_code()
         }
     }

@@ -9,6 +9,7 @@ pub(crate) mod child;
 pub(crate) mod exec;
 pub(crate) mod fd_limit;
 pub(crate) mod group;
+pub(crate) mod last_words;
 pub(crate) mod pid;
 pub(crate) mod procfs;
 pub(crate) mod signals;

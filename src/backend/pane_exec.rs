@@ -89,6 +89,7 @@ impl Trampoline {
 /// `swarm pane-exec SPEC`: reads and deletes the spec, does the iTerm2 chores, and says what
 /// the pane's process becomes: the teammate, as the spec gives it.
 pub(crate) fn successor(spec_path: &Path) -> Result<Successor> {
+    crate::process::last_words::in_pane();
     let spec: ExecSpec = fsio::read_json(spec_path)?.ok_or_else(|| {
         Error::usage(format!(
             "{} does not exist (it is read once and deleted)",

@@ -26,11 +26,14 @@
 //! leads; `bwrap` itself would die at SIGTERM at once and leave the teammate inside to be
 //! SIGKILLed mid-shutdown. So the outer step ignores SIGTERM and SIGINT before it becomes
 //! `bwrap` (an ignored disposition survives `exec`), and an inner step (`sandbox-exec --inner`)
-//! puts them back to their defaults before it becomes the teammate: the recorded pid stays the
-//! one `bwrap` lives under until the teammate has exited, and that pid is what the runtime's
-//! liveness record names (`SWARM_SANDBOX_PID`: its own is 2 or so). SIGHUP keeps its default:
-//! a closed tmux pane hangs up only its session leader, the outer `bwrap`, whose exit then
-//! hangs up the pane's foreground group, the teammate.
+//! puts them back to their defaults before it becomes swarm's runtime: the recorded pid stays
+//! the one `bwrap` lives under until the teammate has exited, and that pid is what the
+//! runtime's liveness record names (`SWARM_SANDBOX_PID`: its own is 2 or so). SIGHUP keeps its
+//! default: a closed tmux pane hangs up only its session leader, the outer `bwrap`, whose exit
+//! then hangs up the pane's foreground group, the teammate. Another agent (`claude`, a CLI) the
+//! inner step starts as its child with all three at their defaults, ignores them itself and
+//! waits for it, so that a failing agent's last output reaches its pane
+//! (`process::last_words`).
 //!
 //! A launch that cannot contain (no `bwrap` on PATH, or a kernel without user namespaces:
 //! probed once per launch) says so on one line and records it; `--no-sandbox` (or
@@ -334,14 +337,21 @@ impl SandboxExecArgs {
     }
 }
 
-/// What the step becomes: `bwrap` around the teammate (or, `--inner`, the teammate).
+/// What the step becomes: `bwrap` around the teammate (or, `--inner`, the teammate: swarm's
+/// runtime in this process, another agent as this process's child).
 pub(crate) fn successor(args: SandboxExecArgs) -> Result<Successor> {
     if args.command.is_empty() {
         return Err(Error::usage("sandbox-exec: the command is empty"));
     }
+    crate::process::last_words::in_pane();
     if args.inner {
-        set_stop_signals(libc::SIG_DFL);
-        return Ok(Successor::of(args.command));
+        let next = Successor::of(args.command);
+        // swarm's runtime runs here, in this process; another agent runs as its child
+        // (`last_words::parent_of`), which puts the signals back for that child only.
+        if next.is_this_swarm() {
+            set_stop_signals(libc::SIG_DFL);
+        }
+        return Ok(next);
     }
     let missing = || Error::usage("sandbox-exec needs --bwrap, --root, --team and --name");
     let bwrap = args.bwrap.as_ref().ok_or_else(missing)?;

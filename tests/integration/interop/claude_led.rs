@@ -114,7 +114,10 @@ impl Drop for Panes<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             for (pane, pid, dead) in self.list() {
+                // The screen's last lines with text: a log cut to its tail keeps the failure.
                 let screen = self.tmux.cmd(["capture-pane", "-p", "-t", &pane]).stdout;
+                let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+                let screen = lines[lines.len().saturating_sub(8)..].join("\n");
                 eprintln!(
                     "--- pane {pane} (pid {pid}, dead {dead}): {:?}\n{screen}",
                     argv(&pid)

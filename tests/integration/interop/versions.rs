@@ -121,20 +121,26 @@ pub fn only(package: &str) -> Installed {
 }
 
 /// Runs `scenario` against every listed Claude Code, each to its end, then fails naming every
-/// version it failed against (each failure's own message and diagnostics print as it happens).
+/// version it failed against and why, in its last lines: a log cut to its tail (as CI shows
+/// one) still says what failed, below the diagnostics each failure printed as it happened.
 pub fn each_claude(scenario: impl Fn(&Installed)) {
     let mut failed = Vec::new();
     for claude in claudes() {
         eprintln!("--- against Claude Code {} ---", claude.version);
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario(&claude)));
-        if run.is_err() {
-            failed.push(claude.version);
+        if let Err(payload) = run {
+            let why = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failed.push(format!("{}: {why}", claude.version));
         }
     }
     assert!(
         failed.is_empty(),
         "failed against Claude Code {}",
-        failed.join(", ")
+        failed.join("\n")
     );
 }
 

@@ -169,3 +169,54 @@ fn in_process_a_teammate_that_exits_at_once_is_named_with_its_log_and_the_launch
     }
     assert_eq!(launch.wait(Duration::from_secs(60)), Some(1));
 }
+
+#[test]
+fn a_dozen_teammates_that_print_why_and_exit_at_once_each_keep_that_line_on_their_pane() {
+    // tmux closes a pane's terminal as soon as its process exits and drops what it had not read:
+    // with the agent exec'd in the sandbox, lines like this one were lost on a busy machine (on
+    // 1 to 10 panes of 12 in a launch), and the launch's report then had no reason to give.
+    let env = Env::new();
+    let tmux = Tmux::new();
+    let crasher = write_script(
+        &env.path("crasher"),
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$prev\" = --agent-name ] && name=\"$a\"; prev=\"$a\"; done\n\
+         echo \"fake claude $name: cannot start\"\nexit 3\n",
+    );
+    let names: Vec<String> = (1..=12).map(|i| format!("c{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let file = mixed_file(&env, &[], &refs);
+    swarm_on(
+        &env,
+        &tmux,
+        &crasher,
+        &[
+            "launch",
+            "--no-wait",
+            "--no-lead-pane",
+            file.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    // tmux can show a pane dead a moment before it has its exit status.
+    let doc = eventually(
+        Duration::from_secs(60),
+        "every pane dead with status 3",
+        || {
+            let doc = status(&env, &tmux);
+            names
+                .iter()
+                .all(|n| member(&doc, n)["pane"] == json!({"state": "dead", "code": 3}))
+                .then_some(doc)
+        },
+    );
+    for name in &names {
+        let pane = member(&doc, name)["paneId"].as_str().unwrap().to_string();
+        let screen = tmux
+            .cmd(["capture-pane", "-p", "-S", "-", "-t", &pane])
+            .stdout;
+        assert!(
+            screen.contains(&format!("fake claude {name}: cannot start")),
+            "{name}'s pane lost its last line:\n{screen}"
+        );
+    }
+}

@@ -31,9 +31,15 @@ use crate::store::paths::Store;
 
 /// How long a reader waits for a writer's lock before it reads without it (and retries).
 const READ_LOCK_WAIT: Duration = Duration::from_secs(2);
-/// Reads of a roster that does not parse, before it is called invalid: a writer that rewrites
-/// in place without the lock is done within a few milliseconds.
-const READ_TRIES: u32 = 6;
+/// How long a roster that does not parse is read again before it is called invalid. A writer
+/// that rewrites in place without the lock is done within a few milliseconds, but on a loaded
+/// machine it can be held between its write and its truncate for longer, and one that rewrites
+/// often (a teammate flipping `isActive` each turn) can be caught torn several reads running:
+/// in one full run of the suite, six reads over 310 ms all met it torn.
+const READ_PATIENCE: Duration = Duration::from_secs(1);
+
+/// The longest pause between two reads of a roster that does not parse.
+const READ_PAUSE_MAX: Duration = Duration::from_millis(40);
 
 /// A roster as read: the JSON as it is in the file, its typed view, and whether the file ended
 /// with a newline (Claude Code's does not).
@@ -60,14 +66,16 @@ fn read_once(path: &Path) -> Result<Option<std::result::Result<Read, String>>> {
     Ok(Some(parsed))
 }
 
-/// Reads and parses `path`, again a few times while it does not parse; `None` if missing.
+/// Reads and parses `path`, again for up to [`READ_PATIENCE`] while it does not parse; `None`
+/// if missing.
 fn read(path: &Path) -> Result<Option<Read>> {
-    let mut wait = Duration::from_millis(10);
-    for attempt in 1.. {
+    let start = std::time::Instant::now();
+    let mut wait = Duration::from_millis(5);
+    loop {
         match read_once(path)? {
             None => return Ok(None),
             Some(Ok(read)) => return Ok(Some(read)),
-            Some(Err(detail)) if attempt >= READ_TRIES => {
+            Some(Err(detail)) if start.elapsed() >= READ_PATIENCE => {
                 return Err(Error::InvalidRoster {
                     path: path.to_path_buf(),
                     detail,
@@ -75,11 +83,10 @@ fn read(path: &Path) -> Result<Option<Read>> {
             }
             Some(Err(_)) => {
                 std::thread::sleep(wait);
-                wait *= 2;
+                wait = (wait * 2).min(READ_PAUSE_MAX);
             }
         }
     }
-    unreachable!("the loop returns")
 }
 
 /// Roster operations for one store.
@@ -388,6 +395,32 @@ impl Roster<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_roster_left_torn_for_a_moment_is_read_whole_once_its_writer_is_done() {
+        // A writer held between its write and its truncate on a loaded machine: the old tail
+        // stays after the new text for longer than six quick reads took (310 ms).
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let team: TeamName = "t".parse().unwrap();
+        Roster::new(&store, &team).create("d", "/", "s").unwrap();
+        let path = store.config_path(&team);
+        let whole = std::fs::read(&path).unwrap();
+        let mut torn = whole.clone();
+        torn.extend_from_slice(b"\n  }\n}");
+        std::fs::write(&path, &torn).unwrap();
+        assert!(matches!(read_once(&path), Ok(Some(Err(_)))), "it is torn");
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(450));
+                std::fs::write(&path, &whole).unwrap();
+            })
+        };
+        let read = read(&path).unwrap().expect("the roster");
+        assert_eq!(read.config.members.len(), 1);
+        writer.join().unwrap();
+    }
 
     #[test]
     fn a_settled_unchanged_roster_is_not_read_again_and_any_write_is() {

@@ -263,18 +263,20 @@ impl<'a> Console<'a> {
     /// its intent on the roster does (`lifecycle::orphans`). An approval read late (the console
     /// was busy or stopped while `restart`, or `down` and `up`, ran) would otherwise retire the
     /// member, and the kill that goes with it would stop the new run once it is recorded. An
-    /// approval that names no run (Claude Code's) is the current run's.
+    /// approval that names no run (Claude Code's) is the current run's, unless a launch is
+    /// opening the member.
     fn earlier_run(&self, member: &Member, approval: &ShutdownApproved) -> Option<&'static str> {
-        let sent_by = approving_run(approval)?;
-        let lock = liveness::recorded_run(self.store, self.team, &member.name);
-        let spawned =
-            crate::process::spawn_record::load(self.store, self.team, member.name.as_str());
-        let started = lock.is_some_and(|now| now != sent_by)
-            || spawned
-                .zip(liveness::run_pid(sent_by))
-                .is_some_and(|(now, then)| now.pid != then);
-        if started {
-            return Some("it was started again since");
+        if let Some(sent_by) = approving_run(approval) {
+            let lock = liveness::recorded_run(self.store, self.team, &member.name);
+            let spawned =
+                crate::process::spawn_record::load(self.store, self.team, member.name.as_str());
+            let started = lock.is_some_and(|now| now != sent_by)
+                || spawned
+                    .zip(liveness::run_pid(sent_by))
+                    .is_some_and(|(now, then)| now.pid != then);
+            if started {
+                return Some("it was started again since");
+            }
         }
         lifecycle::orphans::being_opened(member).then_some("it is being started again")
     }
@@ -477,6 +479,16 @@ mod tests {
 
     /// `name`'s approval of a shutdown request the lead really sent, from a run long gone.
     fn approval(store: &Store, team: &TeamName, name: &str) -> InboxMessage {
+        approval_from(store, team, name, Some("4194000:1"))
+    }
+
+    /// [`approval`] naming `run`, or, as Claude Code's does, none.
+    fn approval_from(
+        store: &Store,
+        team: &TeamName,
+        name: &str,
+        run: Option<&str>,
+    ) -> InboxMessage {
         let name: AgentName = name.parse().unwrap();
         let request_id = lifecycle::send_shutdown_request(store, team, &name, None, None).unwrap();
         let approved = Protocol::ShutdownApproved(ShutdownApproved {
@@ -485,31 +497,40 @@ mod tests {
             timestamp: crate::store::protocol::timestamp_now(),
             pane_id: None,
             backend_type: None,
-            extra: serde_json::Map::from_iter([(liveness::RUN_FIELD.into(), "4194000:1".into())]),
+            extra: serde_json::Map::from_iter(
+                run.map(|run| (liveness::RUN_FIELD.to_string(), run.into())),
+            ),
         });
         InboxMessage::protocol(&name, &approved)
     }
 
     #[test]
     fn an_approval_read_before_a_launch_started_its_sender_again_leaves_the_new_run_alone() {
-        let (_dir, store, team) = team_with(&["again", "gone"]);
+        let (_dir, store, team) = team_with(&["again", "claude", "gone"]);
         let roster = Roster::new(&store, &team);
         let mut console = Console::new(&store, &team, opts());
         for name in ["again", "gone"] {
             console.handle(&approval(&store, &team, name)).unwrap();
         }
-        // While the console reads the rest of its pass, `swarm up` starts `again` once more: its
-        // intent on the roster, as a launch writes it before it opens the pane.
-        let again: AgentName = "again".parse().unwrap();
-        roster
-            .update_member(&again, lifecycle::orphans::mark_opening)
-            .unwrap();
+        // Claude Code's approval names no run (it used to be taken for the current run's).
+        let claude = approval_from(&store, &team, "claude", None);
+        console.handle(&claude).unwrap();
+        // While the console reads the rest of its pass, `swarm up` starts `again` and `claude`
+        // once more: their intent on the roster, as a launch writes it before it opens panes.
+        for name in ["again", "claude"] {
+            let name: AgentName = name.parse().unwrap();
+            roster
+                .update_member(&name, lifecycle::orphans::mark_opening)
+                .unwrap();
+        }
         console.retire_approved().unwrap();
         let config = roster.load().unwrap();
-        assert!(
-            !config.member("again").unwrap().retired(),
-            "the approval of the run before is not the new run's"
-        );
+        for name in ["again", "claude"] {
+            assert!(
+                !config.member(name).unwrap().retired(),
+                "the approval {name} sent before is not the new run's"
+            );
+        }
         assert!(
             config.member("gone").unwrap().retired(),
             "an approval of the current run retires its sender"

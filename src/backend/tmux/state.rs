@@ -4,8 +4,16 @@
 //! alive (with its pid), dead (with its status or signal), or gone. Gone also covers no server
 //! at all, an id that is not a pane id (`%N`), and a pane whose `@swarm-*` marks name another
 //! root, team or member (see owner.rs): one tmux call reads the marks and the state.
+//!
+//! tmux can show a pane dead and never learn its exit status: built with libutempter (as
+//! Debian's is), it swaps in utempter's own SIGCHLD handler while it closes a dead pane's
+//! terminal, and the pane process's exit that lands meanwhile is never reaped until another
+//! child of the server exits (tmux issue 311). A launch of twelve contained agents that exit at
+//! once left two such zombies in one launch of ten on a busy machine. So a pane read dead with
+//! neither status nor signal is read once more after a `run-shell true`, whose job's exit makes
+//! the server reap every child that has exited.
 
-use tmux_interface::ListPanes;
+use tmux_interface::{ListPanes, RunShell};
 
 use super::owner::PaneOwner;
 use super::server::{server_missing, Client};
@@ -33,7 +41,31 @@ pub(super) fn owned_pane_state(
     if !is_pane_id(id) {
         return Ok(PaneState::Gone);
     }
-    let mut cmds = PaneOwner::read_marks(id);
+    let state = read_owned(client, id, owner, member, false)?;
+    if state
+        != (PaneState::Dead {
+            code: None,
+            signal: None,
+        })
+    {
+        return Ok(state);
+    }
+    read_owned(client, id, owner, member, true)
+}
+
+/// One read of the marks and the state of pane `id`, after a `run-shell true` when `reap`.
+fn read_owned(
+    client: &Client,
+    id: &str,
+    owner: &PaneOwner,
+    member: &str,
+    reap: bool,
+) -> Result<PaneState> {
+    let mut cmds = Vec::new();
+    if reap {
+        cmds.push(RunShell::new().shell_command("true").build());
+    }
+    cmds.extend(PaneOwner::read_marks(id));
     cmds.push(ListPanes::new().format(LIST_FORMAT).target(id).build());
     let out = match client.run(cmds) {
         Ok(out) => out,
@@ -81,6 +113,44 @@ mod tests {
     use super::*;
     use crate::backend::tmux::server::TmuxServer;
     use crate::process::exec::testing::Recorder;
+
+    #[test]
+    fn a_pane_dead_without_its_status_is_read_again_after_a_job_makes_tmux_reap() {
+        let rec = Arc::new(Recorder::default());
+        let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
+        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let marks = owner.expected("coder");
+        rec.answer(&format!("{marks}%5\t1\t\t\t0\n"));
+        rec.answer(&format!("{marks}%5\t1\t3\t\t0\n"));
+        let got = owned_pane_state(&client, &PaneId("%5".into()), &owner, "coder").unwrap();
+        assert_eq!(
+            got,
+            PaneState::Dead {
+                code: Some(3),
+                signal: None
+            }
+        );
+        let calls = rec.calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            calls[1][4..6],
+            ["run".to_string(), "true".into()],
+            "{calls:?}"
+        );
+        assert_eq!(calls[1][6], ";");
+        assert_eq!(calls[1][7..], calls[0][4..], "then the same read");
+
+        // A pane that stays so is dead with nothing more known, after one more read.
+        rec.answer(&format!("{marks}%5\t1\t\t\t0\n"));
+        rec.answer(&format!("{marks}%5\t1\t\t\t0\n"));
+        let got = owned_pane_state(&client, &PaneId("%5".into()), &owner, "coder").unwrap();
+        let unknown = PaneState::Dead {
+            code: None,
+            signal: None,
+        };
+        assert_eq!(got, unknown);
+        assert_eq!(rec.calls().len(), 4);
+    }
 
     #[test]
     fn pane_states_come_from_list_panes_only_for_panes_with_the_owners_marks() {

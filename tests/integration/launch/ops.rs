@@ -48,23 +48,34 @@ fn a_teammate_killed_from_outside_shows_as_dead_in_status() {
     }
     // tmux can show a pane dead a moment before it has the exit status (the terminal's end
     // and the process's can reach it in either order): wait for both to be known.
-    let status = eventually(
-        Duration::from_secs(20),
-        "victim dead by signal 9 and crasher by exit 3",
-        || {
-            let s = env
-                .swarm(["--json", "status"])
-                .env("SWARM_TMUX_SOCKET", &tmux.socket)
-                .ok()
-                .json();
-            let dead = |n: &str, how: Value| {
-                member(&s, n)["state"] == "dead" && member(&s, n)["pane"] == how
-            };
-            (dead("victim", json!({"state": "dead", "signal": 9}))
-                && dead("crasher", json!({"state": "dead", "code": 3})))
-            .then_some(s)
-        },
-    );
+    let start = Instant::now();
+    let status = loop {
+        let s = env
+            .swarm(["--json", "status"])
+            .env("SWARM_TMUX_SOCKET", &tmux.socket)
+            .ok()
+            .json();
+        let dead =
+            |n: &str, how: Value| member(&s, n)["state"] == "dead" && member(&s, n)["pane"] == how;
+        if dead("victim", json!({"state": "dead", "signal": 9}))
+            && dead("crasher", json!({"state": "dead", "code": 3}))
+        {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "victim not dead by signal 9 or crasher not by exit 3 after 20 s: {s}\npanes: {}",
+            tmux.cmd([
+                "list-panes",
+                "-a",
+                "-F",
+                "#{pane_id} #{pane_pid} dead=#{pane_dead} status=#{pane_dead_status} \
+                 signal=#{pane_dead_signal}"
+            ])
+            .stdout
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(member(&status, "crasher")["exitCode"], 3);
     assert_eq!(member(&status, "victim")["signal"], 9);
     assert_eq!(member(&status, "victim")["why"], "signal 9");

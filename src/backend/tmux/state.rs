@@ -8,8 +8,8 @@
 //! tmux can show a pane dead and never learn its exit status: built with libutempter (as
 //! Debian's is), it swaps in utempter's own SIGCHLD handler while it closes a dead pane's
 //! terminal, and the pane process's exit that lands meanwhile is never reaped until another
-//! child of the server exits (tmux issue 311). A launch of twelve contained agents that exit at
-//! once left two such zombies in one launch of ten on a busy machine. So a pane read dead with
+//! child of the server exits (tmux issue 311). On a busy machine, one of ten launches of twelve
+//! contained agents that all exit at once left two such panes. So a pane read dead with
 //! neither status nor signal is read once more after a `run-shell true`, whose job's exit makes
 //! the server reap every child that has exited.
 

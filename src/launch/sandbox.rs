@@ -345,13 +345,10 @@ pub(crate) fn successor(args: SandboxExecArgs) -> Result<Successor> {
     }
     crate::process::last_words::in_pane();
     if args.inner {
-        let next = Successor::of(args.command);
-        // swarm's runtime runs here, in this process; another agent runs as its child
-        // (`last_words::parent_of`), which puts the signals back for that child only.
-        if next.is_this_swarm() {
-            set_stop_signals(libc::SIG_DFL);
-        }
-        return Ok(next);
+        // For swarm's runtime, which runs in this process. Another agent runs as this
+        // process's child (`last_words::parent_of`), which ignores them again for itself.
+        set_stop_signals(libc::SIG_DFL);
+        return Ok(Successor::of(args.command));
     }
     let missing = || Error::usage("sandbox-exec needs --bwrap, --root, --team and --name");
     let bwrap = args.bwrap.as_ref().ok_or_else(missing)?;

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::successor::Successor;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How long the last process waits after a failure: tmux reads a pane's output on its next
 /// turn of its event loop, which a loaded machine can hold back for a while.
@@ -48,15 +48,8 @@ pub(crate) fn after_failure() {
 /// for signal N, as a shell reports it). After a failure other than a stop, the wait of
 /// [`after_failure`] lets the pane read the child's last words.
 pub(crate) fn parent_of(next: Successor) -> Result<i32> {
-    let Some((program, args)) = next.argv.split_first() else {
-        return Err(Error::usage("the command to run is empty"));
-    };
+    let mut cmd = next.command()?;
     set_dispositions(libc::SIG_IGN);
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args).envs(next.env.iter().map(|(k, v)| (k, v)));
-    if let Some(dir) = &next.cwd {
-        cmd.current_dir(dir);
-    }
     // SAFETY: the closure only sets signal dispositions to SIG_DFL, which is async-signal-safe
     // and touches no memory of the parent.
     unsafe {
@@ -65,10 +58,7 @@ pub(crate) fn parent_of(next: Successor) -> Result<i32> {
             Ok(())
         });
     }
-    let status = cmd.status().map_err(|e| Error::Command {
-        program: program.clone(),
-        detail: e.to_string(),
-    })?;
+    let status = cmd.status().map_err(|e| next.failed(e))?;
     let stopped = status
         .signal()
         .is_some_and(|s| STOP_SIGNALS.contains(&s) || s == libc::SIGKILL);

@@ -65,17 +65,31 @@ impl Successor {
 
     /// Becomes the program; returns only the error that stopped it.
     pub(crate) fn exec(self) -> Error {
+        let mut cmd = match self.command() {
+            Ok(cmd) => cmd,
+            Err(e) => return e,
+        };
+        self.failed(cmd.exec())
+    }
+
+    /// The program with its argv, environment and working directory, as the exec (or a step
+    /// that runs it as its child, `last_words::parent_of`) gives them.
+    pub(crate) fn command(&self) -> Result<std::process::Command> {
         let Some((program, args)) = self.argv.split_first() else {
-            return Error::usage("the command to become is empty");
+            return Err(Error::usage("the command to become is empty"));
         };
         let mut cmd = std::process::Command::new(program);
         cmd.args(args).envs(self.env.iter().map(|(k, v)| (k, v)));
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
-        let err = cmd.exec();
+        Ok(cmd)
+    }
+
+    /// The error of a program that could not be started.
+    pub(crate) fn failed(&self, err: std::io::Error) -> Error {
         Error::Command {
-            program: program.clone(),
+            program: self.argv.first().cloned().unwrap_or_default(),
             detail: err.to_string(),
         }
     }

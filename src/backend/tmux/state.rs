@@ -41,16 +41,13 @@ pub(super) fn owned_pane_state(
     if !is_pane_id(id) {
         return Ok(PaneState::Gone);
     }
-    let state = read_owned(client, id, owner, member, false)?;
-    if state
-        != (PaneState::Dead {
+    match read_owned(client, id, owner, member, false)? {
+        PaneState::Dead {
             code: None,
             signal: None,
-        })
-    {
-        return Ok(state);
+        } => read_owned(client, id, owner, member, true),
+        state => Ok(state),
     }
-    read_owned(client, id, owner, member, true)
 }
 
 /// One read of the marks and the state of pane `id`, after a `run-shell true` when `reap`.
@@ -114,11 +111,17 @@ mod tests {
     use crate::backend::tmux::server::TmuxServer;
     use crate::process::exec::testing::Recorder;
 
-    #[test]
-    fn a_pane_dead_without_its_status_is_read_again_after_a_job_makes_tmux_reap() {
+    /// A recorder standing in for tmux, a client of server `sock` on it, and team t's owner.
+    fn fixture() -> (Arc<Recorder>, Client, PaneOwner) {
         let rec = Arc::new(Recorder::default());
         let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
         let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        (rec, client, owner)
+    }
+
+    #[test]
+    fn a_pane_dead_without_its_status_is_read_again_after_a_job_makes_tmux_reap() {
+        let (rec, client, owner) = fixture();
         let marks = owner.expected("coder");
         rec.answer(&format!("{marks}%5\t1\t\t\t0\n"));
         rec.answer(&format!("{marks}%5\t1\t3\t\t0\n"));
@@ -154,9 +157,7 @@ mod tests {
 
     #[test]
     fn pane_states_come_from_list_panes_only_for_panes_with_the_owners_marks() {
-        let rec = Arc::new(Recorder::default());
-        let client = Client::new(rec.clone(), TmuxServer::Name("sock".into()));
-        let owner = PaneOwner::new(std::path::Path::new("/nonexistent/root"), "t");
+        let (rec, client, owner) = fixture();
         let marks = owner.expected("coder");
         let listing = "%1\t0\t\t\t123\n%2\t1\t3\t\t0\n%4\t1\t\t9\t0\n";
         let expect = [
